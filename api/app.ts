@@ -1,0 +1,68 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { SwitchyardError } from '../models/errors.js';
+import type { Ctx, RequestState } from './context.js';
+import { authenticateAccount, authenticateAdmin } from './middleware/authenticate.js';
+import { errorHandler } from './middleware/error-handler.js';
+import { jsonBody } from './middleware/json-body.js';
+import { requestId } from './middleware/request-id.js';
+import { buildOpenApi } from './openapi.js';
+import { koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
+import { accountRoutes } from './routes/account.js';
+import { adminRoutes } from './routes/admin.js';
+import { jobRoutes } from './routes/jobs.js';
+import { metaRoutes } from './routes/meta.js';
+import type { Services } from './services/services.js';
+import { assertValid } from './validation.js';
+
+export const VERSION = '0.1.0';
+
+function validated(spec: RouteSpec): RouteMiddleware {
+  return async (ctx, next) => {
+    if (spec.query) assertValid(spec.query, { ...ctx.query }, 'query string');
+    if (spec.body) assertValid(spec.body, ctx.state.body, 'request body');
+    await next();
+  };
+}
+
+/** The Koa application: request ids, one error renderer, then the routes of every area. */
+export function createApp(s: Services, log: Logger): Koa<RequestState> {
+  const app = new Koa<RequestState>({ proxy: s.config.trustProxy });
+  // Errors are rendered by errorHandler; Koa's own handler would only log them twice.
+  app.silent = true;
+
+  const routes: RouteSpec[] = [...jobRoutes(s), ...accountRoutes(s), ...adminRoutes(s)];
+  let openapi: unknown;
+  routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
+
+  const router = new Router<RequestState>();
+  const account = authenticateAccount(s.auth, s.gate);
+  const admin = authenticateAdmin(s.config.adminToken);
+  const body = jsonBody({ limitBytes: s.config.jsonBodyLimitBytes, maxDepth: s.config.jsonMaxDepth });
+  for (const spec of routes) {
+    const chain: RouteMiddleware[] = [];
+    if (spec.auth === 'account') chain.push(account);
+    if (spec.auth === 'admin') chain.push(admin);
+    if (spec.body || spec.method !== 'get') chain.push(body);
+    chain.push(validated(spec));
+    router[spec.method](koaPath(spec.path), ...(chain as never[]), (ctx: Ctx) => spec.handler(ctx));
+  }
+
+  app.use(requestId());
+  app.use(errorHandler(log));
+  app.use(async (ctx, next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'no-store');
+    await next();
+  });
+  app.use(router.routes() as never);
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new SwitchyardError('method_not_allowed', 'this method is not allowed on this path'),
+      notImplemented: () => new SwitchyardError('method_not_allowed', 'this method is not supported'),
+    }) as never,
+  );
+  return app;
+}

@@ -1,0 +1,165 @@
+import { Ajv } from 'ajv';
+import { KIND_NAMES, findKind } from '../queues/kinds.js';
+
+/**
+ * Gateway configuration, read from the environment once at boot and validated as a whole:
+ * a bad value stops the process with one message that names every problem.
+ */
+export interface Config {
+  /** @defaultValue 8080 */
+  port: number;
+  /** @defaultValue '127.0.0.1' */
+  host: string;
+  /** Absolute base URL callers use; built into Location headers and artifact URLs. @defaultValue http://HOST:PORT */
+  publicUrl: string;
+  /** @defaultValue 'redis://127.0.0.1:6379' */
+  redisUrl: string;
+  /** True when REDIS_URL was not set (the dev launcher may then start a local redis-server). */
+  redisUrlDefaulted: boolean;
+  /** Prefix of every Redis key Switchyard writes, BullMQ's included. @defaultValue 'sy' */
+  redisPrefix: string;
+  /** When set, the stores live in MongoDB instead of Redis. */
+  mongoUrl?: string;
+  /** @defaultValue 'switchyard' */
+  mongoDb: string;
+  /** Bearer token of the operator API; the admin API is disabled when unset. */
+  adminToken?: string;
+  /** @defaultValue './.data' */
+  dataDir: string;
+  /** Credits per job, by kind. @defaultValue each kind's catalogue price */
+  prices: Record<string, number>;
+  /** How long a finished run record is kept. @defaultValue 30 days */
+  runRetentionSeconds: number;
+  /** How many times a run is leased before it fails for good. @defaultValue 3 */
+  jobMaxAttempts: number;
+  /** Largest JSON body accepted. @defaultValue 1 MiB */
+  jsonBodyLimitBytes: number;
+  /** Deepest nesting accepted in a JSON body. @defaultValue 64 */
+  jsonMaxDepth: number;
+  /** Requests per second per API key (0 turns limiting off). @defaultValue 50 */
+  rateLimitPerSecond: number;
+  /** Requests a key may make in one burst. @defaultValue 100 */
+  rateLimitBurst: number;
+  /** An account's in-flight runs per priority step within its class (fair sharing). @defaultValue 10 */
+  fairShareStep: number;
+  /** Age after which an accepted run missing from its queue is enqueued by the reconciler. @defaultValue 5000 */
+  enqueueReconcileAfterMs: number;
+  /** How long an API key lookup is cached per process (revocations evict at once). @defaultValue 60000 */
+  keyCacheTtlMs: number;
+  /** Honour X-Forwarded-For for client addresses. @defaultValue false */
+  trustProxy: boolean;
+  /** @defaultValue 'info' */
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const envSchema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    PUBLIC_URL: { type: 'string', pattern: '^https?://[^/]+(/.*)?$' },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    REDIS_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$', default: 'sy' },
+    MONGO_URL: { type: 'string', pattern: '^mongodb(\\+srv)?://' },
+    MONGO_DB: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$', default: 'switchyard' },
+    ADMIN_TOKEN: { type: 'string', minLength: 16 },
+    DATA_DIR: { type: 'string', minLength: 1, default: './.data' },
+    PRICES: { type: 'string' },
+    RUN_RETENTION_DAYS: { type: 'number', exclusiveMinimum: 0, maximum: 3650, default: 30 },
+    JOB_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
+    JSON_BODY_LIMIT: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
+    JSON_MAX_DEPTH: { type: 'integer', minimum: 2, maximum: 1000, default: 64 },
+    RATE_LIMIT_PER_SEC: { type: 'number', minimum: 0, default: 50 },
+    RATE_LIMIT_BURST: { type: 'integer', minimum: 1, default: 100 },
+    FAIR_SHARE_STEP: { type: 'integer', minimum: 1, default: 10 },
+    ENQUEUE_RECONCILE_AFTER_MS: { type: 'integer', minimum: 100, default: 5000 },
+    KEY_CACHE_TTL_MS: { type: 'integer', minimum: 0, default: 60000 },
+    TRUST_PROXY: { type: 'boolean', default: false },
+    LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+  },
+} as const;
+
+const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: true });
+const validateEnv = ajv.compile(envSchema);
+
+function parseSize(text: string): number {
+  const m = /^(\d+)(b|kb|mb)?$/.exec(text)!;
+  const unit = m[2] === 'mb' ? 1024 * 1024 : m[2] === 'kb' ? 1024 : 1;
+  return Number(m[1]) * unit;
+}
+
+function parsePrices(text: string | undefined, problems: string[]): Record<string, number> {
+  const prices: Record<string, number> = Object.fromEntries(KIND_NAMES.map((k) => [k, findKind(k)!.defaultPrice]));
+  if (text === undefined || text === '') return prices;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    problems.push('PRICES must be a JSON object such as {"inference:image:generate": 4}');
+    return prices;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    problems.push('PRICES must be a JSON object of kind -> credits');
+    return prices;
+  }
+  for (const [kind, price] of Object.entries(parsed)) {
+    if (!findKind(kind)) problems.push(`PRICES names an unknown kind ${JSON.stringify(kind)}`);
+    else if (!Number.isSafeInteger(price) || (price as number) < 0) problems.push(`PRICES[${kind}] must be a whole number >= 0`);
+    else prices[kind] = price as number;
+  }
+  return prices;
+}
+
+/** Reads the configuration from `env`; throws a `ConfigError` listing every problem found. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings count as unset, so `FOO= npm start` behaves like leaving FOO out.
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(envSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const problems: string[] = [];
+  if (!validateEnv(raw)) {
+    for (const e of validateEnv.errors ?? []) {
+      const name = e.instancePath.replace(/^\//, '') || 'environment';
+      problems.push(`${name} ${e.message}${e.params && 'allowedValues' in e.params ? ` (${(e.params.allowedValues as string[]).join(', ')})` : ''}`);
+    }
+  }
+  const prices = parsePrices(raw.PRICES as string | undefined, problems);
+  if (problems.length) throw new ConfigError(problems);
+
+  const port = raw.PORT as number;
+  const host = raw.HOST as string;
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    port,
+    host,
+    publicUrl: ((raw.PUBLIC_URL as string | undefined) ?? `http://${publicHost}:${port}`).replace(/\/+$/, ''),
+    redisUrl: (raw.REDIS_URL as string | undefined) ?? 'redis://127.0.0.1:6379',
+    redisUrlDefaulted: raw.REDIS_URL === undefined,
+    redisPrefix: raw.REDIS_PREFIX as string,
+    mongoUrl: raw.MONGO_URL as string | undefined,
+    mongoDb: raw.MONGO_DB as string,
+    adminToken: raw.ADMIN_TOKEN as string | undefined,
+    dataDir: raw.DATA_DIR as string,
+    prices,
+    runRetentionSeconds: Math.round((raw.RUN_RETENTION_DAYS as number) * 86400),
+    jobMaxAttempts: raw.JOB_MAX_ATTEMPTS as number,
+    jsonBodyLimitBytes: parseSize(raw.JSON_BODY_LIMIT as string),
+    jsonMaxDepth: raw.JSON_MAX_DEPTH as number,
+    rateLimitPerSecond: raw.RATE_LIMIT_PER_SEC as number,
+    rateLimitBurst: raw.RATE_LIMIT_BURST as number,
+    fairShareStep: raw.FAIR_SHARE_STEP as number,
+    enqueueReconcileAfterMs: raw.ENQUEUE_RECONCILE_AFTER_MS as number,
+    keyCacheTtlMs: raw.KEY_CACHE_TTL_MS as number,
+    trustProxy: raw.TRUST_PROXY as boolean,
+    logLevel: raw.LOG_LEVEL as string,
+  };
+}

@@ -1,0 +1,113 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { createStores } from '../models/create-stores.js';
+import { createRedis } from '../models/redis-connection.js';
+import { RedisKeys } from '../models/redis/keys.js';
+import type { Stores } from '../models/stores.js';
+import { EnqueueReconciler } from '../queues/enqueue-reconciler.js';
+import { JobQueues } from '../queues/job-queues.js';
+import { createApp } from './app.js';
+import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
+import { RequestGate } from './auth/request-gate.js';
+import type { Config } from './config.js';
+import { createLogger } from './logger.js';
+import { JobService } from './services/job-service.js';
+import type { Services } from './services/services.js';
+
+export interface GatewayOptions {
+  config: Config;
+  /** @defaultValue a pino logger at config.logLevel */
+  log?: Logger;
+}
+
+/** Answers malformed HTTP (bad headers, oversize headers) with the error envelope instead of a bare 400. */
+function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (!socket.writable || (err as { code?: string }).code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const body = JSON.stringify({
+    error: { code: 'invalid_request', message: tooLarge ? 'the request headers are too large' : 'the HTTP request is malformed' },
+  });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * One gateway process: Redis, the stores, the queues, the HTTP server and the background
+ * services, started and stopped together. Any number of them may share one Redis.
+ */
+export class Gateway {
+  readonly config: Config;
+  readonly log: Logger;
+  redis!: Redis;
+  stores!: Stores;
+  queues!: JobQueues;
+  services!: Services;
+  private server?: http.Server;
+  private reconciler?: EnqueueReconciler;
+
+  constructor(opts: GatewayOptions) {
+    this.config = opts.config;
+    this.log = opts.log ?? createLogger(opts.config.logLevel);
+  }
+
+  /** Connects and listens; resolves with the address actually bound (PORT=0 picks a free port). */
+  async start(): Promise<{ url: string; port: number }> {
+    const c = this.config;
+    this.redis = createRedis(c.redisUrl, { name: 'api' });
+    await this.redis.ping();
+    this.stores = await createStores({
+      redis: this.redis,
+      redisPrefix: c.redisPrefix,
+      mongoUrl: c.mongoUrl,
+      mongoDb: c.mongoDb,
+      retentionSeconds: c.runRetentionSeconds,
+      fairShareStep: c.fairShareStep,
+    });
+    this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q`, attempts: c.jobMaxAttempts });
+    const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
+    const jobs = new JobService({ runs: this.stores.runs, idempotency: this.stores.idempotency, queues: this.queues, prices: c.prices, log: this.log });
+    this.services = {
+      config: c,
+      stores: this.stores,
+      gate,
+      auth: new ApiKeyAuthenticator({ apiKeys: this.stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs }),
+      jobs,
+      ready: async () => {
+        await Promise.all([this.redis.ping(), this.stores.ping()]);
+      },
+    };
+
+    this.reconciler = new EnqueueReconciler({ runs: this.stores.runs, queues: this.queues, log: this.log, afterMs: c.enqueueReconcileAfterMs });
+    this.reconciler.start();
+
+    const app = createApp(this.services, this.log);
+    const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
+    server.on('clientError', answerClientError);
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(c.port, c.host, () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    const url = c.port === 0 ? `http://${c.host === '0.0.0.0' ? '127.0.0.1' : c.host}:${port}` : c.publicUrl;
+    this.log.info({ url, store: c.mongoUrl ? 'mongodb' : 'redis' }, 'gateway listening');
+    return { url, port };
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      if (!this.server) return resolve();
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+    });
+    await this.reconciler?.stop();
+    await this.queues?.close();
+    await this.stores?.close();
+    await this.redis?.quit().catch(() => this.redis.disconnect());
+  }
+}

@@ -1,0 +1,37 @@
+import type { Middleware } from 'koa';
+import type { Ctx, RequestState } from './context.js';
+
+export type Auth = 'account' | 'admin' | 'none';
+
+export interface ResponseSpec {
+  description: string;
+  schema?: object;
+  headers?: Record<string, string>;
+}
+
+/**
+ * A route and everything the OpenAPI document says about it. The router mounts these and
+ * the OpenAPI builder reads them, so a documented schema is the schema that validates.
+ */
+export interface RouteSpec {
+  method: 'get' | 'post' | 'delete';
+  /** OpenAPI-style path, e.g. `/v1/jobs/{run_id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  auth: Auth;
+  /** JSON Schema of the body; routes with one parse JSON. */
+  body?: object;
+  /** JSON Schema of the query string (values are strings). */
+  query?: object;
+  /** Request headers worth documenting. */
+  headers?: Array<{ name: string; description: string; schema: object }>;
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: Ctx) => Promise<void>;
+}
+
+/** Koa path (`:param`) of an OpenAPI path (`{param}`). */
+export const koaPath = (path: string): string => path.replace(/\{([a-z_]+)\}/g, ':$1');
+
+export type RouteMiddleware = Middleware<RequestState>;

@@ -1,0 +1,174 @@
+import { JOB_CLASSES, KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { RUN_STATUSES } from '../models/types.js';
+
+/**
+ * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
+ * all of them, responses included, feed the OpenAPI document, so the two cannot drift.
+ */
+const isoTime = { type: 'string', format: 'date-time' } as const;
+const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
+
+export const errorEnvelope = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } },
+    },
+  },
+} as const;
+
+export const submitJobBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'input'],
+  properties: {
+    kind: { type: 'string', minLength: 1, maxLength: 100, description: `One of: ${KIND_NAMES.join(', ')}` },
+    input: { type: 'object', description: "Forwarded verbatim to the worker; must satisfy the kind's input schema." },
+    confidentiality: { enum: [...TIERS], default: 'open' },
+    class: { enum: [...JOB_CLASSES], default: 'standard' },
+    webhook: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048 },
+  },
+} as const;
+
+export const jobAccepted = {
+  type: 'object',
+  required: ['run_id', 'kind', 'status', 'confidentiality', 'class', 'priority', 'created_at'],
+  properties: {
+    run_id: { type: 'string', pattern: '^run_[0-9A-Z]{26}$' },
+    kind: { type: 'string' },
+    status: { const: 'queued' },
+    confidentiality: { enum: [...TIERS] },
+    class: { enum: [...JOB_CLASSES] },
+    priority: { type: 'integer', minimum: 1, description: 'Scheduler priority, 1 = most urgent.' },
+    created_at: isoTime,
+  },
+} as const;
+
+export const job = {
+  type: 'object',
+  required: ['run_id', 'kind', 'status', 'terminal', 'confidentiality', 'class', 'priority', 'created_at'],
+  properties: {
+    ...jobAccepted.properties,
+    status: { enum: [...RUN_STATUSES] },
+    terminal: { type: 'boolean' },
+    started_at: nullable(isoTime),
+    finished_at: nullable(isoTime),
+    progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
+    attempts: { type: 'integer', minimum: 0 },
+    queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
+    output: nullable({ type: 'object', required: ['urls'], properties: { urls: { type: 'array', items: { type: 'string', format: 'uri' } } } }),
+    error: nullable({
+      type: 'object',
+      required: ['code', 'message', 'retryable'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
+    }),
+    attestation: nullable({ type: 'object' }),
+  },
+} as const;
+
+export const listJobsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    status: { enum: [...RUN_STATUSES] },
+    kind: { type: 'string', maxLength: 100 },
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
+    cursor: { type: 'string', maxLength: 200 },
+  },
+} as const;
+
+export const jobList = {
+  type: 'object',
+  required: ['data', 'next_cursor'],
+  properties: { data: { type: 'array', items: job }, next_cursor: nullable({ type: 'string' }) },
+} as const;
+
+export const account = {
+  type: 'object',
+  required: ['id', 'name', 'credits', 'reserved'],
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    credits: { type: 'integer', description: 'What the account can still spend, reservations already taken off.' },
+    reserved: { type: 'integer', description: 'Held by runs in flight.' },
+    created_at: isoTime,
+  },
+} as const;
+
+export const createKeyBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
+
+export const apiKey = {
+  type: 'object',
+  required: ['id', 'prefix', 'created_at'],
+  properties: {
+    id: { type: 'string' },
+    prefix: { type: 'string' },
+    name: nullable({ type: 'string' }),
+    created_at: isoTime,
+    revoked_at: nullable(isoTime),
+  },
+} as const;
+
+export const createdKey = {
+  type: 'object',
+  required: ['id', 'key', 'prefix', 'created_at'],
+  properties: { ...apiKey.properties, key: { type: 'string', description: 'Shown once; only its hash is stored.' } },
+} as const;
+
+export const keyList = { type: 'object', required: ['data'], properties: { data: { type: 'array', items: apiKey } } } as const;
+
+export const workerTokenCreated = {
+  type: 'object',
+  required: ['id', 'worker_token', 'trust', 'created_at'],
+  properties: { id: { type: 'string' }, worker_token: { type: 'string' }, trust: { enum: ['open', 'trusted'] }, created_at: isoTime },
+} as const;
+
+export const adminCreateAccountBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, credits: { type: 'integer', minimum: 0, maximum: 1e15 } },
+} as const;
+
+export const adminAccountCreated = {
+  type: 'object',
+  required: ['account', 'api_key'],
+  properties: { account, api_key: { type: 'string' } },
+} as const;
+
+export const adminCreditsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['delta'],
+  properties: { delta: { type: 'integer', minimum: -1e15, maximum: 1e15, not: { const: 0 } } },
+} as const;
+
+export const adminCreditsResult = { type: 'object', required: ['account'], properties: { account } } as const;
+
+export const operator = {
+  type: 'object',
+  required: ['id', 'name', 'trust', 'created_at'],
+  properties: { id: { type: 'string' }, name: { type: 'string' }, trust: { enum: ['open', 'trusted'] }, created_at: isoTime },
+} as const;
+
+export const adminCreateOperatorBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'trust'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, trust: { enum: ['open', 'trusted'] } },
+} as const;
+
+export const adminOperatorCreated = {
+  type: 'object',
+  required: ['operator', 'worker_token'],
+  properties: { operator, worker_token: { type: 'string', description: 'Shown once.' } },
+} as const;
+
+export const health = { type: 'object', required: ['status'], properties: { status: { type: 'string' } } } as const;

@@ -1,0 +1,22 @@
+import { monotonicFactory } from 'ulid';
+
+const ulid = monotonicFactory();
+
+/** `run_` followed by a ULID: sortable by creation time, so lists page by id. */
+export const newRunId = (): string => `run_${ulid()}`;
+export const newAccountId = (): string => `acct_${ulid()}`;
+export const newOperatorId = (): string => `op_${ulid()}`;
+
+export const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** The smallest run id that a run created at `ms` can have; ids below it are older. */
+export function runIdFloor(ms: number): string {
+  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  let t = Math.max(0, Math.floor(ms));
+  let time = '';
+  for (let i = 0; i < 10; i++) {
+    time = alphabet[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  return `run_${time}${'0'.repeat(16)}`;
+}

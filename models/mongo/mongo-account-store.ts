@@ -1,0 +1,42 @@
+import type { Collection } from 'mongodb';
+import { NotFoundError } from '../errors.js';
+import { newAccountId } from '../ids.js';
+import type { AccountStore } from '../stores.js';
+import type { Account } from '../types.js';
+
+/** An account as stored: the account id is the `_id`. */
+export type AccountDoc = Omit<Account, 'id'> & { _id: string };
+
+export function toAccount(d: AccountDoc): Account {
+  return { id: d._id, name: d.name, credits: d.credits, reserved: d.reserved ?? 0, in_flight: d.in_flight ?? 0, created_at: d.created_at };
+}
+
+export class MongoAccountStore implements AccountStore {
+  constructor(private readonly accounts: Collection<AccountDoc>) {}
+
+  async create(input: { name: string; credits: number }): Promise<Account> {
+    const doc: AccountDoc = { _id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };
+    await this.accounts.insertOne(doc);
+    return toAccount(doc);
+  }
+
+  async get(id: string): Promise<Account | null> {
+    const doc = await this.accounts.findOne({ _id: id });
+    return doc ? toAccount(doc) : null;
+  }
+
+  async adjustCredits(id: string, delta: number): Promise<Account | null> {
+    // The guard makes check-and-add one atomic step: credits + delta >= 0 <=> credits >= -delta.
+    // It applies for any delta, as in the Redis script (a positive delta cannot lift a negative
+    // balance that stays negative).
+    const doc = await this.accounts.findOneAndUpdate(
+      { _id: id, credits: { $gte: -delta } },
+      { $inc: { credits: delta } },
+      { returnDocument: 'after' },
+    );
+    if (doc) return toAccount(doc);
+    // No match: either the account is unknown or the balance refused the change.
+    if (!(await this.accounts.findOne({ _id: id }, { projection: { _id: 1 } }))) throw new NotFoundError('account');
+    return null;
+  }
+}

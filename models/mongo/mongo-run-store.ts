@@ -1,0 +1,191 @@
+import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
+import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import { isTerminal, type NewRun, type RunRecord } from '../types.js';
+import type { AccountDoc } from './mongo-account-store.js';
+import { isDuplicateKey } from './mongo-errors.js';
+
+export interface MongoRunStoreOptions {
+  /** Seconds a terminal run is kept. */
+  retentionSeconds: number;
+  /** In-flight runs per fair-share priority step. */
+  fairShareStep: number;
+}
+
+/**
+ * A run as stored: the run id is the `_id`. `unconfirmed_at` is set while the queue write is
+ * unconfirmed (the outbox); `expires_at` is set when the run turns terminal, for the TTL index.
+ */
+export type RunDoc = Omit<RunRecord, 'run_id'> & { _id: string; unconfirmed_at?: Date; expires_at?: Date };
+
+/** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
+function toRun(d: RunDoc): RunRecord {
+  return {
+    run_id: d._id,
+    account_id: d.account_id,
+    kind: d.kind,
+    status: d.status,
+    confidentiality: d.confidentiality,
+    class: d.class,
+    priority: d.priority,
+    price: d.price,
+    settlement: d.settlement,
+    input: d.input,
+    webhook: d.webhook ?? null,
+    idempotency_key: d.idempotency_key ?? null,
+    created_at: d.created_at,
+    started_at: d.started_at ?? null,
+    finished_at: d.finished_at ?? null,
+    progress: d.progress ?? null,
+    attempts: d.attempts ?? 0,
+    output: d.output ?? null,
+    error: d.error ?? null,
+    attestation: d.attestation ?? null,
+    cancel_requested_at: d.cancel_requested_at ?? null,
+  };
+}
+
+/**
+ * Create and transition touch a run and its account together, so each runs in a multi-document
+ * transaction: the MongoDB store therefore needs a replica set (a single-node one will do).
+ */
+export class MongoRunStore implements RunStore {
+  constructor(
+    private readonly client: MongoClient,
+    private readonly runs: Collection<RunDoc>,
+    private readonly accounts: Collection<AccountDoc>,
+    private readonly opts: MongoRunStoreOptions,
+  ) {}
+
+  /** Runs `fn` in a transaction; the driver retries it on transient errors (write conflicts). */
+  private inTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
+    return this.client.withSession((session) => session.withTransaction(fn));
+  }
+
+  async create(run: NewRun): Promise<CreateRunResult> {
+    try {
+      return await this.inTransaction((session) => this.createIn(session, run));
+    } catch (err) {
+      // A concurrent create of the same run id committed first; ours was rolled back whole.
+      if (!isDuplicateKey(err)) throw err;
+      const existing = await this.runs.findOne({ _id: run.run_id });
+      if (!existing) throw err;
+      return { outcome: 'exists', run: toRun(existing) };
+    }
+  }
+
+  private async createIn(session: ClientSession, run: NewRun): Promise<CreateRunResult> {
+    const existing = await this.runs.findOne({ _id: run.run_id }, { session });
+    if (existing) return { outcome: 'exists', run: toRun(existing) };
+    // Reserve first: the guard refuses a short balance, and the document before the update
+    // gives the in-flight count that sets the fair-share priority.
+    const before = await this.accounts.findOneAndUpdate(
+      { _id: run.account_id, credits: { $gte: run.price } },
+      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1 } },
+      { session, returnDocument: 'before' },
+    );
+    if (!before) {
+      const account = await this.accounts.findOne({ _id: run.account_id }, { session });
+      return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
+    }
+    const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
+    const doc: RunDoc = {
+      _id: run.run_id,
+      account_id: run.account_id,
+      kind: run.kind,
+      status: 'queued',
+      confidentiality: run.confidentiality,
+      class: run.class,
+      priority: run.priorityBase + step,
+      price: run.price,
+      settlement: 'reserved',
+      input: run.input,
+      webhook: run.webhook,
+      idempotency_key: run.idempotency_key,
+      created_at: run.created_at,
+      started_at: null,
+      finished_at: null,
+      progress: null,
+      attempts: 0,
+      output: null,
+      error: null,
+      attestation: null,
+      cancel_requested_at: null,
+      unconfirmed_at: new Date(Date.parse(run.created_at)),
+    };
+    await this.runs.insertOne(doc, { session });
+    return { outcome: 'created', run: toRun(doc) };
+  }
+
+  async get(runId: string): Promise<RunRecord | null> {
+    const doc = await this.runs.findOne({ _id: runId });
+    return doc ? toRun(doc) : null;
+  }
+
+  transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+    return this.inTransaction((session) => this.transitionIn(session, run, t));
+  }
+
+  private async transitionIn(session: ClientSession, run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+    const cur = await this.runs.findOne({ _id: run.run_id, account_id: run.account_id }, { session });
+    if (!cur) return { ok: false, run: null };
+    if (!t.from.includes(cur.status)) return { ok: false, run: toRun(cur) };
+
+    const set: Partial<RunDoc> = {};
+    // Undefined patch fields are skipped, as the Redis codec skips them.
+    for (const [k, v] of Object.entries(t.set ?? {})) if (v !== undefined) Object.assign(set, { [k]: v });
+    let unsetUnconfirmed = false;
+    if (t.to !== undefined && t.to !== cur.status) {
+      set.status = t.to;
+      if (isTerminal(t.to)) {
+        // Concurrent transitions of this run write-conflict on its document and only one commits,
+        // so the run turns terminal, and settles, exactly once.
+        if (cur.settlement === 'reserved') {
+          const charged = t.to === 'succeeded';
+          const release = { reserved: -cur.price, in_flight: -1 };
+          // Success keeps the reserved credits (charged); failure and cancel give them back.
+          await this.accounts.updateOne({ _id: run.account_id }, { $inc: charged ? release : { ...release, credits: cur.price } }, { session });
+          set.settlement = charged ? 'charged' : 'released';
+        }
+        unsetUnconfirmed = true;
+      }
+    }
+    // Like the Redis EXPIRE, naming a terminal `to` (re)starts the retention clock.
+    if (t.to !== undefined && isTerminal(t.to)) set.expires_at = new Date(Date.now() + this.opts.retentionSeconds * 1000);
+
+    if (Object.keys(set).length === 0 && !unsetUnconfirmed) return { ok: true, run: toRun(cur) };
+    const updated = await this.runs.findOneAndUpdate(
+      { _id: run.run_id },
+      unsetUnconfirmed ? { $set: set, $unset: { unconfirmed_at: '' } } : { $set: set },
+      { session, returnDocument: 'after' },
+    );
+    if (!updated) throw new Error(`run ${run.run_id} vanished inside its transition`);
+    return { ok: true, run: toRun(updated) };
+  }
+
+  async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {
+    const filter: Filter<RunDoc> = { account_id: accountId };
+    if (q.status) filter.status = q.status;
+    if (q.kind) filter.kind = q.kind;
+    if (q.before) filter._id = { $lt: q.before };
+    // Run ids are ULIDs, so _id order is creation order; one extra document tells whether there is more.
+    const limit = Math.max(0, Math.floor(q.limit));
+    const docs = await this.runs.find(filter).sort({ _id: -1 }).limit(limit + 1).toArray();
+    return { runs: docs.slice(0, limit).map(toRun), more: docs.length > limit };
+  }
+
+  async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
+    // limit(0) would mean "no limit" to MongoDB.
+    if (limit <= 0) return [];
+    // `$exists` repeats the partial index's filter so the planner can use that index.
+    const docs = await this.runs
+      .find({ unconfirmed_at: { $exists: true, $lte: new Date(Date.now() - olderThanMs) } })
+      .sort({ unconfirmed_at: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(toRun);
+  }
+
+  async confirmEnqueued(runIds: string[]): Promise<void> {
+    if (runIds.length) await this.runs.updateMany({ _id: { $in: runIds }, unconfirmed_at: { $exists: true } }, { $unset: { unconfirmed_at: '' } });
+  }
+}

@@ -1,0 +1,71 @@
+import { MongoClient, type Db } from 'mongodb';
+import type { Stores } from '../stores.js';
+import { MongoAccountStore, type AccountDoc } from './mongo-account-store.js';
+import { MongoApiKeyStore, type ApiKeyDoc } from './mongo-api-key-store.js';
+import { MongoIdempotencyStore, type IdempotencyDoc } from './mongo-idempotency-store.js';
+import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type WorkerTokenDoc } from './mongo-operator-store.js';
+import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
+
+/**
+ * Every store in one MongoDB database. Runs are created and settled in multi-document
+ * transactions, so the server must be a replica set (a single-node replica set is enough);
+ * a standalone mongod refuses transactions.
+ */
+export class MongoStores implements Stores {
+  readonly accounts: MongoAccountStore;
+  readonly apiKeys: MongoApiKeyStore;
+  readonly operators: MongoOperatorStore;
+  readonly workerTokens: MongoWorkerTokenStore;
+  readonly runs: MongoRunStore;
+  readonly idempotency: MongoIdempotencyStore;
+
+  private constructor(private readonly client: MongoClient, private readonly db: Db, opts: MongoRunStoreOptions) {
+    const accounts = db.collection<AccountDoc>('accounts');
+    this.accounts = new MongoAccountStore(accounts);
+    this.apiKeys = new MongoApiKeyStore(db.collection<ApiKeyDoc>('api_keys'));
+    this.operators = new MongoOperatorStore(db.collection<OperatorDoc>('operators'));
+    this.workerTokens = new MongoWorkerTokenStore(db.collection<WorkerTokenDoc>('worker_tokens'));
+    this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts);
+    this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
+  }
+
+  static async connect(url: string, dbName: string, opts: MongoRunStoreOptions): Promise<MongoStores> {
+    const client = await MongoClient.connect(url);
+    const stores = new MongoStores(client, client.db(dbName), opts);
+    try {
+      await stores.ensureIndexes();
+    } catch (err) {
+      await client.close();
+      throw err;
+    }
+    return stores;
+  }
+
+  /**
+   * Idempotent: creating an index that exists with the same options is a no-op. It also creates
+   * the runs collection, which a transaction cannot do on servers before 4.4.
+   */
+  async ensureIndexes(): Promise<void> {
+    await this.db.collection('api_keys').createIndexes([{ key: { account_id: 1 } }]);
+    await this.db.collection('worker_tokens').createIndexes([{ key: { id: 1 }, unique: true }]);
+    await this.db.collection('runs').createIndexes([
+      // Listing: newest first, optionally narrowed by status or kind.
+      { key: { account_id: 1, _id: -1 } },
+      { key: { account_id: 1, status: 1, _id: -1 } },
+      { key: { account_id: 1, kind: 1, _id: -1 } },
+      // The outbox holds only unconfirmed runs, so its index stays small.
+      { key: { unconfirmed_at: 1 }, partialFilterExpression: { unconfirmed_at: { $exists: true } } },
+      // Terminal runs get an expires_at; the TTL monitor removes them once it passes.
+      { key: { expires_at: 1 }, expireAfterSeconds: 0 },
+    ]);
+    await this.db.collection('idempotency').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
+  }
+
+  async ping(): Promise<void> {
+    await this.db.command({ ping: 1 });
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}

@@ -1,0 +1,21 @@
+/** Every Redis key the stores use, in one place. */
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+  account = (id: string) => `${this.prefix}:acct:${id}`;
+  accountKeys = (id: string) => `${this.prefix}:acct:${id}:keys`;
+  /** Index of an account's runs (a sorted set ordered by run id); `:s:<status>` and `:k:<kind>` narrow it. */
+  accountRuns = (id: string) => `${this.prefix}:acct:${id}:runs`;
+  apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
+  run = (runId: string) => `${this.prefix}:run:${runId}`;
+  /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
+  unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
+  idempotency = (accountId: string, keyDigest: string) => `${this.prefix}:idem:${accountId}:${keyDigest}`;
+  operator = (id: string) => `${this.prefix}:op:${id}`;
+  workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
+  workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
+  rateLimit = (subject: string) => `${this.prefix}:rl:${subject}`;
+  /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
+  revokedKey = (lookupId: string) => `${this.prefix}:revoked:${lookupId}`;
+  /** Pub/sub channel on which key revocations are announced to every gateway instance. */
+  revocations = () => `${this.prefix}:chan:revocations`;
+}

@@ -1,0 +1,59 @@
+import type { Redis } from 'ioredis';
+import type { ApiKeyStore } from '../stores.js';
+import type { ApiKeyRecord } from '../types.js';
+import type { RedisKeys } from './keys.js';
+
+const REVOKE = `
+if redis.call('HGET', KEYS[1], 'account_id') ~= ARGV[1] then return 0 end
+redis.call('HSETNX', KEYS[1], 'revoked_at', ARGV[2])
+return 1
+`;
+
+function decode(h: Record<string, string>): ApiKeyRecord | null {
+  if (!h.id) return null;
+  return {
+    id: h.id,
+    account_id: h.account_id,
+    prefix: h.prefix,
+    name: h.name ? h.name : null,
+    hash: h.hash,
+    created_at: h.created_at,
+    revoked_at: h.revoked_at ? h.revoked_at : null,
+  };
+}
+
+export class RedisApiKeyStore implements ApiKeyStore {
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+
+  async insert(record: ApiKeyRecord, lookupId: string): Promise<void> {
+    const { revoked_at: _revoked, ...fields } = record;
+    await this.redis
+      .multi()
+      .hset(this.keys.apiKey(lookupId), { ...fields, name: record.name ?? '' })
+      .sadd(this.keys.accountKeys(record.account_id), lookupId)
+      .exec();
+  }
+
+  async findByLookupId(lookupId: string): Promise<ApiKeyRecord | null> {
+    return decode(await this.redis.hgetall(this.keys.apiKey(lookupId)));
+  }
+
+  async list(accountId: string): Promise<ApiKeyRecord[]> {
+    const ids = await this.redis.smembers(this.keys.accountKeys(accountId));
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.apiKey(id));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies
+      .map(([, h]) => decode(h as Record<string, string>))
+      .filter((r): r is ApiKeyRecord => r !== null)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  async revoke(accountId: string, id: string): Promise<ApiKeyRecord | null> {
+    const lookupId = id.replace(/^key_/, '');
+    if (!/^[a-z2-7]{16}$/.test(lookupId)) return null;
+    const key = this.keys.apiKey(lookupId);
+    const done = await this.redis.eval(REVOKE, 1, key, accountId, new Date().toISOString());
+    return done ? decode(await this.redis.hgetall(key)) : null;
+  }
+}

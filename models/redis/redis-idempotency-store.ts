@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { IdempotencyClaim, IdempotencyStore } from '../stores.js';
+import type { RedisKeys } from './keys.js';
+import { RELEASE_CLAIM } from './run-scripts.js';
+
+export class RedisIdempotencyStore implements IdempotencyStore {
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+
+  private key(accountId: string, key: string): string {
+    return this.keys.idempotency(accountId, createHash('sha256').update(key).digest('hex'));
+  }
+
+  async claim(accountId: string, key: string, fingerprint: string, runId: string, ttlMs: number): Promise<IdempotencyClaim> {
+    const value = JSON.stringify({ run_id: runId, fingerprint });
+    // SET NX GET: one atomic step that either claims or returns the earlier claim.
+    const previous = await this.redis.set(this.key(accountId, key), value, 'PX', ttlMs, 'NX', 'GET');
+    if (previous === null) return { runId, fingerprint, claimed: true };
+    const earlier = JSON.parse(previous) as { run_id: string; fingerprint: string };
+    return { runId: earlier.run_id, fingerprint: earlier.fingerprint, claimed: false };
+  }
+
+  async release(accountId: string, key: string, runId: string): Promise<void> {
+    await this.redis.eval(RELEASE_CLAIM, 1, this.key(accountId, key), runId);
+  }
+}

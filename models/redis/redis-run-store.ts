@@ -1,0 +1,131 @@
+import type { Redis } from 'ioredis';
+import { runIdFloor } from '../ids.js';
+import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { NewRun, RunRecord } from '../types.js';
+import type { RedisKeys } from './keys.js';
+import { decodeRun, encodeRun, pairsToHash } from './run-codec.js';
+import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
+
+export interface RedisRunStoreOptions {
+  /** Seconds a terminal run is kept. */
+  retentionSeconds: number;
+  /** In-flight runs per fair-share priority step. */
+  fairShareStep: number;
+}
+
+type Reply = [string, ...string[]];
+
+export class RedisRunStore implements RunStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly opts: RedisRunStoreOptions,
+  ) {}
+
+  private indexFloor(): string {
+    // A day of slack: an index entry outlives its run a little, never the other way round.
+    return runIdFloor(Date.now() - (this.opts.retentionSeconds + 86_400) * 1000);
+  }
+
+  async create(run: NewRun): Promise<CreateRunResult> {
+    const { priorityBase, ...fields } = run;
+    const reply = (await this.redis.eval(
+      CREATE_RUN,
+      4,
+      this.keys.run(run.run_id),
+      this.keys.account(run.account_id),
+      this.keys.accountRuns(run.account_id),
+      this.keys.unconfirmed(),
+      run.run_id,
+      String(run.price),
+      JSON.stringify(encodeRun({ ...fields, attempts: 0 })),
+      String(Date.parse(run.created_at)),
+      String(this.opts.fairShareStep),
+      String(priorityBase),
+      run.kind,
+      this.indexFloor(),
+    )) as Reply;
+    const [tag, ...rest] = reply;
+    if (tag === 'no_account') return { outcome: 'no_account' };
+    if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+    return { outcome: tag === 'created' ? 'created' : 'exists', run: decodeRun(pairsToHash(rest))! };
+  }
+
+  async get(runId: string): Promise<RunRecord | null> {
+    return decodeRun(await this.redis.hgetall(this.keys.run(runId)));
+  }
+
+  async transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+    const reply = (await this.redis.eval(
+      TRANSITION_RUN,
+      4,
+      this.keys.run(run.run_id),
+      this.keys.account(run.account_id),
+      this.keys.accountRuns(run.account_id),
+      this.keys.unconfirmed(),
+      JSON.stringify(t.from),
+      t.to ?? '',
+      JSON.stringify(encodeRun(t.set ?? {})),
+      String(this.opts.retentionSeconds),
+      this.indexFloor(),
+      run.run_id,
+      run.account_id,
+    )) as Reply;
+    const [tag, ...rest] = reply;
+    if (tag === 'missing') return { ok: false, run: null };
+    return { ok: tag === 'ok', run: decodeRun(pairsToHash(rest))! };
+  }
+
+  async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {
+    // Walk the narrowest index and filter on the other criterion; dangling ids (expired runs) are pruned.
+    const base = this.keys.accountRuns(accountId);
+    const index = q.status ? `${base}:s:${q.status}` : q.kind ? `${base}:k:${q.kind}` : base;
+    const runs: RunRecord[] = [];
+    const batch = Math.min(Math.max(q.limit * 2, 20), 500);
+    const maxScanned = Math.max(q.limit * 20, 1000);
+    let cursor = q.before;
+    let scanned = 0;
+    while (runs.length < q.limit && scanned < maxScanned) {
+      const ids = await this.redis.zrange(index, cursor ? `(${cursor}` : '+', '-', 'BYLEX', 'REV', 'LIMIT', 0, batch);
+      if (ids.length === 0) return { runs, more: false };
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hgetall(this.keys.run(id));
+      const replies = (await pipeline.exec()) ?? [];
+      const gone: string[] = [];
+      for (let i = 0; i < ids.length; i++) {
+        cursor = ids[i];
+        scanned++;
+        const record = decodeRun(replies[i][1] as Record<string, string>);
+        if (!record) gone.push(ids[i]);
+        else if ((!q.kind || record.kind === q.kind) && (!q.status || record.status === q.status)) {
+          runs.push(record);
+          if (runs.length === q.limit) break;
+        }
+      }
+      if (gone.length) await this.redis.zrem(index, ...gone);
+      if (ids.length < batch && runs.length < q.limit) return { runs, more: false };
+    }
+    return { runs, more: true };
+  }
+
+  async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.unconfirmed(), '-inf', Date.now() - olderThanMs, 'LIMIT', 0, limit);
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.run(id));
+    const replies = (await pipeline.exec()) ?? [];
+    const runs: RunRecord[] = [];
+    const gone: string[] = [];
+    replies.forEach(([, h], i) => {
+      const run = decodeRun(h as Record<string, string>);
+      if (run) runs.push(run);
+      else gone.push(ids[i]);
+    });
+    if (gone.length) await this.redis.zrem(this.keys.unconfirmed(), ...gone);
+    return runs;
+  }
+
+  async confirmEnqueued(runIds: string[]): Promise<void> {
+    if (runIds.length) await this.redis.zrem(this.keys.unconfirmed(), ...runIds);
+  }
+}

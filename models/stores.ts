@@ -1,0 +1,104 @@
+import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WorkerTokenRecord } from './types.js';
+
+/**
+ * The store contract. Each resource has one interface; `RedisStores` and `MongoStores`
+ * implement all of them and pass the same contract tests (test/store-contract.test.ts).
+ */
+export interface AccountStore {
+  create(input: { name: string; credits: number }): Promise<Account>;
+  get(id: string): Promise<Account | null>;
+  /** Adds `delta` (may be negative) to `credits`; refuses (returns null) if the balance would go below zero. Throws not_found for an unknown account. */
+  adjustCredits(id: string, delta: number): Promise<Account | null>;
+}
+
+export interface ApiKeyStore {
+  /** Stores a key record; `record.hash` is the sha256 of the key, the key itself is never stored. */
+  insert(record: ApiKeyRecord, lookupId: string): Promise<void>;
+  /** Finds a key by the lookup id embedded in the key string. */
+  findByLookupId(lookupId: string): Promise<ApiKeyRecord | null>;
+  list(accountId: string): Promise<ApiKeyRecord[]>;
+  /** Marks the account's key revoked; returns null when the account has no such key. Revoking twice keeps the first time. */
+  revoke(accountId: string, id: string): Promise<ApiKeyRecord | null>;
+}
+
+export interface OperatorStore {
+  create(input: { name: string; trust: OperatorTrust }): Promise<Operator>;
+  get(id: string): Promise<Operator | null>;
+  setTrust(id: string, trust: OperatorTrust): Promise<Operator | null>;
+}
+
+export interface WorkerTokenStore {
+  insert(record: WorkerTokenRecord, lookupId: string): Promise<void>;
+  findByLookupId(lookupId: string): Promise<WorkerTokenRecord | null>;
+  revoke(id: string): Promise<WorkerTokenRecord | null>;
+}
+
+export type CreateRunResult =
+  | { outcome: 'created'; run: RunRecord }
+  /** A run with this id exists already (an idempotent replay or a duplicate create). */
+  | { outcome: 'exists'; run: RunRecord }
+  | { outcome: 'insufficient_credits'; available: number }
+  | { outcome: 'no_account' };
+
+export interface RunTransition {
+  /** The transition applies only if the run's status is one of these. */
+  from: readonly RunStatus[];
+  /** New status; omitted to patch fields only. */
+  to?: RunStatus;
+  set?: RunPatch;
+}
+
+export type TransitionResult = { ok: true; run: RunRecord } | { ok: false; run: RunRecord | null };
+
+export interface ListRunsQuery {
+  status?: RunStatus;
+  kind?: string;
+  limit: number;
+  /** Exclusive: list runs older than this run id. */
+  before?: string;
+}
+
+export interface RunStore {
+  /**
+   * Creates the run, reserves its price from the account's credits and marks it unconfirmed
+   * (not yet known to be in its queue), all in one atomic step. Create-if-absent by run_id.
+   */
+  create(run: NewRun): Promise<CreateRunResult>;
+  get(runId: string): Promise<RunRecord | null>;
+  list(accountId: string, query: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }>;
+  /**
+   * Compare-and-set on the status. Reaching a terminal status settles the reservation exactly
+   * once (charged on success, released otherwise), since a run becomes terminal only once.
+   */
+  transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult>;
+  /** Runs created more than `olderThanMs` ago whose queue write is not confirmed (the outbox). */
+  listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
+  /** Records that these runs are known to be in their queue (or no longer need to be). */
+  confirmEnqueued(runIds: string[]): Promise<void>;
+}
+
+export interface IdempotencyClaim {
+  runId: string;
+  fingerprint: string;
+  /** True when this call made the claim; false when it found an earlier one. */
+  claimed: boolean;
+}
+
+export interface IdempotencyStore {
+  /** Atomically claims (accountId, key) for `runId`, or returns the claim that exists. */
+  claim(accountId: string, key: string, fingerprint: string, runId: string, ttlMs: number): Promise<IdempotencyClaim>;
+  /** Drops the claim if it still names `runId` (the request that made it failed). */
+  release(accountId: string, key: string, runId: string): Promise<void>;
+}
+
+export interface Stores {
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  operators: OperatorStore;
+  workerTokens: WorkerTokenStore;
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+  /** Throws if the backing database cannot be reached (used by /readyz). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,96 @@
+import type { JobClass, Tier } from '../queues/kinds.js';
+
+export interface Account {
+  id: string;
+  name: string;
+  /** What the account can still spend; reservations of runs in flight are already taken off. */
+  credits: number;
+  /** Credits held by runs in flight. */
+  reserved: number;
+  /** Runs accepted and not yet terminal; feeds fair-share priorities. */
+  in_flight: number;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  /** Public id, `key_` followed by the lookup id embedded in the key itself. */
+  id: string;
+  account_id: string;
+  /** The first characters of the key, safe to show. */
+  prefix: string;
+  name: string | null;
+  /** sha256 of the whole key, hex. The key itself is never stored. */
+  hash: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export type OperatorTrust = 'open' | 'trusted';
+
+export interface Operator {
+  id: string;
+  name: string;
+  trust: OperatorTrust;
+  created_at: string;
+}
+
+export interface WorkerTokenRecord {
+  id: string;
+  /** Either an operator (admin-issued) or an account (self-minted, open trust). */
+  owner: { type: 'operator' | 'account'; id: string };
+  trust: OperatorTrust;
+  prefix: string;
+  hash: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'canceled'];
+export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
+
+export type Settlement = 'reserved' | 'charged' | 'released';
+
+export interface RunError {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface RunRecord {
+  run_id: string;
+  account_id: string;
+  kind: string;
+  status: RunStatus;
+  confidentiality: Tier;
+  class: JobClass;
+  /** BullMQ priority (1 = most urgent), fixed at submission. */
+  priority: number;
+  /** Credits reserved at submission, charged on success, returned otherwise. */
+  price: number;
+  settlement: Settlement;
+  input: Record<string, unknown>;
+  webhook: string | null;
+  idempotency_key: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  progress: number | null;
+  attempts: number;
+  output: ({ urls: string[] } & Record<string, unknown>) | null;
+  error: RunError | null;
+  attestation: Record<string, unknown> | null;
+  cancel_requested_at: string | null;
+}
+
+/** Fields a transition may change besides `status` (which it names separately). */
+export type RunPatch = Partial<
+  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at'>
+>;
+
+/** What a submission asks the store to create; the store fixes `priority` and the settlement. */
+export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at'> & {
+  /** Priority of the run's class; the store adds the account's fair-share step (0..9). */
+  priorityBase: number;
+};

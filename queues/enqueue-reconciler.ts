@@ -1,0 +1,65 @@
+import type { Logger } from 'pino';
+import type { RunStore } from '../models/stores.js';
+import type { JobQueues } from './job-queues.js';
+
+export interface EnqueueReconcilerOptions {
+  runs: RunStore;
+  queues: JobQueues;
+  log: Logger;
+  /** Only runs unconfirmed for longer than this are touched (younger ones may be mid-request). @defaultValue 5000 */
+  afterMs: number;
+  /** @defaultValue afterMs / 2 */
+  intervalMs?: number;
+  /** @defaultValue 500 */
+  batch?: number;
+}
+
+/**
+ * The outbox sweeper. A run is recorded as "unconfirmed" atomically with its creation; the
+ * submitting request adds it to its queue and confirms it. If the process died in between,
+ * any instance's reconciler adds it here. Adding is idempotent (job id = run id) and only
+ * runs still `queued` are added, so a run is never queued twice or revived.
+ */
+export class EnqueueReconciler {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+
+  constructor(private readonly opts: EnqueueReconcilerOptions) {}
+
+  start(): void {
+    const every = this.opts.intervalMs ?? Math.max(100, Math.floor(this.opts.afterMs / 2));
+    const tick = () => {
+      this.running ??= this.sweep()
+        .catch((err) => this.opts.log.warn({ err }, 'enqueue reconciliation failed; will retry'))
+        .finally(() => (this.running = undefined));
+    };
+    tick();
+    this.timer = setInterval(tick, every);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass; returns how many runs it had to enqueue. */
+  async sweep(): Promise<{ enqueued: number; confirmed: number }> {
+    let enqueued = 0;
+    let confirmed = 0;
+    for (;;) {
+      const pending = await this.opts.runs.listUnconfirmed(this.opts.afterMs, this.opts.batch ?? 500);
+      if (pending.length === 0) break;
+      for (const run of pending) {
+        if (run.status === 'queued') {
+          await this.opts.queues.add(run);
+          enqueued++;
+          this.opts.log.info({ runId: run.run_id }, 'enqueued an accepted run that missed its queue write');
+        }
+      }
+      await this.opts.runs.confirmEnqueued(pending.map((r) => r.run_id));
+      confirmed += pending.length;
+    }
+    return { enqueued, confirmed };
+  }
+}

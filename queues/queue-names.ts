@@ -1,0 +1,9 @@
+import type { Tier } from './kinds.js';
+
+/**
+ * BullMQ queue names cannot contain ':' (it separates Redis key parts), and kinds are full of
+ * them, so `inference:image:generate` in tier open becomes `inference.image.generate.open`.
+ */
+export function queueName(kind: string, tier: Tier): string {
+  return `${kind.replaceAll(':', '.')}.${tier}`;
+}
