@@ -6,7 +6,8 @@ import { ValidationError } from '../models/errors.js';
  * One ajv instance (JSON Schema 2020-12, the dialect of OpenAPI 3.1) compiles every request
  * schema; the OpenAPI document is generated from the very same schema objects.
  */
-export const ajv = new Ajv2020({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false });
+// strictRequired is off so `anyOf: [{required: [a]}, {required: [b]}]` ("a or b") stays legal.
+export const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, coerceTypes: false, useDefaults: false });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
 
 const cache = new WeakMap<object, ValidateFunction>();

@@ -4,8 +4,8 @@ import { newRunId } from '../../models/ids.js';
 import type { RunStore, IdempotencyStore } from '../../models/stores.js';
 import { isTerminal, type RunRecord, type RunStatus } from '../../models/types.js';
 import type { JobQueues } from '../../queues/job-queues.js';
-import { findKind, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
-import { assertValid } from '../validation.js';
+import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
+import { assertValid, compile } from '../validation.js';
 import { fingerprint } from './canonical-json.js';
 
 export interface SubmitJobBody {
@@ -42,7 +42,10 @@ export interface Submission {
  * dies in between (docs/architecture.md).
  */
 export class JobService {
-  constructor(private readonly opts: JobServiceOptions) {}
+  constructor(private readonly opts: JobServiceOptions) {
+    // Compile every input schema now: a broken one stops the boot, not a caller's request.
+    for (const spec of KINDS) compile(spec.inputSchema);
+  }
 
   async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string): Promise<Submission> {
     const spec = findKind(body.kind);

@@ -29,6 +29,11 @@ export class MongoStores implements Stores {
     this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
   }
 
+  /** For tests: drops the whole database. */
+  async dropDatabase(): Promise<void> {
+    await this.db.dropDatabase();
+  }
+
   static async connect(url: string, dbName: string, opts: MongoRunStoreOptions): Promise<MongoStores> {
     const client = await MongoClient.connect(url);
     const stores = new MongoStores(client, client.db(dbName), opts);

@@ -77,7 +77,8 @@ export class RedisRunStore implements RunStore {
   }
 
   async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {
-    // Walk the narrowest index and filter on the other criterion; dangling ids (expired runs) are pruned.
+    // Walk the narrowest index and filter on the other criterion; dangling ids (expired runs)
+    // are pruned. One match past the page tells whether there is more.
     const base = this.keys.accountRuns(accountId);
     const index = q.status ? `${base}:s:${q.status}` : q.kind ? `${base}:k:${q.kind}` : base;
     const runs: RunRecord[] = [];
@@ -85,27 +86,30 @@ export class RedisRunStore implements RunStore {
     const maxScanned = Math.max(q.limit * 20, 1000);
     let cursor = q.before;
     let scanned = 0;
-    while (runs.length < q.limit && scanned < maxScanned) {
+    while (scanned < maxScanned) {
       const ids = await this.redis.zrange(index, cursor ? `(${cursor}` : '+', '-', 'BYLEX', 'REV', 'LIMIT', 0, batch);
-      if (ids.length === 0) return { runs, more: false };
       const pipeline = this.redis.pipeline();
       for (const id of ids) pipeline.hgetall(this.keys.run(id));
-      const replies = (await pipeline.exec()) ?? [];
+      const replies = ids.length ? ((await pipeline.exec()) ?? []) : [];
       const gone: string[] = [];
       for (let i = 0; i < ids.length; i++) {
-        cursor = ids[i];
         scanned++;
         const record = decodeRun(replies[i][1] as Record<string, string>);
         if (!record) gone.push(ids[i]);
         else if ((!q.kind || record.kind === q.kind) && (!q.status || record.status === q.status)) {
+          if (runs.length === q.limit) {
+            if (gone.length) await this.redis.zrem(index, ...gone);
+            return { runs, more: true };
+          }
           runs.push(record);
-          if (runs.length === q.limit) break;
         }
+        cursor = ids[i];
       }
       if (gone.length) await this.redis.zrem(index, ...gone);
-      if (ids.length < batch && runs.length < q.limit) return { runs, more: false };
+      if (ids.length < batch) return { runs, more: false };
     }
-    return { runs, more: true };
+    // Scanned enough for one request: say there may be more, and let the cursor go on from here.
+    return { runs, more: runs.length > 0 };
   }
 
   async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {

@@ -1,0 +1,166 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ChildProcess } from 'node:child_process';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { redisAnswers, startLocalRedis } from './dev-redis.js';
+import { Gateway } from './gateway.js';
+import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
+import { RequestGate } from './auth/request-gate.js';
+import { createStores } from '../models/create-stores.js';
+import { createRedis } from '../models/redis-connection.js';
+import { RedisKeys } from '../models/redis/keys.js';
+import { hashSecret, lookupIdOf, sameHash } from '../models/credentials.js';
+import type { Stores } from '../models/stores.js';
+
+const USAGE = `switchyard <command>
+
+Commands:
+  serve                                  run the gateway (what npm start runs)
+  dev                                    run the gateway for development: starts a local redis-server
+                                         if none answers, prints a ready API key and a curl line
+  accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
+  keys create --account ID [--name N]    create another API key for an account; prints it as JSON
+
+Configuration comes from the environment; see README.md.`;
+
+async function withStores<T>(config: Config, fn: (stores: Stores, auth: ApiKeyAuthenticator) => Promise<T>): Promise<T> {
+  const redis = createRedis(config.redisUrl, { name: 'cli' });
+  try {
+    await redis.ping();
+    const stores = await createStores({ redis, redisPrefix: config.redisPrefix, mongoUrl: config.mongoUrl, mongoDb: config.mongoDb, retentionSeconds: config.runRetentionSeconds, fairShareStep: config.fairShareStep });
+    const gate = new RequestGate({ redis, keys: new RedisKeys(config.redisPrefix), perSecond: 0, burst: 1 });
+    try {
+      return await fn(stores, new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: 0 }));
+    } finally {
+      await stores.close();
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function serve(config: Config, onReady?: (gw: Gateway, url: string) => Promise<void>, cleanup?: () => void): Promise<void> {
+  const gateway = new Gateway({ config });
+  const { url } = await gateway.start();
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    gateway.log.info({ signal }, 'shutting down');
+    await gateway.stop().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));
+    cleanup?.();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  await onReady?.(gateway, url);
+}
+
+/** The dev account's key, kept under DATA_DIR so restarts print the same one. */
+async function devKey(gateway: Gateway): Promise<string> {
+  const file = path.resolve(gateway.config.dataDir, 'dev-account.json');
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { api_key: string };
+    const lookupId = lookupIdOf('sy', saved.api_key);
+    const record = lookupId ? await gateway.stores.apiKeys.findByLookupId(lookupId) : null;
+    if (record && !record.revoked_at && sameHash(hashSecret(saved.api_key), record.hash)) return saved.api_key;
+  } catch {
+    // No saved key yet, or its Redis was wiped: make a new one.
+  }
+  const account = await gateway.stores.accounts.create({ name: 'dev', credits: 1000 });
+  const { key } = await gateway.services.auth.createKey(account.id, 'dev');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ account_id: account.id, api_key: key }, null, 2), { mode: 0o600 });
+  return key;
+}
+
+async function dev(env: NodeJS.ProcessEnv): Promise<void> {
+  let config = loadConfig(env);
+  let redisChild: ChildProcess | undefined;
+  if (config.redisUrlDefaulted && !(await redisAnswers(config.redisUrl))) {
+    redisChild = await startLocalRedis(config.dataDir);
+    console.error(`started redis-server with its data in ${path.resolve(config.dataDir, 'redis')}`);
+    config = loadConfig(env);
+  }
+  await serve(config, async (gateway, url) => {
+    const key = await devKey(gateway);
+    console.log(`
+Switchyard is running at ${url}
+
+  API key:  ${key}
+
+Submit a job:
+  curl -s -X POST ${url}/v1/jobs -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\
+    -d '{"kind":"inference:image:generate","input":{"prompt":"a lighthouse at dusk"}}'
+
+Then poll it:  curl -s ${url}/v1/jobs/<run_id> -H "Authorization: Bearer ${key}"
+API description: ${url}/v1/openapi.json
+`);
+  }, () => redisChild?.kill());
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: { name: { type: 'string' }, credits: { type: 'string' }, account: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const command = positionals.join(' ');
+  if (values.help || command === '' || command === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  switch (command) {
+    case 'serve':
+      await serve(loadConfig(env));
+      return -1;
+    case 'dev':
+      await dev(env);
+      return -1;
+    case 'accounts create': {
+      if (!values.name) throw new UsageError('accounts create needs --name');
+      const credits = values.credits === undefined ? 0 : Number(values.credits);
+      if (!Number.isSafeInteger(credits) || credits < 0) throw new UsageError('--credits must be a whole number >= 0');
+      const out = await withStores(loadConfig(env), async (stores, auth) => {
+        const account = await stores.accounts.create({ name: values.name!, credits });
+        const { key } = await auth.createKey(account.id, 'initial');
+        return { account: { id: account.id, name: account.name, credits: account.credits }, api_key: key };
+      });
+      console.log(JSON.stringify(out, null, 2));
+      return 0;
+    }
+    case 'keys create': {
+      if (!values.account) throw new UsageError('keys create needs --account');
+      const out = await withStores(loadConfig(env), async (stores, auth) => {
+        if (!(await stores.accounts.get(values.account!))) throw new UsageError(`no account ${values.account}`);
+        const { record, key } = await auth.createKey(values.account!, values.name ?? null);
+        return { id: record.id, key, prefix: record.prefix, created_at: record.created_at };
+      });
+      console.log(JSON.stringify(out, null, 2));
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err) => {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      console.error(`switchyard: ${err.message}`);
+      if (err instanceof UsageError) console.error(`\n${USAGE}`);
+    } else if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`switchyard: ${(err as Error).message}\n\n${USAGE}`);
+    } else {
+      console.error(`switchyard: ${(err as Error).message ?? err}`);
+    }
+    process.exit(err instanceof UsageError || err instanceof ConfigError ? 2 : 1);
+  },
+);

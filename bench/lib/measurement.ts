@@ -1,0 +1,19 @@
+/** One measured phase, whatever produced the load. */
+export interface Measurement {
+  name: string;
+  /** Accepted jobs: 202 responses for HTTP phases, resolved `queue.add` calls for raw BullMQ. */
+  jobs: number;
+  /** Wall-clock seconds the phase actually ran. */
+  seconds: number;
+  jobsPerSec: number;
+  /** All completed requests per second, whatever their status (HTTP phases only). */
+  requestsPerSec?: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses other than 2xx (HTTP phases only). */
+  non2xx: number;
+  /** Connection errors and timeouts, or rejected `queue.add` calls. */
+  errors: number;
+  /** Count per HTTP status, so a run full of 401s or 500s is visible at once. */
+  statusCodes?: Record<string, number>;
+}

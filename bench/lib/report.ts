@@ -1,0 +1,29 @@
+import type { Measurement } from './measurement.js';
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** A fixed-width table: one row per phase. */
+export function formatTable(rows: Measurement[]): string {
+  const header = ['phase', 'jobs/s', 'req/s', 'p50 ms', 'p99 ms', 'jobs', 'non-2xx', 'errors'];
+  const cells = rows.map((m) => [
+    m.name,
+    fmt(m.jobsPerSec),
+    m.requestsPerSec === undefined ? '-' : fmt(m.requestsPerSec),
+    fmt(m.p50Ms, 2),
+    fmt(m.p99Ms, 2),
+    fmt(m.jobs),
+    m.requestsPerSec === undefined ? '-' : fmt(m.non2xx),
+    fmt(m.errors),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+/** Status counts other than the accepted one, e.g. "401 x 12, 500 x 3". */
+export function otherStatuses(m: Measurement, accepted: number): string {
+  return Object.entries(m.statusCodes ?? {})
+    .filter(([code]) => code !== String(accepted))
+    .map(([code, n]) => `${code} x ${n}`)
+    .join(', ');
+}

@@ -1,0 +1,102 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../../api/config.js';
+import { Gateway } from '../../api/gateway.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** A key prefix no other test file uses; everything under it is deleted by `cleanupPrefix`. */
+export function uniquePrefix(name: string): string {
+  return `sytest-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_SEC: '0',
+    ...env,
+  });
+}
+
+/** Deletes every key under `prefix` (never FLUSHALL: other suites share this Redis). */
+export async function cleanupPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export interface Res<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A running gateway plus a tiny JSON client for it. */
+export class TestGateway {
+  gateway!: Gateway;
+  url!: string;
+
+  constructor(readonly prefix: string, readonly env: Record<string, string> = {}) {}
+
+  async start(): Promise<this> {
+    this.gateway = new Gateway({ config: testConfig(this.prefix, this.env) });
+    this.url = (await this.gateway.start()).url;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.gateway?.stop();
+  }
+
+  async request<T = any>(method: string, path: string, opts: { body?: unknown; raw?: string | Buffer; key?: string; headers?: Record<string, string> } = {}): Promise<Res<T>> {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.key) headers.authorization ??= `Bearer ${opts.key}`;
+    let body: string | Buffer | undefined = opts.raw;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(this.url + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: callers look at `text`
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  }
+
+  /** Creates an account through the admin API; returns its id and key. */
+  async account(credits = 1000, name = 'test'): Promise<{ id: string; key: string }> {
+    const res = await this.request('POST', '/v1/admin/accounts', { body: { name, credits }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (res.status !== 201) throw new Error(`account creation failed: ${res.status} ${res.text}`);
+    return { id: res.body.account.id, key: res.body.api_key };
+  }
+
+  submit(key: string, body: unknown = { kind: 'inference:image:generate', input: { prompt: 'a cat' } }, headers: Record<string, string> = {}) {
+    return this.request('POST', '/v1/jobs', { body, key, headers });
+  }
+}
+
+/** Asserts the CONTRACT error envelope and returns its code. */
+export function errorCode(res: Res): string {
+  const e = res.body?.error;
+  if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') throw new Error(`not an error envelope: ${res.status} ${res.text}`);
+  return e.code;
+}

@@ -1,0 +1,333 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { mintSecret } from '../models/credentials.js';
+import { NotFoundError } from '../models/errors.js';
+import { newRunId } from '../models/ids.js';
+import { MongoStores } from '../models/mongo/mongo-stores.js';
+import { RedisStores } from '../models/redis/redis-stores.js';
+import type { Stores } from '../models/stores.js';
+import type { NewRun } from '../models/types.js';
+import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+
+/**
+ * One contract, every store: Redis always, MongoDB wherever MONGO_URL points at a replica set.
+ */
+interface Target {
+  name: string;
+  open(): Promise<{ stores: Stores; teardown(): Promise<void> }>;
+}
+
+const opts = { retentionSeconds: 3600, fairShareStep: 3 };
+
+const targets: Target[] = [
+  {
+    name: 'redis',
+    async open() {
+      const prefix = uniquePrefix('store');
+      const redis = new Redis(REDIS_URL);
+      return {
+        stores: new RedisStores(redis, prefix, opts),
+        async teardown() {
+          redis.disconnect();
+          await cleanupPrefix(prefix);
+        },
+      };
+    },
+  },
+];
+if (process.env.MONGO_URL) {
+  targets.push({
+    name: 'mongodb',
+    async open() {
+      const db = `switchyard_test_${randomBytes(4).toString('hex')}`;
+      const stores = await MongoStores.connect(process.env.MONGO_URL!, db, opts);
+      return {
+        stores,
+        async teardown() {
+          await stores.dropDatabase();
+          await stores.close();
+        },
+      };
+    },
+  });
+}
+
+function newRun(accountId: string, over: Partial<NewRun> = {}): NewRun {
+  return {
+    run_id: newRunId(),
+    account_id: accountId,
+    kind: 'inference:image:generate',
+    confidentiality: 'open',
+    class: 'standard',
+    priorityBase: 20,
+    price: 4,
+    input: { prompt: 'a cat', nested: { list: [1, 'two', null] } },
+    webhook: null,
+    idempotency_key: null,
+    created_at: new Date().toISOString(),
+    ...over,
+  };
+}
+
+describe('store contract', () => {
+  if (!process.env.MONGO_URL) {
+    // Pending, so every run shows it: no MongoDB server can be installed on the CI machines.
+    it('also runs against MongoDB when MONGO_URL is set (MONGO_URL is not set here)');
+  }
+
+  for (const target of targets) {
+    describe(target.name, () => {
+      let stores: Stores;
+      let teardown: () => Promise<void>;
+      before(async () => ({ stores, teardown } = await target.open()));
+      after(async () => teardown());
+
+      describe('accounts', () => {
+        it('creates and reads an account with zero reserved', async () => {
+          const a = await stores.accounts.create({ name: 'acme', credits: 50 });
+          assert.match(a.id, /^acct_/);
+          const got = await stores.accounts.get(a.id);
+          assert.deepEqual(got, { ...a, reserved: 0, in_flight: 0 });
+          assert.equal(await stores.accounts.get('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ'), null);
+        });
+
+        it('adjusts credits and refuses to go below zero', async () => {
+          const a = await stores.accounts.create({ name: 'acme', credits: 10 });
+          assert.equal((await stores.accounts.adjustCredits(a.id, 5))!.credits, 15);
+          assert.equal((await stores.accounts.adjustCredits(a.id, -15))!.credits, 0);
+          assert.equal(await stores.accounts.adjustCredits(a.id, -1), null);
+          assert.equal((await stores.accounts.get(a.id))!.credits, 0);
+          await assert.rejects(stores.accounts.adjustCredits('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', 1), NotFoundError);
+        });
+      });
+
+      describe('api keys', () => {
+        it('finds by lookup id, lists per account, revokes once and only for the owner', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 0 });
+          const b = await stores.accounts.create({ name: 'b', credits: 0 });
+          const { lookupId } = mintSecret('sy');
+          const record = { id: `key_${lookupId}`, account_id: a.id, prefix: 'sy_abcdefgh', name: null, hash: 'ab'.repeat(32), created_at: new Date().toISOString(), revoked_at: null };
+          await stores.apiKeys.insert(record, lookupId);
+          assert.deepEqual(await stores.apiKeys.findByLookupId(lookupId), record);
+          assert.deepEqual(await stores.apiKeys.list(a.id), [record]);
+          assert.deepEqual(await stores.apiKeys.list(b.id), []);
+          assert.equal(await stores.apiKeys.revoke(b.id, record.id), null, 'another account cannot revoke it');
+          const revoked = await stores.apiKeys.revoke(a.id, record.id);
+          assert.ok(revoked?.revoked_at);
+          const again = await stores.apiKeys.revoke(a.id, record.id);
+          assert.equal(again?.revoked_at, revoked.revoked_at, 'revoking twice keeps the first time');
+          assert.equal(await stores.apiKeys.revoke(a.id, 'key_nonexistentkeyid'), null);
+        });
+      });
+
+      describe('operators and worker tokens', () => {
+        it('creates operators and changes their trust', async () => {
+          const op = await stores.operators.create({ name: 'gpu-farm', trust: 'open' });
+          assert.equal((await stores.operators.setTrust(op.id, 'trusted'))!.trust, 'trusted');
+          assert.deepEqual(await stores.operators.get(op.id), { ...op, trust: 'trusted' });
+          assert.equal(await stores.operators.setTrust('op_01HZZZZZZZZZZZZZZZZZZZZZZZ', 'trusted'), null);
+        });
+
+        it('stores worker tokens by lookup id and revokes them', async () => {
+          const record = { id: 'wtok_qrstuvwxyzabcdef', owner: { type: 'account' as const, id: 'acct_x' }, trust: 'open' as const, prefix: 'swt_qrstuvwx', hash: 'cd'.repeat(32), created_at: new Date().toISOString(), revoked_at: null };
+          await stores.workerTokens.insert(record, 'qrstuvwxyzabcdef');
+          assert.deepEqual(await stores.workerTokens.findByLookupId('qrstuvwxyzabcdef'), record);
+          assert.ok((await stores.workerTokens.revoke(record.id))?.revoked_at);
+          assert.ok((await stores.workerTokens.findByLookupId('qrstuvwxyzabcdef'))?.revoked_at);
+          assert.equal(await stores.workerTokens.revoke('wtok_unknown'), null);
+        });
+      });
+
+      describe('runs', () => {
+        it('creates a queued run, reserving its price atomically', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const spec = newRun(a.id);
+          const res = await stores.runs.create(spec);
+          assert.equal(res.outcome, 'created');
+          const run = res.outcome === 'created' ? res.run : assert.fail();
+          assert.equal(run.status, 'queued');
+          assert.equal(run.settlement, 'reserved');
+          assert.equal(run.priority, 20);
+          assert.equal(run.attempts, 0);
+          assert.deepEqual(run.input, spec.input);
+          assert.equal(run.output, null);
+          assert.deepEqual(await stores.runs.get(run.run_id), run);
+          const acct = (await stores.accounts.get(a.id))!;
+          assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [6, 4, 1]);
+        });
+
+        it('creates a run id at most once (no second reservation)', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const spec = newRun(a.id);
+          assert.equal((await stores.runs.create(spec)).outcome, 'created');
+          const again = await stores.runs.create({ ...spec, input: { prompt: 'other' } });
+          assert.equal(again.outcome, 'exists');
+          assert.deepEqual(again.outcome === 'exists' && again.run.input, spec.input);
+          assert.equal((await stores.accounts.get(a.id))!.credits, 6);
+        });
+
+        it('refuses a run the balance cannot cover, and an unknown account', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 3 });
+          assert.deepEqual(await stores.runs.create(newRun(a.id)), { outcome: 'insufficient_credits', available: 3 });
+          assert.deepEqual(await stores.runs.create(newRun('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ')), { outcome: 'no_account' });
+          assert.deepEqual((await stores.runs.list(a.id, { limit: 10 })).runs, []);
+        });
+
+        it('never overdraws under concurrent creates', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 30 });
+          const results = await Promise.all(Array.from({ length: 25 }, () => stores.runs.create(newRun(a.id))));
+          assert.equal(results.filter((r) => r.outcome === 'created').length, 7);
+          const acct = (await stores.accounts.get(a.id))!;
+          assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [2, 28, 7]);
+        });
+
+        it('raises the priority number of an account with many runs in flight (fair share)', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 100 });
+          const priorities: number[] = [];
+          for (let i = 0; i < 7; i++) {
+            const r = await stores.runs.create(newRun(a.id, { priorityBase: 10, price: 1 }));
+            priorities.push(r.outcome === 'created' ? r.run.priority : -1);
+          }
+          assert.deepEqual(priorities, [10, 10, 10, 11, 11, 11, 12]);
+        });
+
+        it('charges on success exactly once', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const created = await stores.runs.create(newRun(a.id));
+          const run = created.outcome === 'created' ? created.run : assert.fail();
+          const started = await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { started_at: new Date().toISOString(), attempts: 1 } });
+          assert.equal(started.ok, true);
+          assert.equal(started.run?.status, 'running');
+          const done = await stores.runs.transition(run, { from: ['running'], to: 'succeeded', set: { output: { urls: ['https://x/a.png'] }, progress: 1 } });
+          assert.equal(done.ok, true);
+          assert.equal(done.run?.settlement, 'charged');
+          assert.deepEqual(done.run?.output, { urls: ['https://x/a.png'] });
+          const dup = await stores.runs.transition(run, { from: ['running', 'queued'], to: 'succeeded' });
+          assert.equal(dup.ok, false);
+          assert.equal(dup.run?.status, 'succeeded');
+          const failedLate = await stores.runs.transition(run, { from: ['running'], to: 'failed' });
+          assert.equal(failedLate.ok, false);
+          const acct = (await stores.accounts.get(a.id))!;
+          assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [6, 0, 0]);
+        });
+
+        it('returns the reservation on failure and on cancel exactly once', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const r1 = await stores.runs.create(newRun(a.id));
+          const r2 = await stores.runs.create(newRun(a.id));
+          const run1 = r1.outcome === 'created' ? r1.run : assert.fail();
+          const run2 = r2.outcome === 'created' ? r2.run : assert.fail();
+          await stores.runs.transition(run1, { from: ['queued'], to: 'running' });
+          const error = { code: 'worker_lost', message: 'lost', retryable: false };
+          const failed = await Promise.all([1, 2, 3].map(() => stores.runs.transition(run1, { from: ['running'], to: 'failed', set: { error } })));
+          assert.equal(failed.filter((f) => f.ok).length, 1, 'one of three concurrent finishes wins');
+          const canceled = await stores.runs.transition(run2, { from: ['queued'], to: 'canceled' });
+          assert.equal(canceled.run?.settlement, 'released');
+          assert.deepEqual((await stores.runs.get(run1.run_id))?.error, error);
+          const acct = (await stores.accounts.get(a.id))!;
+          assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [10, 0, 0]);
+        });
+
+        it("refuses a transition for a missing run or another account's run", async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const created = await stores.runs.create(newRun(a.id));
+          const run = created.outcome === 'created' ? created.run : assert.fail();
+          assert.deepEqual(await stores.runs.transition({ run_id: run.run_id, account_id: 'acct_other' }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
+          assert.deepEqual(await stores.runs.transition({ run_id: newRunId(), account_id: a.id }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
+          assert.equal((await stores.runs.get(run.run_id))?.status, 'queued');
+        });
+
+        it('patches fields without a status change', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const created = await stores.runs.create(newRun(a.id));
+          const run = created.outcome === 'created' ? created.run : assert.fail();
+          await stores.runs.transition(run, { from: ['queued'], to: 'running' });
+          const patched = await stores.runs.transition(run, { from: ['running'], set: { progress: 0.5, cancel_requested_at: '2026-01-01T00:00:00.000Z' } });
+          assert.equal(patched.ok, true);
+          assert.equal(patched.run?.status, 'running');
+          assert.equal(patched.run?.progress, 0.5);
+          assert.equal(patched.run?.cancel_requested_at, '2026-01-01T00:00:00.000Z');
+        });
+
+        it('lists newest first with cursor pages and status/kind filters', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 1000 });
+          const b = await stores.accounts.create({ name: 'b', credits: 1000 });
+          const ids: string[] = [];
+          for (let i = 0; i < 7; i++) {
+            const kind = i % 2 ? 'inference:rig' : 'inference:image:generate';
+            const r = await stores.runs.create(newRun(a.id, { kind, price: 1 }));
+            ids.push(r.outcome === 'created' ? r.run.run_id : assert.fail());
+          }
+          await stores.runs.create(newRun(b.id));
+          await stores.runs.transition({ run_id: ids[0], account_id: a.id }, { from: ['queued'], to: 'canceled' });
+          const newest = [...ids].reverse();
+
+          const page1 = await stores.runs.list(a.id, { limit: 3 });
+          assert.deepEqual(page1.runs.map((r) => r.run_id), newest.slice(0, 3));
+          assert.equal(page1.more, true);
+          const page2 = await stores.runs.list(a.id, { limit: 3, before: newest[2] });
+          assert.deepEqual(page2.runs.map((r) => r.run_id), newest.slice(3, 6));
+          const page3 = await stores.runs.list(a.id, { limit: 3, before: newest[5] });
+          assert.deepEqual(page3.runs.map((r) => r.run_id), newest.slice(6));
+          assert.equal(page3.more, false);
+          const exact = await stores.runs.list(a.id, { limit: 7 });
+          assert.equal(exact.more, false, 'more is false when the page holds the last run');
+
+          const rigs = await stores.runs.list(a.id, { limit: 10, kind: 'inference:rig' });
+          assert.deepEqual(rigs.runs.map((r) => r.run_id), newest.filter((_, i) => ids.indexOf(newest[i]) % 2 === 1));
+          const canceled = await stores.runs.list(a.id, { limit: 10, status: 'canceled' });
+          assert.deepEqual(canceled.runs.map((r) => r.run_id), [ids[0]]);
+          const queuedImages = await stores.runs.list(a.id, { limit: 10, status: 'queued', kind: 'inference:image:generate' });
+          assert.deepEqual(queuedImages.runs.map((r) => r.run_id), [ids[6], ids[4], ids[2]]);
+        });
+
+        it('keeps new runs in the outbox until their queue write is confirmed', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 100 });
+          const r1 = await stores.runs.create(newRun(a.id, { created_at: new Date(Date.now() - 60_000).toISOString() }));
+          const r2 = await stores.runs.create(newRun(a.id));
+          const id1 = r1.outcome === 'created' ? r1.run.run_id : assert.fail();
+          const id2 = r2.outcome === 'created' ? r2.run.run_id : assert.fail();
+          const old = (await stores.runs.listUnconfirmed(30_000, 100)).map((r) => r.run_id);
+          assert.ok(old.includes(id1));
+          assert.ok(!old.includes(id2), 'a young run is left to its own request');
+          assert.ok((await stores.runs.listUnconfirmed(0, 100)).some((r) => r.run_id === id2));
+          await stores.runs.confirmEnqueued([id1, id2]);
+          const after = (await stores.runs.listUnconfirmed(0, 100)).map((r) => r.run_id);
+          assert.ok(!after.includes(id1) && !after.includes(id2));
+        });
+      });
+
+      describe('idempotency', () => {
+        it('claims a key once and returns the first claim afterwards', async () => {
+          const first = await stores.idempotency.claim('acct_1', 'key-1', 'fp-a', 'run_A', 60_000);
+          assert.deepEqual(first, { runId: 'run_A', fingerprint: 'fp-a', claimed: true });
+          const second = await stores.idempotency.claim('acct_1', 'key-1', 'fp-b', 'run_B', 60_000);
+          assert.deepEqual(second, { runId: 'run_A', fingerprint: 'fp-a', claimed: false });
+          const otherAccount = await stores.idempotency.claim('acct_2', 'key-1', 'fp-b', 'run_C', 60_000);
+          assert.equal(otherAccount.claimed, true, 'keys are per account');
+        });
+
+        it('gives exactly one winner among concurrent claims', async () => {
+          const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => stores.idempotency.claim('acct_1', 'race', 'fp', `run_${i}`, 60_000)));
+          assert.equal(claims.filter((c) => c.claimed).length, 1);
+          assert.equal(new Set(claims.map((c) => c.runId)).size, 1);
+        });
+
+        it('releases only a claim that still names the run', async () => {
+          await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_A', 60_000);
+          await stores.idempotency.release('acct_1', 'rel', 'run_B');
+          assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).runId, 'run_A');
+          await stores.idempotency.release('acct_1', 'rel', 'run_A');
+          assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).claimed, true);
+        });
+
+        it('forgets a claim after its time to live', async () => {
+          await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_A', 50);
+          await new Promise((r) => setTimeout(r, 120));
+          assert.equal((await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_B', 60_000)).claimed, true);
+        });
+      });
+    });
+  }
+});
