@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { SwitchyardError } from '../models/errors.js';
 import type { Ctx, RequestState } from './context.js';
 import { authenticateAccount, authenticateAdmin } from './middleware/authenticate.js';
 import { errorHandler } from './middleware/error-handler.js';
@@ -57,12 +56,6 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
     await next();
   });
   app.use(router.routes() as never);
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new SwitchyardError('method_not_allowed', 'this method is not allowed on this path'),
-      notImplemented: () => new SwitchyardError('method_not_allowed', 'this method is not supported'),
-    }) as never,
-  );
+  app.use(router.allowedMethods() as never);
   return app;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
@@ -33,7 +34,10 @@ function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stre
   const body = JSON.stringify({
     error: { code: 'invalid_request', message: tooLarge ? 'the request headers are too large' : 'the HTTP request is malformed' },
   });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

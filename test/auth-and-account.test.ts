@@ -28,7 +28,7 @@ describe('authentication and the account area (issue 2)', () => {
     it('refuses a missing, malformed, unknown or wrongly hashed key with 401 and WWW-Authenticate', async () => {
       const { key } = await a.account();
       const forged = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A'); // right lookup id, wrong secret
-      for (const headers of [
+      for (const headers of <Record<string, string>[]>[
         {},
         { authorization: 'Bearer nope' },
         { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}` },
@@ -130,7 +130,7 @@ describe('authentication and the account area (issue 2)', () => {
 
     it('answers 401 for a missing or wrong admin token, and for an account key', async () => {
       const { key } = await a.account();
-      for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Bearer ${key}` }, { authorization: `Basic ${Buffer.from(`root:${ADMIN_TOKEN}`).toString('base64')}` }]) {
+      for (const headers of <Record<string, string>[]>[{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Bearer ${key}` }, { authorization: `Basic ${Buffer.from(`root:${ADMIN_TOKEN}`).toString('base64')}` }]) {
         const res = await a.request('POST', '/v1/admin/accounts', { body: { name: 'x' }, headers });
         assert401(res);
       }

@@ -57,8 +57,12 @@ export function errorHandler(log: Logger): Middleware<RequestState> {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw new SwitchyardError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+      if (ctx.body === undefined) {
+        // The router's allowedMethods leaves 405 (with Allow) or 501 bodiless; no route leaves 404.
+        if (ctx.status === 404) throw new SwitchyardError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+        if (ctx.status === 405 || ctx.status === 501) {
+          throw new SwitchyardError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+        }
       }
     } catch (thrown) {
       const err = toSwitchyardError(thrown);

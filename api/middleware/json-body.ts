@@ -4,11 +4,14 @@ import { SwitchyardError } from '../../models/errors.js';
 import type { RequestState } from '../context.js';
 
 export interface JsonBodyOptions {
-  /** Largest body accepted, in bytes. @defaultValue 1 MiB */
+  /** Largest body accepted, in bytes (after Content-Encoding is undone). @defaultValue 1 MiB */
   limitBytes: number;
   /** Deepest nesting accepted. @defaultValue 64 */
   maxDepth: number;
 }
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** Depth of a parsed JSON value, walked without recursion so a hostile body cannot blow the stack. */
 export function jsonDepth(value: unknown, stopAt: number): number {
@@ -25,21 +28,26 @@ export function jsonDepth(value: unknown, stopAt: number): number {
 }
 
 /**
- * Parses a JSON body for routes that take one: 415 for other media types, 413 past the limit,
- * 400 for broken or too deeply nested JSON. An empty body reads as `{}`.
+ * Parses a JSON body for routes that take one: 415 for other media types or charsets, 413
+ * past the limit, 400 for bodies that are not UTF-8 JSON objects or are nested too deep.
+ * An absent body reads as `{}`.
+ *
+ * koa-body reads the bytes (limits, Content-Encoding) as latin1, which maps each byte to one
+ * character, so the bytes can be decoded here as strict UTF-8: co-body's own decoding would
+ * silently replace invalid sequences, storing something the caller never sent.
  */
 export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
-  const parse = koaBody({
-    json: true,
-    jsonStrict: true,
-    jsonLimit: opts.limitBytes,
+  const read = koaBody({
+    json: false,
     urlencoded: false,
-    text: false,
     multipart: false,
+    text: true,
+    textTypes: JSON_TYPES,
+    textLimit: opts.limitBytes,
+    encoding: 'latin1',
     patchKoa: true,
-    jsonTypes: ['application/json', 'application/*+json'],
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
-    // Let the error handler render parser errors: koa-body's default handler would not use our envelope.
+    // Let the error handler render reader errors: koa-body's default would not use our envelope.
     onError: (err) => {
       throw err;
     },
@@ -47,17 +55,57 @@ export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
 
   return async (ctx, next) => {
     const hasBody = ctx.request.length > 0 || ctx.get('Transfer-Encoding') !== '';
+    let body: unknown = {};
     if (hasBody) {
-      if (!ctx.is('application/json', 'application/*+json')) {
+      if (!ctx.is(JSON_TYPES)) {
         throw new SwitchyardError('unsupported_media_type', `send the body as application/json (got ${ctx.get('Content-Type') || 'no Content-Type'})`);
       }
-      await parse(ctx, async () => {});
+      const charset = ctx.request.charset.toLowerCase();
+      if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+        throw new SwitchyardError('unsupported_media_type', `send the body in UTF-8 (got charset=${charset})`);
+      }
+      try {
+        await read(ctx, async () => {});
+      } catch (err) {
+        // http-errors (413, 415 for an unknown Content-Encoding) keep their meaning; anything else
+        // (zlib failing on bytes that are not what Content-Encoding says) is the caller's bad body.
+        if (typeof (err as { status?: number }).status === 'number') throw err;
+        throw new SwitchyardError('invalid_request', 'the request body could not be decoded as its Content-Encoding says');
+      }
+      body = parseJson(ctx.request.body as string);
     }
-    const body = hasBody ? ctx.request.body : {};
     if (jsonDepth(body, opts.maxDepth) > opts.maxDepth) {
       throw new SwitchyardError('invalid_request', `the JSON body is nested deeper than ${opts.maxDepth} levels`);
     }
-    ctx.state.body = body ?? {};
+    ctx.state.body = body;
     await next();
   };
+}
+
+function refuseProto(key: string, value: unknown): unknown {
+  if (key === '__proto__') throw new SwitchyardError('invalid_request', 'the request body may not contain a "__proto__" key');
+  return value;
+}
+
+function parseJson(latin1: string): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(Buffer.from(latin1, 'latin1'));
+  } catch {
+    throw new SwitchyardError('invalid_request', 'the request body is not valid UTF-8');
+  }
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    // A `__proto__` key is harmless in JSON.parse's output but a trap for any later merge;
+    // refuse it. The reviver costs a walk, so it only runs when the text could spell one.
+    value = text.includes('proto') || text.includes('\\u') ? JSON.parse(text, refuseProto) : JSON.parse(text);
+  } catch (err) {
+    if (err instanceof SwitchyardError) throw err;
+    throw new SwitchyardError('invalid_request', 'the request body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new SwitchyardError('invalid_request', 'the request body must be a JSON object');
+  }
+  return value;
 }

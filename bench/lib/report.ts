@@ -4,7 +4,8 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 /** A fixed-width table: one row per phase. */
 export function formatTable(rows: Measurement[]): string {
-  const header = ['phase', 'jobs/s', 'req/s', 'p50 ms', 'p99 ms', 'jobs', 'non-2xx', 'errors'];
+  // `s` is the measured time: autocannon stops on its 1 s sampling tick, so a 10 s phase may run 11 s.
+  const header = ['phase', 'jobs/s', 'req/s', 'p50 ms', 'p99 ms', 'jobs', 's', 'non-2xx', 'errors'];
   const cells = rows.map((m) => [
     m.name,
     fmt(m.jobsPerSec),
@@ -12,6 +13,7 @@ export function formatTable(rows: Measurement[]): string {
     fmt(m.p50Ms, 2),
     fmt(m.p99Ms, 2),
     fmt(m.jobs),
+    fmt(m.seconds, 1),
     m.requestsPerSec === undefined ? '-' : fmt(m.non2xx),
     fmt(m.errors),
   ]);

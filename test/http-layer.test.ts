@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
+
+describe('HTTP layer (issue 2)', () => {
+  const prefix = uniquePrefix('http');
+  const gw = new TestGateway(prefix, { JSON_BODY_LIMIT: '64kb' });
+  let key: string;
+  before(async () => {
+    await gw.start();
+    key = (await gw.account()).key;
+  });
+  after(async () => {
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('gives every response an X-Request-Id, echoing a safe caller id', async () => {
+    const own = await gw.request('GET', '/healthz', { headers: { 'x-request-id': 'trace-42.abc' } });
+    assert.equal(own.headers.get('x-request-id'), 'trace-42.abc');
+    const fresh = await gw.request('GET', '/nope');
+    assert.match(fresh.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    const unsafe = await gw.request('GET', '/healthz', { headers: { 'x-request-id': 'a b<script>' } });
+    assert.notEqual(unsafe.headers.get('x-request-id'), 'a b<script>');
+  });
+
+  it('answers unknown routes with 404 not_found', async () => {
+    const res = await gw.request('GET', '/v2/jobs');
+    assert.equal(res.status, 404);
+    assert.equal(errorCode(res), 'not_found');
+  });
+
+  it('answers a wrong method with 405 and Allow', async () => {
+    const res = await gw.request('DELETE', '/v1/jobs', { key });
+    assert.equal(res.status, 405);
+    assert.equal(errorCode(res), 'method_not_allowed');
+    assert.match(res.headers.get('allow') ?? '', /GET/);
+  });
+
+  it('answers a body over the configured limit with 413 payload_too_large', async () => {
+    const res = await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'x'.repeat(70 * 1024) } });
+    assert.equal(res.status, 413);
+    assert.equal(errorCode(res), 'payload_too_large');
+  });
+
+  it('answers a non-JSON body with 415 unsupported_media_type', async () => {
+    const res = await gw.request('POST', '/v1/jobs', { key, raw: 'kind=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    assert.equal(res.status, 415);
+    assert.equal(errorCode(res), 'unsupported_media_type');
+  });
+
+  it('answers broken JSON with 400 invalid_request and no internals', async () => {
+    const res = await gw.request('POST', '/v1/jobs', { key, raw: '{"kind": "inference:image:generate", "input": {', headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 400);
+    assert.equal(errorCode(res), 'invalid_request');
+    assert.doesNotMatch(res.text, /at \w|node_modules|\.ts:/);
+  });
+
+  it('answers 503 unavailable, not 500, and recovers, when Redis goes away', async () => {
+    // Point a second gateway's request connection at a dead port by disconnecting it.
+    const p = uniquePrefix('http-down');
+    const other = await new TestGateway(p).start();
+    try {
+      const { key: k } = await other.account();
+      other.gateway.redis.disconnect(false);
+      const res = await other.request('GET', '/v1/account', { key: k });
+      assert.equal(res.status, 503);
+      assert.equal(errorCode(res), 'unavailable');
+      const ready = await other.request('GET', '/readyz');
+      assert.equal(ready.status, 503);
+      assert.equal((await other.request('GET', '/healthz')).status, 200, 'alive, just not ready');
+      other.gateway.redis.connect().catch(() => {});
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal((await other.request('GET', '/readyz')).status, 200);
+    } finally {
+      await other.stop();
+      await cleanupPrefix(p);
+    }
+  });
+});

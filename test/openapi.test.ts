@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import * as S from '../api/schemas.js';
+import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+
+describe('OpenAPI document (issue 2)', () => {
+  const prefix = uniquePrefix('openapi');
+  const gw = new TestGateway(prefix);
+  let doc: any;
+  before(async () => {
+    await gw.start();
+    const res = await gw.request('GET', '/v1/openapi.json');
+    assert.equal(res.status, 200, 'served without a credential');
+    doc = res.body;
+  });
+  after(async () => {
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    assert.equal(doc.openapi, '3.1.0');
+    const result = await new Validator().validate(structuredClone(doc));
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
+  });
+
+  it('documents every public route of the gateway', () => {
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`));
+    for (const op of [
+      'POST /v1/jobs', 'GET /v1/jobs', 'GET /v1/jobs/{run_id}', 'POST /v1/jobs/{run_id}/cancel',
+      'GET /v1/account', 'POST /v1/account/keys', 'GET /v1/account/keys', 'DELETE /v1/account/keys/{key_id}', 'POST /v1/account/worker-tokens',
+      'POST /v1/admin/accounts', 'POST /v1/admin/accounts/{account_id}/credits', 'POST /v1/admin/operators',
+      'GET /v1/openapi.json', 'GET /healthz', 'GET /readyz',
+    ]) {
+      assert.ok(operations.includes(op), `${op} is documented`);
+    }
+  });
+
+  it('publishes the very schema that validates job submissions', async () => {
+    const published = doc.paths['/v1/jobs'].post.requestBody.content['application/json'].schema;
+    assert.deepEqual(published, JSON.parse(JSON.stringify(S.submitJobBody)));
+    // And the server agrees with the published schema, case by case.
+    const ajv = new Ajv2020({ strict: false });
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+    const validate = ajv.compile(published);
+    const { key } = await gw.account(1000);
+    const bodies = [
+      { kind: 'inference:image:generate', input: { prompt: 'x' } },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'batch', confidentiality: 'private' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'https://example.com/hook' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'http://example.com/hook' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, priority: 1 },
+      { kind: 'inference:image:generate', input: 'x' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'urgent' },
+      { input: { prompt: 'x' } },
+    ];
+    for (const body of bodies) {
+      const res = await gw.submit(key, body);
+      assert.equal(res.status === 202, validate(body), `${JSON.stringify(body)} -> ${res.status}`);
+    }
+  });
+
+  it('describes errors with the CONTRACT envelope and names the auth schemes', () => {
+    const err = doc.components.schemas.Error;
+    assert.deepEqual(err.required, ['error']);
+    assert.ok(doc.components.securitySchemes.bearer && doc.components.securitySchemes.serviceKey);
+    assert.equal(doc.paths['/v1/jobs'].post.responses['402'].content['application/json'].schema.$ref, '#/components/schemas/Error');
+    assert.deepEqual(doc.paths['/healthz'].get.security, []);
+  });
+});
