@@ -7,6 +7,7 @@ import { createStores } from '../models/create-stores.js';
 import { createRedis } from '../models/redis-connection.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { Stores } from '../models/stores.js';
+import { EnqueueConfirmer } from '../queues/enqueue-confirmer.js';
 import { EnqueueReconciler } from '../queues/enqueue-reconciler.js';
 import { JobQueues } from '../queues/job-queues.js';
 import { createApp } from './app.js';
@@ -53,6 +54,7 @@ export class Gateway {
   services!: Services;
   private server?: http.Server;
   private reconciler?: EnqueueReconciler;
+  private confirmer?: EnqueueConfirmer;
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -62,7 +64,7 @@ export class Gateway {
   /** Connects and listens; resolves with the address actually bound (PORT=0 picks a free port). */
   async start(): Promise<{ url: string; port: number }> {
     const c = this.config;
-    this.redis = createRedis(c.redisUrl, { name: 'api' });
+    this.redis = createRedis(c.redisUrl, { name: 'api', autoPipelining: true });
     await this.redis.ping();
     this.stores = await createStores({
       redis: this.redis,
@@ -74,7 +76,15 @@ export class Gateway {
     });
     this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q`, attempts: c.jobMaxAttempts });
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
-    const jobs = new JobService({ runs: this.stores.runs, idempotency: this.stores.idempotency, queues: this.queues, prices: c.prices, log: this.log });
+    this.confirmer = new EnqueueConfirmer(this.stores.runs, this.log);
+    const jobs = new JobService({
+      runs: this.stores.runs,
+      idempotency: this.stores.idempotency,
+      queues: this.queues,
+      confirmer: this.confirmer,
+      prices: c.prices,
+      log: this.log,
+    });
     this.services = {
       config: c,
       stores: this.stores,
@@ -110,6 +120,7 @@ export class Gateway {
       this.server.closeIdleConnections();
     });
     await this.reconciler?.stop();
+    await this.confirmer?.flush();
     await this.queues?.close();
     await this.stores?.close();
     await this.redis?.quit().catch(() => this.redis.disconnect());

@@ -43,7 +43,7 @@ async function gateway(o: LoadOptions, prefix: string): Promise<Measurement> {
   const adminToken = randomBytes(24).toString('hex');
   const server = await startChildServer(
     'gateway-server.ts',
-    { PORT: '0', HOST: '127.0.0.1', REDIS_URL, REDIS_PREFIX: prefix, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SEC: '0' },
+    { PORT: '0', HOST: '127.0.0.1', REDIS_URL, REDIS_PREFIX: prefix, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SEC: '1000000', RATE_LIMIT_BURST: '1000000' },
     o.profileDir,
   );
   try {

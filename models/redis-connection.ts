@@ -9,6 +9,12 @@ export interface RedisConnectionOptions {
    * @defaultValue false
    */
   blocking?: boolean;
+  /**
+   * Batch the commands of concurrent requests into one socket write per tick: far fewer
+   * syscalls under load, no extra latency when idle.
+   * @defaultValue false
+   */
+  autoPipelining?: boolean;
 }
 
 /** One place that builds ioredis clients, so every connection has the same outage behaviour. */
@@ -20,6 +26,7 @@ export function createRedis(url: string, opts: RedisConnectionOptions): Redis {
     connectTimeout: 5_000,
     retryStrategy: (times) => Math.min(times * 100, 2_000),
     lazyConnect: false,
+    enableAutoPipelining: opts.autoPipelining ?? false,
   };
   const client = new Redis(url, options);
   // ioredis emits 'error' on every failed reconnect; the callers see failures on their commands.

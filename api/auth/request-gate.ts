@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../models/redis/keys.js';
+import { LuaScript } from '../../models/redis/lua-script.js';
 
 /**
  * Checked once per authenticated request, in one Redis round trip: whether the key was
@@ -8,7 +9,7 @@ import type { RedisKeys } from '../../models/redis/keys.js';
  * KEYS: revoked marker, limiter. ARGV: emission interval ms, burst tolerance ms, limiting on (1/0).
  * Returns {1 allowed | 0 limited | -1 revoked, retry after ms, remaining}.
  */
-const GATE = `
+const GATE = new LuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return { -1, 0, 0 } end
 if ARGV[3] == '0' then return { 1, 0, -1 } end
 local interval = tonumber(ARGV[1])
@@ -21,7 +22,7 @@ local new_tat = tat + interval
 if new_tat - tolerance > now then return { 0, math.ceil(new_tat - tolerance - now), 0 } end
 redis.call('SET', KEYS[2], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
 return { 1, 0, math.floor((tolerance - (new_tat - now)) / interval) }
-`;
+`);
 
 export interface RequestGateOptions {
   redis: Redis;
@@ -51,15 +52,11 @@ export class RequestGate {
   }
 
   async admit(lookupId: string): Promise<GateVerdict> {
-    const [verdict, retryAfterMs, remaining] = (await this.opts.redis.eval(
-      GATE,
-      2,
-      this.opts.keys.revokedKey(lookupId),
-      this.opts.keys.rateLimit(`key:${lookupId}`),
-      String(this.interval),
-      String(this.tolerance),
-      this.opts.perSecond > 0 ? '1' : '0',
-    )) as [number, number, number];
+    const [verdict, retryAfterMs, remaining] = await GATE.run<[number, number, number]>(
+      this.opts.redis,
+      [this.opts.keys.revokedKey(lookupId), this.opts.keys.rateLimit(`key:${lookupId}`)],
+      [this.interval, this.tolerance, this.opts.perSecond > 0 ? '1' : '0'],
+    );
     if (verdict === -1) return { outcome: 'revoked' };
     if (verdict === 0) return { outcome: 'limited', retryAfterMs };
     return { outcome: 'allowed', remaining };

@@ -3,6 +3,7 @@ import { InsufficientCreditsError, NotFoundError, SwitchyardError, UnauthorizedE
 import { newRunId } from '../../models/ids.js';
 import type { RunStore, IdempotencyStore } from '../../models/stores.js';
 import { isTerminal, type RunRecord, type RunStatus } from '../../models/types.js';
+import type { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
 import { assertValid, compile } from '../validation.js';
@@ -26,6 +27,7 @@ export interface JobServiceOptions {
   runs: RunStore;
   idempotency: IdempotencyStore;
   queues: JobQueues;
+  confirmer: EnqueueConfirmer;
   prices: Record<string, number>;
   log: Logger;
 }
@@ -102,7 +104,7 @@ export class JobService {
   private async enqueue(run: RunRecord): Promise<void> {
     try {
       await this.opts.queues.add(run);
-      await this.opts.runs.confirmEnqueued([run.run_id]);
+      this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');
     }

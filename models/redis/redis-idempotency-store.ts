@@ -21,6 +21,6 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   async release(accountId: string, key: string, runId: string): Promise<void> {
-    await this.redis.eval(RELEASE_CLAIM, 1, this.key(accountId, key), runId);
+    await RELEASE_CLAIM.run(this.redis, [this.key(accountId, key)], [runId]);
   }
 }

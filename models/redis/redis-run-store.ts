@@ -3,7 +3,7 @@ import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import type { NewRun, RunRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import { decodeRun, encodeRun, pairsToHash } from './run-codec.js';
+import { NEW_RUN_DEFAULTS, decodeRun, encodePatch, pairsToHash, type ImmutableRunFields } from './run-codec.js';
 import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
 
 export interface RedisRunStoreOptions {
@@ -29,26 +29,28 @@ export class RedisRunStore implements RunStore {
 
   async create(run: NewRun): Promise<CreateRunResult> {
     const { priorityBase, ...fields } = run;
-    const reply = (await this.redis.eval(
-      CREATE_RUN,
-      4,
-      this.keys.run(run.run_id),
-      this.keys.account(run.account_id),
-      this.keys.accountRuns(run.account_id),
-      this.keys.unconfirmed(),
-      run.run_id,
-      String(run.price),
-      JSON.stringify(encodeRun({ ...fields, attempts: 0 })),
-      String(Date.parse(run.created_at)),
-      String(this.opts.fairShareStep),
-      String(priorityBase),
-      run.kind,
-      this.indexFloor(),
-    )) as Reply;
+    const doc: ImmutableRunFields = fields;
+    const reply = await CREATE_RUN.run<Reply>(
+      this.redis,
+      [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
+      [
+        run.run_id,
+        run.account_id,
+        run.price,
+        JSON.stringify(doc),
+        Date.parse(run.created_at),
+        this.opts.fairShareStep,
+        priorityBase,
+        run.kind,
+        this.indexFloor(),
+      ],
+    );
     const [tag, ...rest] = reply;
     if (tag === 'no_account') return { outcome: 'no_account' };
     if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
-    return { outcome: tag === 'created' ? 'created' : 'exists', run: decodeRun(pairsToHash(rest))! };
+    if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
+    // Built here rather than read back: the script only fixes the priority.
+    return { outcome: 'created', run: { ...NEW_RUN_DEFAULTS, ...doc, status: 'queued', settlement: 'reserved', priority: Number(rest[0]) } };
   }
 
   async get(runId: string): Promise<RunRecord | null> {
@@ -56,21 +58,11 @@ export class RedisRunStore implements RunStore {
   }
 
   async transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
-    const reply = (await this.redis.eval(
-      TRANSITION_RUN,
-      4,
-      this.keys.run(run.run_id),
-      this.keys.account(run.account_id),
-      this.keys.accountRuns(run.account_id),
-      this.keys.unconfirmed(),
-      JSON.stringify(t.from),
-      t.to ?? '',
-      JSON.stringify(encodeRun(t.set ?? {})),
-      String(this.opts.retentionSeconds),
-      this.indexFloor(),
-      run.run_id,
-      run.account_id,
-    )) as Reply;
+    const reply = await TRANSITION_RUN.run<Reply>(
+      this.redis,
+      [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
+      [`,${t.from.join(',')},`, t.to ?? '', this.opts.retentionSeconds, this.indexFloor(), run.run_id, run.account_id, ...encodePatch(t.set ?? {})],
+    );
     const [tag, ...rest] = reply;
     if (tag === 'missing') return { ok: false, run: null };
     return { ok: tag === 'ok', run: decodeRun(pairsToHash(rest))! };

@@ -1,18 +1,21 @@
-import type { RunRecord } from '../types.js';
+import type { RunPatch, RunRecord } from '../types.js';
 
 /**
- * A run is a Redis hash whose every value is JSON text, so types survive the round trip and
- * the Lua scripts can cjson.decode the few fields they look at.
+ * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
+ * - `doc`: JSON of what never changes after creation (input, kind, class, ...);
+ * - plain scalars the scripts read or write: status, settlement, account_id, price, priority, attempts;
+ * - each other mutable field (output, error, progress, timestamps) as JSON text, present once set.
  */
-export function encodeRun(run: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(run)) if (v !== undefined) out[k] = JSON.stringify(v);
-  return out;
-}
+const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts']);
+const NUMBERS = new Set(['price', 'priority', 'attempts']);
 
-const DEFAULTS: Partial<RunRecord> = {
-  webhook: null,
-  idempotency_key: null,
+export type ImmutableRunFields = Pick<
+  RunRecord,
+  'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'class' | 'price' | 'input' | 'webhook' | 'idempotency_key' | 'created_at'
+>;
+
+/** The fields a new run starts with besides those the submission gives. */
+export const NEW_RUN_DEFAULTS = {
   started_at: null,
   finished_at: null,
   progress: null,
@@ -21,14 +24,24 @@ const DEFAULTS: Partial<RunRecord> = {
   error: null,
   attestation: null,
   cancel_requested_at: null,
-};
+} satisfies Partial<RunRecord>;
+
+/** A patch as flat HSET arguments: [field, value, field, value, ...]. */
+export function encodePatch(patch: RunPatch): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    out.push(k, SCALARS.has(k) ? String(v) : JSON.stringify(v));
+  }
+  return out;
+}
 
 export function decodeRun(hash: Record<string, string>): RunRecord | null {
-  if (!hash || !hash.run_id) return null;
-  const run: Record<string, unknown> = { ...DEFAULTS };
+  if (!hash || !hash.doc) return null;
+  const run: Record<string, unknown> = { ...NEW_RUN_DEFAULTS, ...JSON.parse(hash.doc) };
   for (const [k, v] of Object.entries(hash)) {
-    if (k === 'unconfirmed') continue;
-    run[k] = JSON.parse(v);
+    if (k === 'doc') continue;
+    run[k] = NUMBERS.has(k) ? Number(v) : SCALARS.has(k) ? v : JSON.parse(v);
   }
   return run as unknown as RunRecord;
 }

@@ -1,6 +1,9 @@
+import { LuaScript } from './lua-script.js';
+
 /**
  * Lua scripts that keep a run, its account's credits and the run indexes consistent: each
- * runs atomically inside Redis, so a crash leaves either all of its writes or none.
+ * runs atomically inside Redis, so a crash leaves either all of its writes or none. They
+ * read only the run's plain scalar fields (see run-codec.ts), so no JSON is decoded here.
  * Index keys are derived from KEYS[3] (the account's run index) inside the scripts.
  */
 
@@ -14,82 +17,75 @@ end
 
 /**
  * KEYS: run, account, account run index, unconfirmed set.
- * ARGV: run_id, price, fields (JSON object of field -> JSON text), created ms, fair-share step,
- *       priority base, kind, index floor (ids below it are past retention).
+ * ARGV: run_id, account_id, price, doc (JSON of the immutable fields), created ms,
+ *       fair-share step, priority base, kind, index floor (ids below it are past retention).
+ * Returns {'created', priority} | {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
  */
-export const CREATE_RUN = `${RETURN_RUN}
+export const CREATE_RUN = new LuaScript(`${RETURN_RUN}
 if redis.call('EXISTS', KEYS[1]) == 1 then return run_reply('exists', KEYS[1]) end
 local acct = redis.call('HMGET', KEYS[2], 'credits', 'in_flight')
 if not acct[1] then return { 'no_account' } end
-local credits = tonumber(acct[1])
-local price = tonumber(ARGV[2])
-if credits < price then return { 'insufficient', tostring(credits) } end
-local in_flight = tonumber(acct[2] or '0')
-local priority = tonumber(ARGV[6]) + math.min(math.floor(in_flight / tonumber(ARGV[5])), 9)
+local price = tonumber(ARGV[3])
+if tonumber(acct[1]) < price then return { 'insufficient', acct[1] } end
+local priority = tonumber(ARGV[7]) + math.min(math.floor(tonumber(acct[2] or '0') / tonumber(ARGV[6])), 9)
 redis.call('HINCRBY', KEYS[2], 'credits', -price)
 redis.call('HINCRBY', KEYS[2], 'reserved', price)
 redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
-local fields = cjson.decode(ARGV[3])
-fields['priority'] = tostring(priority)
-fields['settlement'] = '"reserved"'
-fields['status'] = '"queued"'
-local flat = {}
-for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
-redis.call('HSET', KEYS[1], unpack(flat))
-local floor = '(' .. ARGV[8]
+redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
+  'settlement', 'reserved', 'priority', priority, 'attempts', 0)
+local floor = '(' .. ARGV[9]
 redis.call('ZADD', KEYS[3], 0, ARGV[1])
 redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
 redis.call('ZADD', KEYS[3] .. ':s:queued', 0, ARGV[1])
-redis.call('ZADD', KEYS[3] .. ':k:' .. ARGV[7], 0, ARGV[1])
-redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[7], '-', floor)
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-return run_reply('created', KEYS[1])
-`;
+redis.call('ZADD', KEYS[3] .. ':k:' .. ARGV[8], 0, ARGV[1])
+redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[8], '-', floor)
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+return { 'created', tostring(priority) }
+`);
 
 /**
  * KEYS: run, account, account run index, unconfirmed set.
- * ARGV: allowed statuses (JSON array), new status or '', fields to set (JSON object of
- *       field -> JSON text), retention seconds, index floor, run_id, account_id.
+ * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
+ *       account_id, then the fields to set as flat pairs.
+ * Returns {'ok' | 'refused', HGETALL...} | {'missing'}.
  */
-export const TRANSITION_RUN = `${RETURN_RUN}
+export const TRANSITION_RUN = new LuaScript(`${RETURN_RUN}
 local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement')
-if not cur[1] or cjson.decode(cur[2]) ~= ARGV[7] then return { 'missing' } end
-local status = cjson.decode(cur[1])
-local allowed = false
-for _, s in ipairs(cjson.decode(ARGV[1])) do if s == status then allowed = true end end
-if not allowed then return run_reply('refused', KEYS[1]) end
+if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
+local status = cur[1]
+if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
 local to = ARGV[2]
 local flat = {}
-for k, v in pairs(cjson.decode(ARGV[3])) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+for i = 7, #ARGV do flat[#flat + 1] = ARGV[i] end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
-  flat[#flat + 1] = 'status'; flat[#flat + 1] = cjson.encode(to)
-  redis.call('ZREM', KEYS[3] .. ':s:' .. status, ARGV[6])
-  redis.call('ZADD', KEYS[3] .. ':s:' .. to, 0, ARGV[6])
+  flat[#flat + 1] = 'status'; flat[#flat + 1] = to
+  redis.call('ZREM', KEYS[3] .. ':s:' .. status, ARGV[5])
+  redis.call('ZADD', KEYS[3] .. ':s:' .. to, 0, ARGV[5])
   if terminal[to] then
-    if cjson.decode(cur[4]) == 'reserved' then
-      local price = cjson.decode(cur[3])
+    if cur[4] == 'reserved' then
+      local price = tonumber(cur[3])
       redis.call('HINCRBY', KEYS[2], 'reserved', -price)
       if to == 'succeeded' then
-        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = '"charged"'
+        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = 'charged'
       else
         redis.call('HINCRBY', KEYS[2], 'credits', price)
-        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = '"released"'
+        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = 'released'
       end
       redis.call('HINCRBY', KEYS[2], 'in_flight', -1)
     end
-    redis.call('ZREM', KEYS[4], ARGV[6])
-    redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':s:' .. to, '-', '(' .. ARGV[5])
+    redis.call('ZREM', KEYS[4], ARGV[5])
+    redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':s:' .. to, '-', '(' .. ARGV[4])
   end
 end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
-if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4])) end
+if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
 return run_reply('ok', KEYS[1])
-`;
+`);
 
 /** KEYS: claim key. ARGV: run_id expected. Deletes the claim only if it still names run_id. */
-export const RELEASE_CLAIM = `
+export const RELEASE_CLAIM = new LuaScript(`
 local v = redis.call('GET', KEYS[1])
 if v and cjson.decode(v).run_id == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
-`;
+`);
