@@ -12,10 +12,16 @@ export interface MongoRunStoreOptions {
 }
 
 /**
- * A run as stored: the run id is the `_id`. `unconfirmed_at` is set while the queue write is
+ * A run as stored: the run id is the `_id`, the input is JSON text. `unconfirmed_at` is set while the queue write is
  * unconfirmed (the outbox); `expires_at` is set when the run turns terminal, for the TTL index.
  */
-export type RunDoc = Omit<RunRecord, 'run_id'> & { _id: string; unconfirmed_at?: Date; expires_at?: Date };
+export type RunDoc = Omit<RunRecord, 'run_id' | 'input'> & {
+  _id: string;
+  /** The input as the JSON text it arrived as: forwarded verbatim, whatever its keys ($-prefixed, dotted). */
+  input_json: string;
+  unconfirmed_at?: Date;
+  expires_at?: Date;
+};
 
 /** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
 function toRun(d: RunDoc): RunRecord {
@@ -29,7 +35,7 @@ function toRun(d: RunDoc): RunRecord {
     priority: d.priority,
     price: d.price,
     settlement: d.settlement,
-    input: d.input,
+    input: JSON.parse(d.input_json) as Record<string, unknown>,
     webhook: d.webhook ?? null,
     idempotency_key: d.idempotency_key ?? null,
     created_at: d.created_at,
@@ -98,7 +104,7 @@ export class MongoRunStore implements RunStore {
       priority: run.priorityBase + step,
       price: run.price,
       settlement: 'reserved',
-      input: run.input,
+      input_json: JSON.stringify(run.input),
       webhook: run.webhook,
       idempotency_key: run.idempotency_key,
       created_at: run.created_at,
