@@ -94,3 +94,15 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | 'sta
   /** Priority of the run's class; the store adds the account's fair-share step (0..9). */
   priorityBase: number;
 };
+
+/** The fields every new run starts with, besides those its submission gives. */
+export const NEW_RUN_DEFAULTS = {
+  started_at: null,
+  finished_at: null,
+  progress: null,
+  attempts: 0,
+  output: null,
+  error: null,
+  attestation: null,
+  cancel_requested_at: null,
+} satisfies Partial<RunRecord>;

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { newRunId } from '../models/ids.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, uniquePrefix } from './helpers/harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -38,19 +38,9 @@ describe('crash between the run record and the queue write (issue 2)', () => {
     const { id: accountId } = await first.account(100);
     // The state a crash right after the record write leaves: a run (credits reserved) in the outbox, no job.
     const runId = newRunId();
-    const created = await first.gateway.stores.runs.create({
-      run_id: runId,
-      account_id: accountId,
-      kind: 'inference:image:generate',
-      confidentiality: 'open',
-      class: 'standard',
-      priorityBase: 20,
-      price: 4,
-      input: { prompt: 'survivor' },
-      webhook: null,
-      idempotency_key: null,
-      created_at: new Date(Date.now() - 10_000).toISOString(),
-    });
+    const created = await first.gateway.stores.runs.create(
+      newRunSpec(accountId, { run_id: runId, input: { prompt: 'survivor' }, created_at: new Date(Date.now() - 10_000).toISOString() }),
+    );
     assert.equal(created.outcome, 'created');
     await first.stop();
 
@@ -79,10 +69,9 @@ describe('crash between the run record and the queue write (issue 2)', () => {
     try {
       const { id: accountId, key } = await gw.account(100);
       const runId = newRunId();
-      await gw.gateway.stores.runs.create({
-        run_id: runId, account_id: accountId, kind: 'inference:rig', confidentiality: 'open', class: 'batch', priorityBase: 30, price: 10,
-        input: { mesh: 'https://example.com/m.glb' }, webhook: null, idempotency_key: null, created_at: new Date().toISOString(),
-      });
+      await gw.gateway.stores.runs.create(
+        newRunSpec(accountId, { run_id: runId, kind: 'inference:rig', class: 'batch', priorityBase: 30, price: 10, input: { mesh: 'https://example.com/m.glb' } }),
+      );
       const canceled = await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
       assert.equal(canceled.body.status, 'canceled');
       await sleep(600);

@@ -7,8 +7,7 @@ import { newRunId } from '../models/ids.js';
 import { MongoStores } from '../models/mongo/mongo-stores.js';
 import { RedisStores } from '../models/redis/redis-stores.js';
 import type { Stores } from '../models/stores.js';
-import type { NewRun } from '../models/types.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, cleanupPrefix, newRunSpec, uniquePrefix } from './helpers/harness.js';
 
 /**
  * One contract, every store: Redis always, MongoDB wherever MONGO_URL points at a replica set.
@@ -51,23 +50,6 @@ if (process.env.MONGO_URL) {
       };
     },
   });
-}
-
-function newRun(accountId: string, over: Partial<NewRun> = {}): NewRun {
-  return {
-    run_id: newRunId(),
-    account_id: accountId,
-    kind: 'inference:image:generate',
-    confidentiality: 'open',
-    class: 'standard',
-    priorityBase: 20,
-    price: 4,
-    input: { prompt: 'a cat', nested: { list: [1, 'two', null] } },
-    webhook: null,
-    idempotency_key: null,
-    created_at: new Date().toISOString(),
-    ...over,
-  };
 }
 
 describe('store contract', () => {
@@ -142,7 +124,7 @@ describe('store contract', () => {
       describe('runs', () => {
         it('creates a queued run, reserving its price atomically', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const spec = newRun(a.id);
+          const spec = newRunSpec(a.id);
           const res = await stores.runs.create(spec);
           assert.equal(res.outcome, 'created');
           const run = res.outcome === 'created' ? res.run : assert.fail();
@@ -159,7 +141,7 @@ describe('store contract', () => {
 
         it('creates a run id at most once (no second reservation)', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const spec = newRun(a.id);
+          const spec = newRunSpec(a.id);
           assert.equal((await stores.runs.create(spec)).outcome, 'created');
           const again = await stores.runs.create({ ...spec, input: { prompt: 'other' } });
           assert.equal(again.outcome, 'exists');
@@ -169,14 +151,14 @@ describe('store contract', () => {
 
         it('refuses a run the balance cannot cover, and an unknown account', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 3 });
-          assert.deepEqual(await stores.runs.create(newRun(a.id)), { outcome: 'insufficient_credits', available: 3 });
-          assert.deepEqual(await stores.runs.create(newRun('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ')), { outcome: 'no_account' });
+          assert.deepEqual(await stores.runs.create(newRunSpec(a.id)), { outcome: 'insufficient_credits', available: 3 });
+          assert.deepEqual(await stores.runs.create(newRunSpec('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ')), { outcome: 'no_account' });
           assert.deepEqual((await stores.runs.list(a.id, { limit: 10 })).runs, []);
         });
 
         it('never overdraws under concurrent creates', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 30 });
-          const results = await Promise.all(Array.from({ length: 25 }, () => stores.runs.create(newRun(a.id))));
+          const results = await Promise.all(Array.from({ length: 25 }, () => stores.runs.create(newRunSpec(a.id))));
           assert.equal(results.filter((r) => r.outcome === 'created').length, 7);
           const acct = (await stores.accounts.get(a.id))!;
           assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [2, 28, 7]);
@@ -186,7 +168,7 @@ describe('store contract', () => {
           const a = await stores.accounts.create({ name: 'a', credits: 100 });
           const priorities: number[] = [];
           for (let i = 0; i < 7; i++) {
-            const r = await stores.runs.create(newRun(a.id, { priorityBase: 10, price: 1 }));
+            const r = await stores.runs.create(newRunSpec(a.id, { priorityBase: 10, price: 1 }));
             priorities.push(r.outcome === 'created' ? r.run.priority : -1);
           }
           assert.deepEqual(priorities, [10, 10, 10, 11, 11, 11, 12]);
@@ -194,7 +176,7 @@ describe('store contract', () => {
 
         it('charges on success exactly once', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const created = await stores.runs.create(newRun(a.id));
+          const created = await stores.runs.create(newRunSpec(a.id));
           const run = created.outcome === 'created' ? created.run : assert.fail();
           const started = await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { started_at: new Date().toISOString(), attempts: 1 } });
           assert.equal(started.ok, true);
@@ -214,8 +196,8 @@ describe('store contract', () => {
 
         it('returns the reservation on failure and on cancel exactly once', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const r1 = await stores.runs.create(newRun(a.id));
-          const r2 = await stores.runs.create(newRun(a.id));
+          const r1 = await stores.runs.create(newRunSpec(a.id));
+          const r2 = await stores.runs.create(newRunSpec(a.id));
           const run1 = r1.outcome === 'created' ? r1.run : assert.fail();
           const run2 = r2.outcome === 'created' ? r2.run : assert.fail();
           await stores.runs.transition(run1, { from: ['queued'], to: 'running' });
@@ -231,7 +213,7 @@ describe('store contract', () => {
 
         it("refuses a transition for a missing run or another account's run", async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const created = await stores.runs.create(newRun(a.id));
+          const created = await stores.runs.create(newRunSpec(a.id));
           const run = created.outcome === 'created' ? created.run : assert.fail();
           assert.deepEqual(await stores.runs.transition({ run_id: run.run_id, account_id: 'acct_other' }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
           assert.deepEqual(await stores.runs.transition({ run_id: newRunId(), account_id: a.id }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
@@ -240,7 +222,7 @@ describe('store contract', () => {
 
         it('patches fields without a status change', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
-          const created = await stores.runs.create(newRun(a.id));
+          const created = await stores.runs.create(newRunSpec(a.id));
           const run = created.outcome === 'created' ? created.run : assert.fail();
           await stores.runs.transition(run, { from: ['queued'], to: 'running' });
           const patched = await stores.runs.transition(run, { from: ['running'], set: { progress: 0.5, cancel_requested_at: '2026-01-01T00:00:00.000Z' } });
@@ -256,10 +238,10 @@ describe('store contract', () => {
           const ids: string[] = [];
           for (let i = 0; i < 7; i++) {
             const kind = i % 2 ? 'inference:rig' : 'inference:image:generate';
-            const r = await stores.runs.create(newRun(a.id, { kind, price: 1 }));
+            const r = await stores.runs.create(newRunSpec(a.id, { kind, price: 1 }));
             ids.push(r.outcome === 'created' ? r.run.run_id : assert.fail());
           }
-          await stores.runs.create(newRun(b.id));
+          await stores.runs.create(newRunSpec(b.id));
           await stores.runs.transition({ run_id: ids[0], account_id: a.id }, { from: ['queued'], to: 'canceled' });
           const newest = [...ids].reverse();
 
@@ -284,8 +266,8 @@ describe('store contract', () => {
 
         it('keeps new runs in the outbox until their queue write is confirmed', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 100 });
-          const r1 = await stores.runs.create(newRun(a.id, { created_at: new Date(Date.now() - 60_000).toISOString() }));
-          const r2 = await stores.runs.create(newRun(a.id));
+          const r1 = await stores.runs.create(newRunSpec(a.id, { created_at: new Date(Date.now() - 60_000).toISOString() }));
+          const r2 = await stores.runs.create(newRunSpec(a.id));
           const id1 = r1.outcome === 'created' ? r1.run.run_id : assert.fail();
           const id2 = r2.outcome === 'created' ? r2.run.run_id : assert.fail();
           const old = (await stores.runs.listUnconfirmed(30_000, 100)).map((r) => r.run_id);

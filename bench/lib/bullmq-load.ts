@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createHistogram } from 'node:perf_hooks';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { StartCpuWindow } from './cpu.js';
 import type { Measurement } from './measurement.js';
 
 export interface BullmqLoad {
@@ -46,7 +47,7 @@ async function phase(queue: Queue, seconds: number, concurrency: number) {
 }
 
 /** `concurrency` async loops calling `queue.add` back to back, in this process, on one connection. */
-export async function measureBullmq(load: BullmqLoad, seconds: number, warmupSeconds: number): Promise<Measurement> {
+export async function measureBullmq(load: BullmqLoad, seconds: number, warmupSeconds: number, startCpu?: StartCpuWindow): Promise<Measurement> {
   const connection = new Redis(load.redisUrl, { maxRetriesPerRequest: 1 });
   const queue = new Queue('inference.image.generate.open', {
     connection,
@@ -55,7 +56,9 @@ export async function measureBullmq(load: BullmqLoad, seconds: number, warmupSec
   });
   try {
     if (warmupSeconds > 0) await phase(queue, warmupSeconds, load.concurrency);
+    const stopCpu = await startCpu?.();
     const r = await phase(queue, seconds, load.concurrency);
+    const cpu = await stopCpu?.();
     return {
       name: 'raw BullMQ queue.add',
       jobs: r.jobs,
@@ -65,6 +68,7 @@ export async function measureBullmq(load: BullmqLoad, seconds: number, warmupSec
       p99Ms: r.latency.percentile(99) / 1e6,
       non2xx: 0,
       errors: r.errors,
+      cpu,
     };
   } finally {
     await queue.close();

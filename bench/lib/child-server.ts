@@ -8,6 +8,8 @@ const serversDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..',
 
 export interface ChildServer {
   url: string;
+  /** The Node process itself (spawned directly, no shell), so /proc/<pid>/stat is the server's CPU. */
+  pid: number;
   /** SIGTERM, then wait for exit (the server stops cleanly, which also flushes a CPU profile). */
   stop(): Promise<void>;
 }
@@ -27,6 +29,7 @@ export async function startChildServer(script: string, env: Record<string, strin
   const url = await readUrl(child, script);
   return {
     url,
+    pid: child.pid!,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');

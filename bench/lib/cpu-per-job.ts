@@ -28,7 +28,7 @@ export function cpuPerJob(m: Measurement, cores: number): CpuPerJob | undefined 
   const processUs = http ? c.serverUs! : c.parentUs;
   const loadGenUs = http ? c.parentUs : 0;
   const sum = processUs + c.redisUs + loadGenUs;
-  const requests = m.requestsPerSec === undefined ? m.jobs : Math.round(m.requestsPerSec * m.seconds);
+  const requests = Object.values(m.statusCodes ?? {}).reduce((a, b) => a + b, 0);
   return {
     processUsPerJob: processUs / m.jobs,
     redisUsPerJob: c.redisUs / m.jobs,

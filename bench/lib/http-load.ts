@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import type { StartCpuWindow } from './cpu.js';
 import type { Measurement } from './measurement.js';
 
 export interface HttpLoad {
@@ -25,9 +26,11 @@ function fire(load: HttpLoad, seconds: number): Promise<autocannon.Result> {
 }
 
 /** Runs an unmeasured warm-up, then the measured phase; counts only `acceptedStatus` as jobs. */
-export async function measureHttp(load: HttpLoad, seconds: number, warmupSeconds: number): Promise<Measurement> {
+export async function measureHttp(load: HttpLoad, seconds: number, warmupSeconds: number, startCpu?: StartCpuWindow): Promise<Measurement> {
   if (warmupSeconds > 0) await fire(load, warmupSeconds);
+  const stopCpu = await startCpu?.();
   const r = await fire(load, seconds);
+  const cpu = await stopCpu?.();
   const statusCodes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = count ?? 0;
   const jobs = statusCodes[String(load.acceptedStatus)] ?? 0;
@@ -43,5 +46,6 @@ export async function measureHttp(load: HttpLoad, seconds: number, warmupSeconds
     non2xx: r.non2xx,
     errors: r.errors,
     statusCodes,
+    cpu,
   };
 }

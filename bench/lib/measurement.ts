@@ -1,3 +1,5 @@
+import type { CpuTotals } from './cpu.js';
+
 /** One measured phase, whatever produced the load. */
 export interface Measurement {
   name: string;
@@ -16,4 +18,6 @@ export interface Measurement {
   errors: number;
   /** Count per HTTP status, so a run full of 401s or 500s is visible at once. */
   statusCodes?: Record<string, number>;
+  /** CPU used over the measured window only (warm-up excluded), when a meter was given. */
+  cpu?: CpuTotals;
 }

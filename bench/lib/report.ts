@@ -1,6 +1,7 @@
+import type { CpuPerJob } from './cpu-per-job.js';
 import type { Measurement } from './measurement.js';
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /** A fixed-width table: one row per phase. */
 export function formatTable(rows: Measurement[]): string {
@@ -17,6 +18,22 @@ export function formatTable(rows: Measurement[]): string {
     m.requestsPerSec === undefined ? '-' : fmt(m.non2xx),
     fmt(m.errors),
   ]);
+  return table(header, cells);
+}
+
+/** CPU per job over the measured windows; `process` is the server child, or the parent for raw BullMQ. */
+export function formatCpuTable(rows: { name: string; cpu?: CpuPerJob }[]): string {
+  const header = ['phase', 'process µs/job', 'Redis µs/job', 'load gen µs/req', 'sum µs/job', 'other µs/job', 'busy cores'];
+  const us = (n: number | undefined) => (n === undefined ? '-' : fmt(n, 1));
+  const cells = rows.map(({ name, cpu: c }) =>
+    c
+      ? [name, us(c.processUsPerJob), us(c.redisUsPerJob), us(c.loadGenUsPerRequest), us(c.sumUsPerJob), us(c.otherUsPerJob), fmt(c.busyCores, 2)]
+      : [name, '-', '-', '-', '-', '-', '-'],
+  );
+  return table(header, cells);
+}
+
+function table(header: string[], cells: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');

@@ -1,6 +1,6 @@
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
-import { isTerminal, type NewRun, type RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
@@ -108,14 +108,7 @@ export class MongoRunStore implements RunStore {
       webhook: run.webhook,
       idempotency_key: run.idempotency_key,
       created_at: run.created_at,
-      started_at: null,
-      finished_at: null,
-      progress: null,
-      attempts: 0,
-      output: null,
-      error: null,
-      attestation: null,
-      cancel_requested_at: null,
+      ...NEW_RUN_DEFAULTS,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
     await this.runs.insertOne(doc, { session });

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
-import type { NewRun, RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, type NewRun, type RunRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import { NEW_RUN_DEFAULTS, decodeRun, encodePatch, pairsToHash, type ImmutableRunFields } from './run-codec.js';
+import { decodeRun, encodePatch, pairsToHash, type ImmutableRunFields } from './run-codec.js';
 import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
 
 export interface RedisRunStoreOptions {

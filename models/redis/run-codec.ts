@@ -1,4 +1,4 @@
-import type { RunPatch, RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, type RunPatch, type RunRecord } from '../types.js';
 
 /**
  * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
@@ -13,18 +13,6 @@ export type ImmutableRunFields = Pick<
   RunRecord,
   'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'class' | 'price' | 'input' | 'webhook' | 'idempotency_key' | 'created_at'
 >;
-
-/** The fields a new run starts with besides those the submission gives. */
-export const NEW_RUN_DEFAULTS = {
-  started_at: null,
-  finished_at: null,
-  progress: null,
-  attempts: 0,
-  output: null,
-  error: null,
-  attestation: null,
-  cancel_requested_at: null,
-} satisfies Partial<RunRecord>;
 
 /** A patch as flat HSET arguments: [field, value, field, value, ...]. */
 export function encodePatch(patch: RunPatch): string[] {

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../api/config.js';
 import { Gateway } from '../../api/gateway.js';
+import { newRunId } from '../../models/ids.js';
+import type { NewRun } from '../../models/types.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -99,4 +101,22 @@ export function errorCode(res: Res): string {
   const e = res.body?.error;
   if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') throw new Error(`not an error envelope: ${res.status} ${res.text}`);
   return e.code;
+}
+
+/** A run as a submission would create it (an image job for 4 credits), with overrides. */
+export function newRunSpec(accountId: string, over: Partial<NewRun> = {}): NewRun {
+  return {
+    run_id: newRunId(),
+    account_id: accountId,
+    kind: 'inference:image:generate',
+    confidentiality: 'open',
+    class: 'standard',
+    priorityBase: 20,
+    price: 4,
+    input: { prompt: 'a cat', nested: { list: [1, 'two', null] } },
+    webhook: null,
+    idempotency_key: null,
+    created_at: new Date().toISOString(),
+    ...over,
+  };
 }
