@@ -3,12 +3,13 @@ import { measureBullmq } from './lib/bullmq-load.js';
 import { startChildServer, type ChildServer } from './lib/child-server.js';
 import { CpuMeter } from './lib/cpu.js';
 import { budgetFor, cpuPerJob } from './lib/cpu-per-job.js';
+import { formatCpuReport } from './lib/cpu-report.js';
 import { measureHttp } from './lib/http-load.js';
 import { describeMachine } from './lib/machine.js';
 import type { Measurement } from './lib/measurement.js';
 import { parseLoadOptions, type LoadOptions } from './lib/options.js';
 import { deletePrefix } from './lib/redis-cleanup.js';
-import { fmt, formatCpuTable, formatTable, otherStatuses } from './lib/report.js';
+import { formatTable, otherStatuses } from './lib/report.js';
 
 /**
  * POST /v1/jobs throughput of the real gateway against two references at the same concurrency:
@@ -97,7 +98,7 @@ export default async function submit(args: string[]): Promise<number> {
     const goalNeeds = budgetFor(GOAL * koa.jobsPerSec, machine.cpus);
 
     if (o.json) {
-      const ceilings = { gatewayRedisThreadJobsPerSec: gwCpu?.redisThreadCapJobsPerSec, gatewayCoresJobsPerSec: gwCpu?.coresCapJobsPerSec, goalNeeds };
+      const ceilings = { gatewayEventLoopJobsPerSec: gwCpu?.eventLoopCapJobsPerSec, gatewayRedisThreadJobsPerSec: gwCpu?.redisThreadCapJobsPerSec, gatewayCoresJobsPerSec: gwCpu?.coresCapJobsPerSec, goalNeeds };
       console.log(JSON.stringify({ benchmark: 'submit', machine, options: o, phases, cpuPerJob: cpu.map((c) => ({ name: c.name, ...c.cpu })), ceilings, ratios, goal }, null, 2));
       return 0;
     }
@@ -112,16 +113,7 @@ export default async function submit(args: string[]): Promise<number> {
     console.log(`gateway / raw BullMQ: ${pct(ratios.gatewayToRawBullmq)}`);
     console.log(`goal (gateway >= ${pct(GOAL)} of bare Koa): ${goal.met ? 'met' : 'NOT met'}`);
 
-    console.log('\nCPU per job over the measured windows (Redis is shared: its figures include anything else it served)');
-    console.log(formatCpuTable(cpu));
-    console.log('process: the server child (raw BullMQ: this process); load gen: this process (autocannon); other: busy CPU none of these account for');
-    if (gwCpu) {
-      const us = (n: number) => `${fmt(n, 1)} µs/job`;
-      console.log(`\ngateway ceilings from its CPU per job:`);
-      console.log(`  Redis main thread, ${us(gwCpu.redisMainThreadUsPerJob)}: <= ${fmt(gwCpu.redisThreadCapJobsPerSec)} jobs/s`);
-      console.log(`  ${machine.cpus} cores, sum ${us(gwCpu.sumUsPerJob)}: <= ${fmt(gwCpu.coresCapJobsPerSec)} jobs/s`);
-      console.log(`${pct(GOAL)} of bare Koa is ${fmt(goalNeeds.jobsPerSec)} jobs/s: needs <= ${us(goalNeeds.redisMainThreadUsPerJob)} of Redis main thread and <= ${us(goalNeeds.sumUsPerJob)} in all`);
-    }
+    console.log(`\n${formatCpuReport(cpu, gwCpu, pct(GOAL), goalNeeds, machine.cpus)}`);
     return 0;
   } finally {
     meter.close();

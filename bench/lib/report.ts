@@ -1,4 +1,3 @@
-import type { CpuPerJob } from './cpu-per-job.js';
 import type { Measurement } from './measurement.js';
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -21,19 +20,8 @@ export function formatTable(rows: Measurement[]): string {
   return table(header, cells);
 }
 
-/** CPU per job over the measured windows; `process` is the server child, or the parent for raw BullMQ. */
-export function formatCpuTable(rows: { name: string; cpu?: CpuPerJob }[]): string {
-  const header = ['phase', 'process µs/job', 'Redis µs/job', 'load gen µs/req', 'sum µs/job', 'other µs/job', 'busy cores'];
-  const us = (n: number | undefined) => (n === undefined ? '-' : fmt(n, 1));
-  const cells = rows.map(({ name, cpu: c }) =>
-    c
-      ? [name, us(c.processUsPerJob), us(c.redisUsPerJob), us(c.loadGenUsPerRequest), us(c.sumUsPerJob), us(c.otherUsPerJob), fmt(c.busyCores, 2)]
-      : [name, '-', '-', '-', '-', '-', '-'],
-  );
-  return table(header, cells);
-}
-
-function table(header: string[], cells: string[][]): string {
+/** Fixed-width columns, the first left-aligned. */
+export function table(header: string[], cells: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
