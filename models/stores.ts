@@ -45,6 +45,8 @@ export interface RunTransition {
   from: readonly RunStatus[];
   /** New status; omitted to patch fields only. */
   to?: RunStatus;
+  /** The transition applies only if the run's current lease has this fencing number. */
+  fence?: number;
   set?: RunPatch;
 }
 

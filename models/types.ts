@@ -82,15 +82,19 @@ export interface RunRecord {
   error: RunError | null;
   attestation: Record<string, unknown> | null;
   cancel_requested_at: string | null;
+  /** Fencing number of the run's current lease (0 before its first); internal. */
+  fence: number;
+  /** The worker holding the current lease; internal. */
+  worker_id: string | null;
 }
 
 /** Fields a transition may change besides `status` (which it names separately). */
 export type RunPatch = Partial<
-  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at'>
+  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at' | 'fence' | 'worker_id'>
 >;
 
 /** What a submission asks the store to create; the store fixes `priority` and the settlement. */
-export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at'> & {
+export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyof typeof NEW_RUN_DEFAULTS> & {
   /** Priority of the run's class; the store adds the account's fair-share step (0..9). */
   priorityBase: number;
 };
@@ -105,4 +109,6 @@ export const NEW_RUN_DEFAULTS = {
   error: null,
   attestation: null,
   cancel_requested_at: null,
+  fence: 0,
+  worker_id: null,
 } satisfies Partial<RunRecord>;

@@ -220,6 +220,24 @@ describe('store contract', () => {
           assert.equal((await stores.runs.get(run.run_id))?.status, 'queued');
         });
 
+        it('fences transitions on the lease number', async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const created = await stores.runs.create(newRunSpec(a.id));
+          const run = created.outcome === 'created' ? created.run : assert.fail();
+          assert.equal(run.fence, 0);
+          assert.equal(run.worker_id, null);
+          const leased = await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { fence: 1, worker_id: 'wkr_a' } });
+          assert.deepEqual([leased.run?.fence, leased.run?.worker_id], [1, 'wkr_a']);
+          const released = await stores.runs.transition(run, { from: ['running'], fence: 1, to: 'queued', set: { worker_id: null } });
+          assert.equal(released.run?.worker_id, null);
+          await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { fence: 2, worker_id: 'wkr_b' } });
+          const stale = await stores.runs.transition(run, { from: ['running'], fence: 1, to: 'succeeded' });
+          assert.equal(stale.ok, false, 'a report from the superseded lease is refused');
+          assert.equal(stale.run?.status, 'running');
+          const current = await stores.runs.transition(run, { from: ['running'], fence: 2, to: 'succeeded' });
+          assert.equal(current.ok, true);
+        });
+
         it('patches fields without a status change', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
           const created = await stores.runs.create(newRunSpec(a.id));

@@ -47,6 +47,8 @@ function toRun(d: RunDoc): RunRecord {
     error: d.error ?? null,
     attestation: d.attestation ?? null,
     cancel_requested_at: d.cancel_requested_at ?? null,
+    fence: d.fence ?? 0,
+    worker_id: d.worker_id ?? null,
   };
 }
 
@@ -128,6 +130,7 @@ export class MongoRunStore implements RunStore {
     const cur = await this.runs.findOne({ _id: run.run_id, account_id: run.account_id }, { session });
     if (!cur) return { ok: false, run: null };
     if (!t.from.includes(cur.status)) return { ok: false, run: toRun(cur) };
+    if (t.fence !== undefined && (cur.fence ?? 0) !== t.fence) return { ok: false, run: toRun(cur) };
 
     const set: Partial<RunDoc> = {};
     // Undefined patch fields are skipped, as the Redis codec skips them.

@@ -61,7 +61,7 @@ export class RedisRunStore implements RunStore {
     const reply = await TRANSITION_RUN.run<Reply>(
       this.redis,
       [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
-      [`,${t.from.join(',')},`, t.to ?? '', this.opts.retentionSeconds, this.indexFloor(), run.run_id, run.account_id, ...encodePatch(t.set ?? {})],
+      [`,${t.from.join(',')},`, t.to ?? '', this.opts.retentionSeconds, this.indexFloor(), run.run_id, run.account_id, t.fence ?? '', ...encodePatch(t.set ?? {})],
     );
     const [tag, ...rest] = reply;
     if (tag === 'missing') return { ok: false, run: null };

@@ -3,11 +3,12 @@ import { NEW_RUN_DEFAULTS, type RunPatch, type RunRecord } from '../types.js';
 /**
  * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
  * - `doc`: JSON of what never changes after creation (input, kind, class, ...);
- * - plain scalars the scripts read or write: status, settlement, account_id, price, priority, attempts;
+ * - plain scalars the scripts read or write: status, settlement, account_id, price, priority,
+ *   attempts, fence, worker_id;
  * - each other mutable field (output, error, progress, timestamps) as JSON text, present once set.
  */
-const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts']);
-const NUMBERS = new Set(['price', 'priority', 'attempts']);
+const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts', 'fence', 'worker_id']);
+const NUMBERS = new Set(['price', 'priority', 'attempts', 'fence']);
 
 export type ImmutableRunFields = Pick<
   RunRecord,
@@ -19,7 +20,8 @@ export function encodePatch(patch: RunPatch): string[] {
   const out: string[] = [];
   for (const [k, v] of Object.entries(patch)) {
     if (v === undefined) continue;
-    out.push(k, SCALARS.has(k) ? String(v) : JSON.stringify(v));
+    // A null scalar (worker_id cleared) is stored as '' and read back as null.
+    out.push(k, SCALARS.has(k) ? (v === null ? '' : String(v)) : JSON.stringify(v));
   }
   return out;
 }
@@ -29,7 +31,7 @@ export function decodeRun(hash: Record<string, string>): RunRecord | null {
   const run: Record<string, unknown> = { ...NEW_RUN_DEFAULTS, ...JSON.parse(hash.doc) };
   for (const [k, v] of Object.entries(hash)) {
     if (k === 'doc') continue;
-    run[k] = NUMBERS.has(k) ? Number(v) : SCALARS.has(k) ? v : JSON.parse(v);
+    run[k] = NUMBERS.has(k) ? Number(v) : SCALARS.has(k) ? (v === '' ? null : v) : JSON.parse(v);
   }
   return run as unknown as RunRecord;
 }

@@ -32,7 +32,7 @@ redis.call('HINCRBY', KEYS[2], 'credits', -price)
 redis.call('HINCRBY', KEYS[2], 'reserved', price)
 redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
 redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
-  'settlement', 'reserved', 'priority', priority, 'attempts', 0)
+  'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0)
 local floor = '(' .. ARGV[9]
 redis.call('ZADD', KEYS[3], 0, ARGV[1])
 redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
@@ -46,17 +46,18 @@ return { 'created', tostring(priority) }
 /**
  * KEYS: run, account, account run index, unconfirmed set.
  * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
- *       account_id, then the fields to set as flat pairs.
+ *       account_id, required fence or '', then the fields to set as flat pairs.
  * Returns {'ok' | 'refused', HGETALL...} | {'missing'}.
  */
 export const TRANSITION_RUN = new LuaScript(`${RETURN_RUN}
-local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence')
 if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
 local status = cur[1]
 if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
+if ARGV[7] ~= '' and (cur[5] or '0') ~= ARGV[7] then return run_reply('refused', KEYS[1]) end
 local to = ARGV[2]
 local flat = {}
-for i = 7, #ARGV do flat[#flat + 1] = ARGV[i] end
+for i = 8, #ARGV do flat[#flat + 1] = ARGV[i] end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
   flat[#flat + 1] = 'status'; flat[#flat + 1] = to

@@ -1,0 +1,59 @@
+import type { Redis } from 'ioredis';
+import { hashSecret, sameHash } from '../models/credentials.js';
+
+/** A lease as every gateway instance can see it (uploads may reach another instance than the worker's socket). */
+export interface LeaseRecord {
+  lease_id: string;
+  run_id: string;
+  account_id: string;
+  worker_id: string;
+  kind: string;
+  tier: string;
+  /** Grows with every lease of the same run; reports naming an older fence are refused. */
+  fence: number;
+  /** sha256 of the lease's upload token; the token itself is only ever in the lease frame. */
+  upload_hash: string;
+  /** The gateway instance holding the worker's socket. */
+  gateway_id: string;
+}
+
+/**
+ * Live leases in Redis, each expiring with its lease TTL unless its worker's heartbeats
+ * extend it. Always in Redis, whichever store keeps the runs: leases are transient.
+ */
+export class LeaseStore {
+  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+
+  private key(leaseId: string): string {
+    return `${this.prefix}:lease:${leaseId}`;
+  }
+
+  async put(lease: LeaseRecord, ttlMs: number): Promise<void> {
+    await this.redis.set(this.key(lease.lease_id), JSON.stringify(lease), 'PX', ttlMs);
+  }
+
+  async get(leaseId: string): Promise<LeaseRecord | null> {
+    if (!/^lse_[A-Za-z0-9]{1,64}$/.test(leaseId)) return null;
+    const raw = await this.redis.get(this.key(leaseId));
+    return raw ? (JSON.parse(raw) as LeaseRecord) : null;
+  }
+
+  /** Extends the leases that still exist; returns how many did. */
+  async touch(leaseIds: string[], ttlMs: number): Promise<number> {
+    if (leaseIds.length === 0) return 0;
+    const pipeline = this.redis.pipeline();
+    for (const id of leaseIds) pipeline.pexpire(this.key(id), ttlMs);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.filter(([, v]) => v === 1).length;
+  }
+
+  async delete(leaseId: string): Promise<void> {
+    await this.redis.del(this.key(leaseId));
+  }
+
+  /** The live lease whose upload token this is, or null (constant-time comparison). */
+  async verifyUpload(leaseId: string, token: string): Promise<LeaseRecord | null> {
+    const lease = await this.get(leaseId);
+    return lease && sameHash(hashSecret(token), lease.upload_hash) ? lease : null;
+  }
+}
