@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
@@ -10,6 +10,13 @@ import type { Stores } from '../models/stores.js';
 import { EnqueueConfirmer } from '../queues/enqueue-confirmer.js';
 import { EnqueueReconciler } from '../queues/enqueue-reconciler.js';
 import { JobQueues } from '../queues/job-queues.js';
+import { queueName } from '../queues/queue-names.js';
+import { Dispatcher } from '../dispatch/dispatcher.js';
+import { LeaseStore } from '../dispatch/lease-store.js';
+import { WorkerRegistry } from '../dispatch/worker-registry.js';
+import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
+import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
+import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
@@ -54,6 +61,13 @@ export class Gateway {
   services!: Services;
   private server?: http.Server;
   private reconciler?: EnqueueReconciler;
+  private artifactSweeper?: ArtifactSweeper; // artifacts
+  readonly gatewayId = `gw_${randomBytes(6).toString('hex')}`;
+  dispatcher!: Dispatcher;
+  registry!: WorkerRegistry;
+  private workerServer?: WorkerSocketServer;
+  private subscriber?: Redis;
+  private bullConnection?: Redis;
   private confirmer?: EnqueueConfirmer;
 
   constructor(opts: GatewayOptions) {
@@ -74,8 +88,36 @@ export class Gateway {
       retentionSeconds: c.runRetentionSeconds,
       fairShareStep: c.fairShareStep,
     });
-    this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q`, attempts: c.jobMaxAttempts });
+    this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q` });
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
+    this.subscriber = createRedis(c.redisUrl, { name: 'dispatch-sub', blocking: true });
+    this.bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
+    this.registry = new WorkerRegistry({ redis: this.redis, prefix: c.redisPrefix, ttlMs: Math.max(3 * c.heartbeatMs, 3000) });
+    const leases = new LeaseStore(this.redis, c.redisPrefix);
+    this.dispatcher = new Dispatcher({
+      redis: this.redis,
+      subscriber: this.subscriber,
+      bullConnection: this.bullConnection,
+      prefix: c.redisPrefix,
+      queuePrefix: `${c.redisPrefix}:q`,
+      runs: this.stores.runs,
+      registry: this.registry,
+      leases,
+      log: this.log,
+      publicUrl: c.publicUrl,
+      maxAttempts: c.jobMaxAttempts,
+      gatewayId: this.gatewayId,
+      leaseTtlMs: c.leaseTtlMs,
+      heartbeatMs: c.heartbeatMs,
+    });
+    await this.dispatcher.start();
+    this.workerServer = new WorkerSocketServer({
+      dispatcher: this.dispatcher,
+      workerTokens: this.stores.workerTokens,
+      operators: this.stores.operators,
+      gatewayId: this.gatewayId,
+      log: this.log,
+    });
     this.confirmer = new EnqueueConfirmer(this.stores.runs, this.log);
     const jobs = new JobService({
       runs: this.stores.runs,
@@ -84,6 +126,7 @@ export class Gateway {
       confirmer: this.confirmer,
       prices: c.prices,
       log: this.log,
+      dispatch: this.dispatcher,
     });
     this.services = {
       config: c,
@@ -96,12 +139,30 @@ export class Gateway {
       },
     };
 
-    this.reconciler = new EnqueueReconciler({ runs: this.stores.runs, queues: this.queues, log: this.log, afterMs: c.enqueueReconcileAfterMs });
+    // Artifacts (begin): files under DATA_DIR/artifacts, upload tokens checked against live leases, retention sweeps.
+    const artifacts = new FsArtifactStore({ root: `${c.dataDir}/artifacts` });
+    await artifacts.init();
+    this.services.artifacts = artifacts;
+    this.services.leases = new LeaseStore(this.redis, c.redisPrefix);
+    this.artifactSweeper = new ArtifactSweeper({ store: artifacts, log: this.log });
+    this.artifactSweeper.start();
+    // Artifacts (end)
+
+    this.reconciler = new EnqueueReconciler({
+      runs: this.stores.runs,
+      queues: this.queues,
+      log: this.log,
+      afterMs: c.enqueueReconcileAfterMs,
+      onEnqueued: (run) => this.dispatcher.announce(queueName(run.kind, run.confidentiality)),
+    });
     this.reconciler.start();
 
     const app = createApp(this.services, this.log);
     const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
     server.on('clientError', answerClientError);
+    server.on('upgrade', (req, socket, head) => {
+      if (!this.workerServer?.handleUpgrade(req, socket, head)) socket.destroy();
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -114,15 +175,20 @@ export class Gateway {
   }
 
   async stop(): Promise<void> {
+    // Workers first: their leases go back to the queues while Redis is still connected.
+    await this.dispatcher?.stop();
+    this.workerServer?.close();
     await new Promise<void>((resolve) => {
       if (!this.server) return resolve();
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
     });
     await this.reconciler?.stop();
+    await this.artifactSweeper?.stop(); // artifacts
     await this.confirmer?.flush();
     await this.queues?.close();
     await this.stores?.close();
     await this.redis?.quit().catch(() => this.redis.disconnect());
+    for (const extra of [this.subscriber, this.bullConnection]) await extra?.quit().catch(() => extra.disconnect());
   }
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { RunStore } from '../models/stores.js';
+import type { RunRecord } from '../models/types.js';
 import type { JobQueues } from './job-queues.js';
 
 export interface EnqueueReconcilerOptions {
@@ -12,6 +13,8 @@ export interface EnqueueReconcilerOptions {
   intervalMs?: number;
   /** @defaultValue 500 */
   batch?: number;
+  /** Called after a run is added, so dispatchers wake up. */
+  onEnqueued?: (run: RunRecord) => Promise<void>;
 }
 
 /**
@@ -53,6 +56,7 @@ export class EnqueueReconciler {
       for (const run of pending) {
         if (run.status === 'queued') {
           await this.opts.queues.add(run);
+          await this.opts.onEnqueued?.(run);
           enqueued++;
           this.opts.log.info({ runId: run.run_id }, 'enqueued an accepted run that missed its queue write');
         }

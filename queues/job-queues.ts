@@ -17,8 +17,6 @@ export interface JobQueuesOptions {
   connection: Redis;
   /** BullMQ key prefix. */
   prefix: string;
-  /** Leases a run may use before it fails for good. @defaultValue 3 */
-  attempts: number;
   /** Finished BullMQ jobs kept for Bull Board (run records keep the real history). */
   keepCompleted?: { age: number; count: number };
   keepFailed?: { age: number; count: number };
@@ -43,7 +41,10 @@ export class JobQueues {
         connection: this.opts.connection,
         prefix: this.opts.prefix,
         defaultJobOptions: {
-          attempts: this.opts.attempts,
+          // Dispatch decides when a run has had its last attempt (JOB_MAX_ATTEMPTS, counted in
+          // leases, stalls included) and then fails the job as unrecoverable; BullMQ's own
+          // count must never end a job behind the run record's back.
+          attempts: 1_000_000,
           removeOnComplete: this.opts.keepCompleted ?? { age: 24 * 3600, count: 1000 },
           removeOnFail: this.opts.keepFailed ?? { age: 7 * 24 * 3600, count: 5000 },
         },

@@ -5,6 +5,7 @@ import type { RunStore, IdempotencyStore } from '../../models/stores.js';
 import { isTerminal, type RunRecord, type RunStatus } from '../../models/types.js';
 import type { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../queues/job-queues.js';
+import { queueName } from '../../queues/queue-names.js';
 import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
 import { assertValid, compile } from '../validation.js';
 import { fingerprint } from './canonical-json.js';
@@ -30,6 +31,8 @@ export interface JobServiceOptions {
   confirmer: EnqueueConfirmer;
   prices: Record<string, number>;
   log: Logger;
+  /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
+  dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
 }
 
 export interface Submission {
@@ -105,6 +108,7 @@ export class JobService {
     try {
       await this.opts.queues.add(run);
       this.opts.confirmer.confirm(run.run_id);
+      await this.opts.dispatch?.announce(queueName(run.kind, run.confidentiality));
     } catch (err) {
       this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');
     }
@@ -148,6 +152,7 @@ export class JobService {
     }
     // Running: the dispatcher sees the flag and tells the worker; the run ends when the worker stops or its lease does.
     const t = await this.opts.runs.transition(run, { from: ['running'], set: { cancel_requested_at: now } });
+    if (t.ok) await this.opts.dispatch?.requestCancel(runId);
     if (!t.ok) {
       if (t.run && isTerminal(t.run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${t.run.status}`, { details: { status: t.run.status } });
       throw new SwitchyardError('conflict', 'the run changed state during the cancel; retry');

@@ -1,0 +1,70 @@
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { QueuedJobData } from '../queues/job-queues.js';
+
+export interface BullWorkersOptions {
+  /** Connection for BullMQ workers (maxRetriesPerRequest: null); each worker also duplicates one blocking connection. */
+  connection: Redis;
+  prefix: string;
+  /** Lock duration of a lease; extended by heartbeats. */
+  lockMs: number;
+  log: Logger;
+}
+
+/**
+ * BullMQ's consumer side with manual fetching: one `Worker` per queue this gateway has a
+ * capable worker for (created on first use, never per remote worker), no processor, no
+ * main loop. Lock tokens are minted by the gateway. The stalled checker runs here and moves
+ * jobs whose lock lapsed (their gateway died) back to their queue; the stall limit is
+ * enforced by the dispatcher through the attempt count, so BullMQ's own is set out of reach.
+ */
+export class BullWorkers {
+  private readonly workers = new Map<string, Worker<QueuedJobData>>();
+
+  constructor(private readonly opts: BullWorkersOptions) {}
+
+  private worker(queue: string): Worker<QueuedJobData> {
+    let w = this.workers.get(queue);
+    if (!w) {
+      w = new Worker<QueuedJobData>(queue, null, {
+        connection: this.opts.connection,
+        prefix: this.opts.prefix,
+        autorun: false,
+        lockDuration: this.opts.lockMs,
+        stalledInterval: Math.max(1000, Math.floor(this.opts.lockMs / 2)),
+        maxStalledCount: 1_000_000,
+      });
+      w.on('error', (err) => this.opts.log.warn({ err, queue }, 'BullMQ worker error'));
+      void w.startStalledCheckTimer().catch((err) => this.opts.log.warn({ err, queue }, 'stalled checker failed to start'));
+      this.workers.set(queue, w);
+    }
+    return w;
+  }
+
+  /** Moves the next waiting job of `queue` to active under `token`, without blocking. */
+  async fetch(queue: string, token: string): Promise<Job<QueuedJobData> | undefined> {
+    return (await this.worker(queue).getNextJob(token, { block: false })) ?? undefined;
+  }
+
+  /** Extends the locks of leases held under these tokens; returns the job ids whose lock is gone. */
+  async extend(queue: string, jobIds: string[], tokens: string[]): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    return this.worker(queue).extendJobLocks(jobIds, tokens, this.opts.lockMs);
+  }
+
+  /** Queues served here, so a wake-up for any other queue can be ignored. */
+  has(queue: string): boolean {
+    return this.workers.has(queue);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((w) => w.close(true).catch(() => {})));
+    this.workers.clear();
+  }
+}
+
+/** True when BullMQ refused an operation because the lease's lock is gone or owned by another lease. */
+export function isLockLost(err: unknown): boolean {
+  return err instanceof Error && /Missing lock|Lock mismatch|Missing key for job|not in the active state/i.test(err.message);
+}

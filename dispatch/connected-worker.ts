@@ -1,0 +1,25 @@
+import type { Tier } from '../queues/kinds.js';
+import type { WorkerInfo } from './worker-registry.js';
+
+/** Frames the gateway sends to a worker (docs/worker-protocol.md). */
+export type GatewayFrame = Record<string, unknown> & { type: string };
+
+/** A worker connected to this gateway process, whatever carries its frames. */
+export interface ConnectedWorker {
+  info: WorkerInfo;
+  /** Queues it may take leases from, in preference order: its own tier first, then weaker ones. */
+  queues: string[];
+  send(frame: GatewayFrame): void;
+  close(code: number, reason: string): void;
+  /** Lease ids it holds. */
+  leases: Set<string>;
+  /** Where the next fill starts in `queues`, so kinds take turns. */
+  cursor: number;
+  /** A fill is running; `refill` asks it to go round once more. */
+  filling: boolean;
+  refill: boolean;
+  /** No new leases (drain requested, or going away). */
+  draining: boolean;
+}
+
+export const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };

@@ -1,0 +1,402 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { hashSecret } from '../models/credentials.js';
+import type { RunStore } from '../models/stores.js';
+import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
+import type { QueuedJobData } from '../queues/job-queues.js';
+import { KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { queueName } from '../queues/queue-names.js';
+import { BullWorkers, isLockLost } from './bull-workers.js';
+import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import type { LeaseStore } from './lease-store.js';
+import type { WorkerFrame } from './worker-frames.js';
+import type { WorkerRegistry } from './worker-registry.js';
+
+export interface DispatcherOptions {
+  /** Command connection (shared with the API). */
+  redis: Redis;
+  /** A dedicated connection for the wake-up and cancel channels. */
+  subscriber: Redis;
+  /** Connection for BullMQ's workers (maxRetriesPerRequest: null). */
+  bullConnection: Redis;
+  prefix: string;
+  queuePrefix: string;
+  runs: RunStore;
+  registry: WorkerRegistry;
+  leases: LeaseStore;
+  log: Logger;
+  publicUrl: string;
+  /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
+  maxAttempts: number;
+  gatewayId: string;
+  /** @defaultValue 30000 */
+  leaseTtlMs?: number;
+  /** @defaultValue 5000 */
+  heartbeatMs?: number;
+}
+
+interface ActiveLease {
+  id: string;
+  fence: number;
+  runId: string;
+  accountId: string;
+  queue: string;
+  token: string;
+  job: Job<QueuedJobData>;
+  worker: ConnectedWorker;
+  /** Set once a final report is being handled, so a second one is refused. */
+  closing: boolean;
+}
+
+/** Channels shared by all gateway instances. */
+export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:queued`, cancel: `${prefix}:chan:cancel` });
+
+/**
+ * Leases queued jobs to the workers connected to this process. Fetching is event driven: a
+ * worker's free slot is filled when it registers or finishes a lease, when any instance
+ * announces a job on the `queued` channel, and by a slow safety sweep; nothing polls Redis
+ * in a loop. The run record is moved first in every step (it is the fence), BullMQ second.
+ */
+export class Dispatcher {
+  private readonly bull: BullWorkers;
+  private readonly workers = new Map<string, ConnectedWorker>();
+  private readonly active = new Map<string, ActiveLease>();
+  private readonly byRun = new Map<string, ActiveLease>();
+  private readonly channels: { queued: string; cancel: string };
+  private timers: NodeJS.Timeout[] = [];
+  readonly leaseTtlMs: number;
+  readonly heartbeatMs: number;
+
+  constructor(private readonly opts: DispatcherOptions) {
+    this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
+    this.heartbeatMs = opts.heartbeatMs ?? 5_000;
+    this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
+    this.channels = dispatchChannels(opts.prefix);
+  }
+
+  async start(): Promise<void> {
+    await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel);
+    this.opts.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channels.queued) this.wake(message);
+      else if (channel === this.channels.cancel) this.cancelLocal(message);
+    });
+    // After a subscriber reconnect, announcements may have been missed: look at every queue.
+    this.opts.subscriber.on('ready', () => this.wakeAll());
+    const sweep = setInterval(() => this.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
+    const refresh = setInterval(() => void this.refreshRegistry(), Math.max(500, Math.floor(this.opts.registry.ttlMs / 3)));
+    this.timers = [sweep, refresh];
+    for (const t of this.timers) t.unref();
+  }
+
+  /** Closes every worker socket (their leases go back to their queues) and BullMQ's workers. */
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect')));
+    await this.opts.subscriber.unsubscribe().catch(() => {});
+    await this.bull.close();
+  }
+
+  get connectedWorkers(): number {
+    return this.workers.size;
+  }
+
+  // ---- workers coming and going -------------------------------------------------------------
+
+  /** A registered worker joins: it is announced in the registry and offered work. */
+  async attach(worker: ConnectedWorker): Promise<void> {
+    const { info } = worker;
+    const tiers = TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
+    worker.queues = tiers.flatMap((tier) => info.kinds.map((kind) => queueName(kind, tier)));
+    this.workers.set(info.worker_id, worker);
+    await this.opts.registry.put(info);
+    void this.fill(worker);
+  }
+
+  /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost. */
+  async detach(worker: ConnectedWorker, code = 1000, reason = 'bye'): Promise<void> {
+    if (!this.workers.delete(worker.info.worker_id)) return;
+    worker.draining = true;
+    try {
+      worker.close(code, reason);
+    } catch {
+      // already closed
+    }
+    await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected')));
+    await this.opts.registry.remove(worker.info.worker_id).catch(() => {});
+  }
+
+  /** Heartbeat: extends the worker's leases and its registry entry. */
+  async heartbeat(worker: ConnectedWorker): Promise<void> {
+    const byQueue = new Map<string, ActiveLease[]>();
+    for (const id of worker.leases) {
+      const lease = this.active.get(id);
+      if (lease) byQueue.set(lease.queue, [...(byQueue.get(lease.queue) ?? []), lease]);
+    }
+    await Promise.all(
+      [...byQueue].map(async ([queue, leases]) => {
+        const lost = await this.bull.extend(queue, leases.map((l) => l.job.id!), leases.map((l) => l.token));
+        await this.opts.leases.touch(leases.map((l) => l.id), this.leaseTtlMs);
+        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed');
+      }),
+    );
+  }
+
+  private async refreshRegistry(): Promise<void> {
+    for (const w of this.workers.values()) {
+      w.info.busy = w.leases.size;
+      await this.opts.registry.put(w.info).catch((err) => this.opts.log.warn({ err }, 'registry refresh failed'));
+    }
+  }
+
+  // ---- filling free slots ---------------------------------------------------------------------
+
+  /** Announces a queued job to every instance's dispatcher. */
+  async announce(queue: string): Promise<void> {
+    await this.opts.redis.publish(this.channels.queued, queue);
+  }
+
+  private wake(queue: string): void {
+    for (const w of this.workers.values()) if (w.queues.includes(queue)) void this.fill(w);
+  }
+
+  private wakeAll(): void {
+    for (const w of this.workers.values()) void this.fill(w);
+  }
+
+  /** Leases jobs to `worker` until its slots are full or no queue it serves has work. */
+  private async fill(worker: ConnectedWorker): Promise<void> {
+    if (worker.filling) {
+      worker.refill = true;
+      return;
+    }
+    worker.filling = true;
+    try {
+      do {
+        worker.refill = false;
+        while (!worker.draining && worker.leases.size < worker.info.slots && this.workers.has(worker.info.worker_id)) {
+          if (!(await this.leaseOne(worker))) break;
+        }
+      } while (worker.refill && !worker.draining);
+    } catch (err) {
+      this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
+    } finally {
+      worker.filling = false;
+    }
+  }
+
+  /** Tries the worker's queues, starting at its cursor so kinds take turns; true if it leased one. */
+  private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
+    const n = worker.queues.length;
+    for (let i = 0; i < n; i++) {
+      const queue = worker.queues[(worker.cursor + i) % n];
+      const token = randomUUID();
+      const job = await this.bull.fetch(queue, token);
+      if (!job) continue;
+      worker.cursor = (worker.cursor + i + 1) % n;
+      await this.startLease(worker, queue, job, token);
+      return true;
+    }
+    return false;
+  }
+
+  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string): Promise<void> {
+    const run = await this.opts.runs.get(job.data.run_id);
+    const attempt = job.attemptsStarted;
+    if (!run || isTerminal(run.status)) {
+      // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
+      await this.discard(job, token, 'the run is no longer queued');
+      return;
+    }
+    if (attempt > this.opts.maxAttempts) {
+      // Its earlier leases were lost with their gateway (the stalled checker requeued it).
+      await this.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
+      return;
+    }
+    const now = new Date().toISOString();
+    const started = await this.opts.runs.transition(run, {
+      from: ['queued', 'running'],
+      to: 'running',
+      set: { started_at: run.started_at ?? now, attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
+    });
+    if (!started.ok) {
+      await this.discard(job, token, 'the run changed state while being leased');
+      return;
+    }
+    const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
+    const uploadToken = randomBytes(32).toString('base64url');
+    await this.opts.leases.put(
+      { lease_id: lease.id, run_id: run.run_id, account_id: run.account_id, worker_id: worker.info.worker_id, kind: run.kind, tier: run.confidentiality, fence: attempt, upload_hash: hashSecret(uploadToken), gateway_id: this.opts.gatewayId },
+      this.leaseTtlMs,
+    );
+    this.active.set(lease.id, lease);
+    this.byRun.set(run.run_id, lease);
+    worker.leases.add(lease.id);
+    worker.info.busy = worker.leases.size;
+    worker.send({
+      type: 'lease',
+      lease_id: lease.id,
+      fence: attempt,
+      run_id: run.run_id,
+      kind: run.kind,
+      tier: run.confidentiality,
+      attempt,
+      input: run.input,
+      upload_token: uploadToken,
+      upload_url: `${this.opts.publicUrl}/v1/leases/${lease.id}/artifacts`,
+    });
+    if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
+  }
+
+  private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
+    try {
+      await job.moveToFailed(new UnrecoverableError(why), token, false);
+    } catch (err) {
+      if (!isLockLost(err)) throw err;
+    }
+  }
+
+  // ---- reports from workers -------------------------------------------------------------------
+
+  /** Handles a lease frame; returns the error frame to send, or null (acknowledged). */
+  async report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<{ code: string; message: string } | null> {
+    const lease = this.active.get(frame.lease_id);
+    if (!lease || lease.worker !== worker || lease.fence !== frame.fence || lease.closing) {
+      return { code: 'stale_lease', message: 'this lease is no longer yours: drop its work' };
+    }
+    const run = { run_id: lease.runId, account_id: lease.accountId };
+    switch (frame.type) {
+      case 'progress': {
+        const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress } });
+        return t.ok ? null : { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      }
+      case 'log':
+      case 'output':
+        // Accepted; the per-run event log that callers read comes with live events.
+        return null;
+      case 'complete':
+        lease.closing = true;
+        return this.settle(lease, 'succeeded', null, frame.output);
+      case 'fail': {
+        lease.closing = true;
+        const record = await this.opts.runs.get(lease.runId);
+        if (frame.error.code === 'canceled' && record?.cancel_requested_at) return this.settle(lease, 'canceled', frame.error);
+        if (frame.error.retryable) return this.settle(lease, 'retry', frame.error);
+        return this.settle(lease, 'failed', frame.error);
+      }
+    }
+  }
+
+  /** Ends a lease the way its worker said; refused (stale) if the record moved on under another lease. */
+  private async settle(
+    lease: ActiveLease,
+    outcome: 'succeeded' | 'failed' | 'canceled' | 'retry',
+    error: RunError | null,
+    output?: RunRecord['output'],
+  ): Promise<{ code: string; message: string } | null> {
+    try {
+      const run = await this.opts.runs.get(lease.runId);
+      if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
+      else {
+        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output);
+        if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      }
+      return null;
+    } finally {
+      await this.release(lease);
+    }
+  }
+
+  /** A retryable end: back to the queue while attempts remain, else a final failure. */
+  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError): Promise<void> {
+    if (run.cancel_requested_at) {
+      await this.finish(run, lease.fence, lease.job, lease.token, 'canceled', { code: 'canceled', message: 'canceled by the caller', retryable: false });
+      return;
+    }
+    const attemptsLeft = lease.job.attemptsStarted < this.opts.maxAttempts;
+    if (!attemptsLeft) {
+      await this.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
+      return;
+    }
+    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
+    if (!back.ok) return;
+    try {
+      await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
+    } catch (err) {
+      // Lock gone: the stalled checker requeues the job instead.
+      if (!isLockLost(err)) throw err;
+    }
+    await this.announce(lease.queue);
+  }
+
+  /** Makes the run terminal (the store settles its credits once), then completes or fails its job. */
+  private async finish(
+    run: RunRecord,
+    fence: number,
+    job: Job<QueuedJobData>,
+    token: string,
+    status: 'succeeded' | 'failed' | 'canceled',
+    error: RunError | null,
+    output?: RunRecord['output'],
+  ): Promise<boolean> {
+    const now = new Date().toISOString();
+    const t = await this.opts.runs.transition(run, {
+      from: ['running', 'queued'],
+      fence,
+      to: status,
+      set: status === 'succeeded' ? { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null } : { error, finished_at: now },
+    });
+    if (!t.ok) return false;
+    try {
+      if (status === 'succeeded') await job.moveToCompleted(output ?? null, token, false);
+      else await job.moveToFailed(new UnrecoverableError(error?.message ?? status), token, false);
+    } catch (err) {
+      // The record is final; a job whose lock is gone is dropped when next leased.
+      if (!isLockLost(err)) this.opts.log.warn({ err, runId: run.run_id }, 'could not finish the BullMQ job');
+    }
+    return true;
+  }
+
+  private async release(lease: ActiveLease): Promise<void> {
+    this.active.delete(lease.id);
+    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
+    lease.worker.leases.delete(lease.id);
+    lease.worker.info.busy = lease.worker.leases.size;
+    await this.opts.leases.delete(lease.id).catch(() => {});
+    void this.fill(lease.worker);
+  }
+
+  /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
+  private async loseLease(leaseId: string, why: string): Promise<void> {
+    const lease = this.active.get(leaseId);
+    if (!lease || lease.closing) return;
+    lease.closing = true;
+    try {
+      const run = await this.opts.runs.get(lease.runId);
+      if (!run || run.fence !== lease.fence || run.status !== 'running') return;
+      this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
+      await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
+    } catch (err) {
+      this.opts.log.warn({ err, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
+    } finally {
+      await this.release(lease);
+    }
+  }
+
+  // ---- cancel ---------------------------------------------------------------------------------
+
+  /** Tells whichever instance holds the run's lease to cancel it. */
+  async requestCancel(runId: string): Promise<void> {
+    await this.opts.redis.publish(this.channels.cancel, runId);
+  }
+
+  private cancelLocal(runId: string): void {
+    const lease = this.byRun.get(runId);
+    if (lease && !lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId });
+  }
+}
+
+/** Every kind, for workers registering with `["all"]`. */
+export const ALL_KINDS = KIND_NAMES;

@@ -1,0 +1,132 @@
+import { compile, fieldErrors } from '../api/validation.js';
+import { KIND_NAMES, TIERS } from '../queues/kinds.js';
+
+/** The frames a worker may send (docs/worker-protocol.md), as JSON Schemas checked on arrival. */
+export const PROTOCOL_VERSIONS = [1] as const;
+
+const leaseRef = {
+  lease_id: { type: 'string', pattern: '^lse_[A-Za-z0-9]{1,64}$' },
+  fence: { type: 'integer', minimum: 1 },
+} as const;
+
+const frameSchemas = {
+  register: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'protocol', 'kinds', 'tier', 'slots'],
+    properties: {
+      type: { const: 'register' },
+      protocol: { type: 'array', minItems: 1, maxItems: 16, items: { type: 'integer', minimum: 1 } },
+      kinds: { type: 'array', minItems: 1, maxItems: 64, uniqueItems: true, items: { enum: ['all', ...KIND_NAMES] } },
+      tier: { enum: [...TIERS] },
+      slots: { type: 'integer', minimum: 1, maximum: 64 },
+      hardware: { type: 'object', maxProperties: 32 },
+      software: { type: 'object', maxProperties: 32 },
+      attestation: { type: 'object' },
+    },
+  },
+  heartbeat: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type'],
+    properties: { type: { const: 'heartbeat' }, leases: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 80 } } },
+  },
+  progress: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'lease_id', 'fence', 'progress'],
+    properties: { type: { const: 'progress' }, ...leaseRef, progress: { type: 'number', minimum: 0, maximum: 1 }, message: { type: 'string', maxLength: 1000 } },
+  },
+  log: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'lease_id', 'fence', 'line'],
+    properties: { type: { const: 'log' }, ...leaseRef, line: { type: 'string', maxLength: 10_000 } },
+  },
+  output: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'lease_id', 'fence', 'delta'],
+    properties: { type: { const: 'output' }, ...leaseRef, delta: { type: 'string', maxLength: 100_000 } },
+  },
+  complete: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'lease_id', 'fence', 'output'],
+    properties: {
+      type: { const: 'complete' },
+      ...leaseRef,
+      output: {
+        type: 'object',
+        required: ['urls'],
+        properties: { urls: { type: 'array', maxItems: 256, items: { type: 'string', pattern: '^https?://', maxLength: 4096 } } },
+      },
+    },
+  },
+  fail: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'lease_id', 'fence', 'error'],
+    properties: {
+      type: { const: 'fail' },
+      ...leaseRef,
+      error: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['code', 'message', 'retryable'],
+        properties: { code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$' }, message: { type: 'string', maxLength: 2000 }, retryable: { type: 'boolean' } },
+      },
+    },
+  },
+} as const;
+
+export type FrameType = keyof typeof frameSchemas;
+
+export interface RegisterFrame {
+  type: 'register';
+  protocol: number[];
+  kinds: string[];
+  tier: (typeof TIERS)[number];
+  slots: number;
+  hardware?: Record<string, unknown>;
+  software?: Record<string, unknown>;
+  attestation?: Record<string, unknown>;
+}
+export interface LeaseFrame {
+  lease_id: string;
+  fence: number;
+}
+export type WorkerFrame =
+  | RegisterFrame
+  | { type: 'heartbeat'; leases?: string[] }
+  | (LeaseFrame & { type: 'progress'; progress: number; message?: string })
+  | (LeaseFrame & { type: 'log'; line: string })
+  | (LeaseFrame & { type: 'output'; delta: string })
+  | (LeaseFrame & { type: 'complete'; output: { urls: string[] } & Record<string, unknown> })
+  | (LeaseFrame & { type: 'fail'; error: { code: string; message: string; retryable: boolean } });
+
+export class FrameError extends Error {
+  constructor(readonly code: 'bad_frame' | 'unknown_type', message: string, readonly details?: unknown) {
+    super(message);
+  }
+}
+
+/** Parses and validates one text frame; throws `FrameError` for anything a worker should be told about. */
+export function parseFrame(text: string): WorkerFrame {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new FrameError('bad_frame', 'a frame must be one JSON object');
+  }
+  const type = (value as { type?: unknown } | null)?.type;
+  if (typeof type !== 'string' || !(type in frameSchemas)) {
+    throw new FrameError('unknown_type', `unknown frame type ${JSON.stringify(type ?? null).slice(0, 60)}`);
+  }
+  const validate = compile(frameSchemas[type as FrameType]);
+  if (!validate(value)) {
+    const errors = fieldErrors(validate.errors);
+    throw new FrameError('bad_frame', `invalid ${type} frame: ${errors[0].path} ${errors[0].message}`, errors);
+  }
+  return value as WorkerFrame;
+}

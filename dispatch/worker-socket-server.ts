@@ -1,0 +1,193 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ulid } from 'ulid';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
+import { hashSecret, lookupIdOf, sameHash } from '../models/credentials.js';
+import type { OperatorStore, WorkerTokenStore } from '../models/stores.js';
+import type { OperatorTrust } from '../models/types.js';
+import { KIND_NAMES } from '../queues/kinds.js';
+import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
+import type { Dispatcher } from './dispatcher.js';
+import { FrameError, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
+
+export const WORKER_PATH = '/v1/workers/connect';
+
+export interface WorkerSocketServerOptions {
+  dispatcher: Dispatcher;
+  workerTokens: WorkerTokenStore;
+  operators: OperatorStore;
+  gatewayId: string;
+  log: Logger;
+  /** A socket must register within this long. @defaultValue 10000 */
+  registerTimeoutMs?: number;
+}
+
+interface TokenOwner {
+  owner: { type: 'operator' | 'account'; id: string };
+  trust: OperatorTrust;
+}
+
+function refuseUpgrade(socket: Duplex, status: string, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * The fleet's door: authenticates a worker token at the WebSocket upgrade, waits for the
+ * `register` frame, then turns frames into dispatcher calls. A bad frame gets an `error`
+ * frame back and touches nothing else; a silent socket is closed after three heartbeats.
+ */
+export class WorkerSocketServer {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+
+  constructor(private readonly opts: WorkerSocketServerOptions) {}
+
+  /** For the HTTP server's 'upgrade' event; answers only the worker path. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    if (new URL(req.url ?? '/', 'http://x').pathname !== WORKER_PATH) return false;
+    void this.authenticate(req.headers.authorization).then(
+      (owner) => {
+        if (!owner) return refuseUpgrade(socket, '401 Unauthorized', 'unauthorized', 'a valid worker token is required: Authorization: Bearer swt_...');
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, owner));
+      },
+      (err) => {
+        this.opts.log.warn({ err }, 'worker authentication failed');
+        refuseUpgrade(socket, '503 Service Unavailable', 'unavailable', 'could not check the worker token; retry');
+      },
+    );
+    return true;
+  }
+
+  private async authenticate(header: string | undefined): Promise<TokenOwner | null> {
+    const token = /^Bearer[ ]+(\S+)$/i.exec(header ?? '')?.[1];
+    const lookupId = token ? lookupIdOf('swt', token) : null;
+    if (!token || !lookupId) return null;
+    const record = await this.opts.workerTokens.findByLookupId(lookupId);
+    if (!record || record.revoked_at || !sameHash(hashSecret(token), record.hash)) return null;
+    if (record.owner.type === 'account') return { owner: record.owner, trust: 'open' };
+    // An operator's trust is read at every connect: vetting or revoking it applies to new sockets at once.
+    const operator = await this.opts.operators.get(record.owner.id);
+    return operator ? { owner: record.owner, trust: operator.trust } : null;
+  }
+
+  private accept(ws: WebSocket, owner: TokenOwner): void {
+    const send = (frame: GatewayFrame) => {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+    };
+    let worker: ConnectedWorker | null = null;
+    let lastSeen = Date.now();
+    const registerTimer = setTimeout(() => ws.close(4400, 'register within 10 s'), this.opts.registerTimeoutMs ?? 10_000);
+    const hb = this.opts.dispatcher.heartbeatMs;
+    const silence = setInterval(() => {
+      if (Date.now() - lastSeen > 3 * hb) ws.terminate();
+    }, hb);
+
+    // Frames of one socket are handled one after another, in the order they were sent.
+    let chain: Promise<void> = Promise.resolve();
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      lastSeen = Date.now();
+      const text = isBinary ? null : data.toString('utf8');
+      chain = chain.then(() =>
+        this.onFrame(text, owner, worker, send, ws).then(
+          (w) => {
+            if (w) {
+              worker = w;
+              clearTimeout(registerTimer);
+            }
+          },
+          (err) => {
+            this.opts.log.warn({ err }, 'worker frame failed');
+            send({ type: 'error', code: 'internal', message: 'the gateway could not handle this frame; retry it' });
+          },
+        ),
+      );
+    });
+    ws.on('close', () => {
+      clearTimeout(registerTimer);
+      clearInterval(silence);
+      if (worker) void this.opts.dispatcher.detach(worker);
+    });
+    ws.on('error', () => ws.terminate());
+  }
+
+  /** Handles one frame; returns the worker when this frame registered it. */
+  private async onFrame(text: string | null, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+    let frame;
+    try {
+      if (text === null) throw new FrameError('bad_frame', 'frames are JSON text, not binary');
+      frame = parseFrame(text);
+    } catch (err) {
+      if (!(err instanceof FrameError)) throw err;
+      send({ type: 'error', code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) });
+      return null;
+    }
+    if (frame.type === 'register') {
+      if (worker) {
+        send({ type: 'error', code: 'bad_frame', message: 'already registered' });
+        return null;
+      }
+      return this.register(frame, owner, send, ws);
+    }
+    if (!worker) {
+      send({ type: 'error', code: 'not_registered', message: 'send register first' });
+      return null;
+    }
+    if (frame.type === 'heartbeat') {
+      await this.opts.dispatcher.heartbeat(worker);
+      return null;
+    }
+    const refused = await this.opts.dispatcher.report(worker, frame);
+    send(refused ? { type: 'error', lease_id: frame.lease_id, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type });
+    return null;
+  }
+
+  private async register(frame: RegisterFrame, owner: TokenOwner, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+    const version = Math.max(...frame.protocol.filter((v) => (PROTOCOL_VERSIONS as readonly number[]).includes(v)));
+    if (!Number.isFinite(version)) {
+      send({ type: 'error', code: 'bad_frame', message: `no common protocol version; the gateway speaks ${PROTOCOL_VERSIONS.join(', ')}` });
+      ws.close(4400, 'protocol');
+      return null;
+    }
+    if (frame.tier === 'private') {
+      send({ type: 'error', code: 'forbidden', message: 'private workers must present attestation evidence, which this gateway cannot verify yet' });
+      ws.close(4403, 'attestation required');
+      return null;
+    }
+    if (TIER_RANK[frame.tier] > TIER_RANK[owner.trust]) {
+      send({ type: 'error', code: 'forbidden', message: `this token's trust is ${owner.trust}; it cannot register a ${frame.tier} worker` });
+      ws.close(4403, 'tier not allowed');
+      return null;
+    }
+    const worker: ConnectedWorker = {
+      info: {
+        worker_id: `wkr_${ulid()}`,
+        kinds: frame.kinds.includes('all') ? [...KIND_NAMES] : frame.kinds,
+        tier: frame.tier,
+        slots: frame.slots,
+        busy: 0,
+        gateway_id: this.opts.gatewayId,
+        owner: owner.owner,
+        hardware: frame.hardware ?? {},
+        software: frame.software ?? {},
+        connected_at: new Date().toISOString(),
+      },
+      queues: [],
+      send,
+      close: (code, reason) => ws.close(code, reason),
+      leases: new Set(),
+      cursor: 0,
+      filling: false,
+      refill: false,
+      draining: false,
+    };
+    send({ type: 'registered', worker_id: worker.info.worker_id, protocol: version, heartbeat_ms: this.opts.dispatcher.heartbeatMs, lease_ttl_ms: this.opts.dispatcher.leaseTtlMs });
+    await this.opts.dispatcher.attach(worker);
+    return worker;
+  }
+
+  close(): void {
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+  }
+}
