@@ -1,0 +1,64 @@
+import type { Engine } from '../types.js';
+import { musicGenerate, sfxGenerate } from './audio.js';
+import { image } from './image.js';
+import { type DemoFamily, sleep, throwIfAborted } from './job.js';
+import { llm } from './llm.js';
+import { mesh } from './mesh.js';
+import { rig } from './rig.js';
+import { Rng, seedFor } from './seed.js';
+import { textToSpeech } from './speech.js';
+import { texture } from './texture.js';
+import { transcribe } from './transcribe.js';
+import { video } from './video.js';
+
+export interface DemoEngineOptions {
+  /** Total simulated work time, spread over the progress steps (the worker's --demo-delay-ms). */
+  delayMs?: number;
+  /** espeak-ng command for text-to-speech; null always uses the synthesized tone. */
+  espeakNg?: string | null;
+}
+
+/** One family per kind; the two mesh kinds share a writer. */
+export const DEMO_FAMILIES: Readonly<Record<string, DemoFamily>> = {
+  'inference:image:generate': image,
+  'inference:3d:image-to-mesh': mesh,
+  'inference:3d:text-to-mesh': mesh,
+  'inference:video:generate': video,
+  'inference:texture:generate': texture,
+  'inference:rig': rig,
+  'inference:llm:text-generate': llm,
+  'inference:audio:music-generate': musicGenerate,
+  'inference:audio:sfx-generate': sfxGenerate,
+  'inference:audio:text-to-speech': textToSpeech,
+  'inference:audio:transcribe': transcribe,
+};
+
+const STEPS: Array<[number, string]> = [
+  [0.25, 'loading demo model'],
+  [0.5, 'sampling'],
+  [0.75, 'encoding'],
+];
+
+/**
+ * The demo engine: small, valid, deterministic files for every kind, so the whole gateway can be
+ * exercised without a GPU. The delay is spent before generating, in quarter steps, each of which
+ * can be interrupted by ctx.signal; the LLM streams during the last quarter, the others sleep it.
+ */
+export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng' }: DemoEngineOptions = {}): Engine {
+  const step = Math.max(0, delayMs) / 4;
+  return async (kind, input, ctx) => {
+    const family = DEMO_FAMILIES[kind];
+    if (!family) throw new Error(`the demo engine has no kind ${JSON.stringify(kind)}`);
+    throwIfAborted(ctx.signal);
+    for (const [p, message] of STEPS) {
+      await sleep(step, ctx.signal);
+      ctx.progress(p, message);
+    }
+    const seed = seedFor(kind, input);
+    const result = await family({ kind, input, ctx, rng: new Rng(seed), seed, delayMs, espeakNg });
+    if (family !== llm) await sleep(step, ctx.signal);
+    throwIfAborted(ctx.signal);
+    ctx.progress(1, 'done');
+    return result;
+  };
+}
