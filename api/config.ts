@@ -26,12 +26,20 @@ export interface Config {
   adminToken?: string;
   /** @defaultValue './.data' */
   dataDir: string;
+  /** Largest artifact a worker may upload. @defaultValue 512 MiB */
+  artifactMaxBytes: number;
+  /** How long an uploaded artifact is served before the sweeper deletes it. @defaultValue 30 days */
+  artifactRetentionSeconds: number;
   /** Credits per job, by kind. @defaultValue each kind's catalogue price */
   prices: Record<string, number>;
   /** How long a finished run record is kept. @defaultValue 30 days */
   runRetentionSeconds: number;
   /** How many times a run is leased before it fails for good. @defaultValue 3 */
   jobMaxAttempts: number;
+  /** A lease not extended by its worker's heartbeats for this long is lost. @defaultValue 30000 */
+  leaseTtlMs: number;
+  /** How often workers send heartbeats; three missed close the socket. @defaultValue 5000 */
+  heartbeatMs: number;
   /** Largest JSON body accepted. @defaultValue 1 MiB */
   jsonBodyLimitBytes: number;
   /** Deepest nesting accepted in a JSON body. @defaultValue 64 */
@@ -71,9 +79,13 @@ const envSchema = {
     MONGO_DB: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$', default: 'switchyard' },
     ADMIN_TOKEN: { type: 'string', minLength: 16 },
     DATA_DIR: { type: 'string', minLength: 1, default: './.data' },
+    ARTIFACT_MAX_BYTES: { type: 'string', pattern: '^\\d+(b|kb|mb|gb)?$', default: '512mb' },
+    ARTIFACT_RETENTION_DAYS: { type: 'number', exclusiveMinimum: 0, maximum: 3650, default: 30 },
     PRICES: { type: 'string' },
     RUN_RETENTION_DAYS: { type: 'number', exclusiveMinimum: 0, maximum: 3650, default: 30 },
     JOB_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
+    LEASE_TTL_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 30000 },
+    HEARTBEAT_MS: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
     JSON_BODY_LIMIT: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     JSON_MAX_DEPTH: { type: 'integer', minimum: 2, maximum: 1000, default: 64 },
     RATE_LIMIT_PER_SEC: { type: 'number', minimum: 0, default: 50 },
@@ -90,8 +102,8 @@ const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, str
 const validateEnv = ajv.compile(envSchema);
 
 function parseSize(text: string): number {
-  const m = /^(\d+)(b|kb|mb)?$/.exec(text)!;
-  const unit = m[2] === 'mb' ? 1024 * 1024 : m[2] === 'kb' ? 1024 : 1;
+  const m = /^(\d+)(b|kb|mb|gb)?$/.exec(text)!;
+  const unit = m[2] === 'gb' ? 1024 ** 3 : m[2] === 'mb' ? 1024 * 1024 : m[2] === 'kb' ? 1024 : 1;
   return Number(m[1]) * unit;
 }
 
@@ -149,9 +161,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoDb: raw.MONGO_DB as string,
     adminToken: raw.ADMIN_TOKEN as string | undefined,
     dataDir: raw.DATA_DIR as string,
+    artifactMaxBytes: parseSize(raw.ARTIFACT_MAX_BYTES as string),
+    artifactRetentionSeconds: Math.max(1, Math.round((raw.ARTIFACT_RETENTION_DAYS as number) * 86400)),
     prices,
     runRetentionSeconds: Math.round((raw.RUN_RETENTION_DAYS as number) * 86400),
     jobMaxAttempts: raw.JOB_MAX_ATTEMPTS as number,
+    leaseTtlMs: raw.LEASE_TTL_MS as number,
+    heartbeatMs: raw.HEARTBEAT_MS as number,
     jsonBodyLimitBytes: parseSize(raw.JSON_BODY_LIMIT as string),
     jsonMaxDepth: raw.JSON_MAX_DEPTH as number,
     rateLimitPerSecond: raw.RATE_LIMIT_PER_SEC as number,
