@@ -10,6 +10,8 @@ import { buildOpenApi } from './openapi.js';
 import { koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
+import { artifactRoutes } from './routes/artifacts.js'; // artifacts
+import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
 import type { Services } from './services/services.js';
@@ -31,7 +33,8 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   // Errors are rendered by errorHandler; Koa's own handler would only log them twice.
   app.silent = true;
 
-  const routes: RouteSpec[] = [...jobRoutes(s), ...accountRoutes(s), ...adminRoutes(s)];
+  const routes: RouteSpec[] = [...jobRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
+  routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
 
@@ -43,7 +46,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
     const chain: RouteMiddleware[] = [];
     if (spec.auth === 'account') chain.push(account);
     if (spec.auth === 'admin') chain.push(admin);
-    if (spec.body || spec.method !== 'get') chain.push(body);
+    if (!spec.raw && (spec.body || spec.method !== 'get')) chain.push(body); // raw: the handler streams ctx.req
     chain.push(validated(spec));
     router[spec.method](koaPath(spec.path), ...(chain as never[]), (ctx: Ctx) => spec.handler(ctx));
   }

@@ -21,6 +21,12 @@ Commands:
                                          if none answers, prints a ready API key and a curl line
   accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
   keys create --account ID [--name N]    create another API key for an account; prints it as JSON
+  worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
+         [--engine demo] [--demo-delay-ms N]
+                                         run a worker that connects to a gateway and runs its jobs with
+                                         an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
+                                         the token may also come from SWITCHYARD_WORKER_TOKEN; stops
+                                         gracefully on SIGTERM/SIGINT (a second signal aborts running jobs)
 
 Configuration comes from the environment; see README.md.`;
 
@@ -105,7 +111,20 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: { name: { type: 'string' }, credits: { type: 'string' }, account: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      name: { type: 'string' },
+      credits: { type: 'string' },
+      account: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      // worker
+      gateway: { type: 'string' },
+      token: { type: 'string' },
+      kinds: { type: 'string' },
+      tier: { type: 'string' },
+      slots: { type: 'string' },
+      engine: { type: 'string' },
+      'demo-delay-ms': { type: 'string' },
+    },
   });
   const command = positionals.join(' ');
   if (values.help || command === '' || command === 'help') {
@@ -141,12 +160,84 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       console.log(JSON.stringify(out, null, 2));
       return 0;
     }
+    case 'worker':
+      return worker(values, env);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
 }
 
 class UsageError extends Error {}
+
+interface WorkerFlags {
+  gateway?: string;
+  token?: string;
+  kinds?: string;
+  tier?: string;
+  slots?: string;
+  engine?: string;
+  'demo-delay-ms'?: string;
+}
+
+/** `switchyard worker`: an SDK worker with a built-in engine, until SIGTERM/SIGINT. */
+async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<number> {
+  const { KIND_NAMES } = await import('../queues/kinds.js');
+  const { SwitchyardWorker, WorkerRefusedError, consoleLogger, workerSocketUrl } = await import('../sdk/worker/index.js');
+  if (!flags.gateway) throw new UsageError('worker needs --gateway URL (the gateway\'s http(s):// address)');
+  try {
+    workerSocketUrl(flags.gateway);
+    if (!/^https?:$/.test(new URL(flags.gateway).protocol)) throw new Error('not http');
+  } catch {
+    throw new UsageError(`--gateway must be an http:// or https:// URL, not ${JSON.stringify(flags.gateway)}`);
+  }
+  const token = flags.token ?? env.SWITCHYARD_WORKER_TOKEN;
+  if (!token) throw new UsageError('worker needs --token swt_... (or SWITCHYARD_WORKER_TOKEN)');
+  if (!/^swt_\S+$/.test(token)) throw new UsageError('--token must be a worker token (swt_...), from POST /v1/admin/operators or POST /v1/account/worker-tokens');
+  if (!flags.kinds) throw new UsageError('worker needs --kinds: a comma-separated list of kinds, or all');
+  const kinds = [...new Set(flags.kinds.split(',').map((k) => k.trim()).filter(Boolean))];
+  if (kinds.length === 0) throw new UsageError('--kinds is empty');
+  if (kinds.includes('all') && kinds.length > 1) throw new UsageError('--kinds all cannot be combined with other kinds');
+  const unknown = kinds.filter((k) => k !== 'all' && !KIND_NAMES.includes(k));
+  if (unknown.length) throw new UsageError(`unknown kind${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; known kinds: ${KIND_NAMES.join(', ')}`);
+  const tier = flags.tier ?? 'open';
+  if (tier !== 'open' && tier !== 'trusted' && tier !== 'private') throw new UsageError('--tier must be open, trusted or private');
+  const slots = flags.slots === undefined ? 1 : Number(flags.slots);
+  if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw new UsageError('--slots must be a whole number from 1 to 64');
+  const engineName = flags.engine ?? 'demo';
+  if (engineName !== 'demo') throw new UsageError(`unknown engine ${JSON.stringify(engineName)}; available: demo`);
+  const delayMs = flags['demo-delay-ms'] === undefined ? 1000 : Number(flags['demo-delay-ms']);
+  if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new UsageError('--demo-delay-ms must be a whole number of milliseconds >= 0');
+
+  const { createDemoEngine } = await import('../sdk/engines/demo/index.js');
+  const levels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+  const wanted = env.LOG_LEVEL === 'trace' ? 'debug' : env.LOG_LEVEL === 'fatal' ? 'error' : env.LOG_LEVEL;
+  const level = levels.find((l) => l === wanted) ?? 'info';
+  const w = new SwitchyardWorker({
+    gateway: flags.gateway,
+    token,
+    kinds: kinds[0] === 'all' ? 'all' : kinds,
+    tier,
+    slots,
+    handler: createDemoEngine({ delayMs }),
+    software: { name: 'switchyard-demo-engine', engine: engineName },
+    logger: consoleLogger(level),
+  });
+  let signals = 0;
+  const onSignal = (signal: string) => {
+    signals++;
+    if (signals === 1) console.error(`switchyard worker: ${signal}: finishing running jobs, then exiting (send it again to abort them)`);
+    void w.stop({ timeoutMs: signals === 1 ? 30_000 : 0 });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  // Rejects (exit 1) with the gateway's own message when it refuses the token, tier or kinds.
+  await w.start().catch((err: unknown) => {
+    if (signals > 0 && !(err instanceof WorkerRefusedError)) return; // stopped while still connecting
+    throw err;
+  });
+  await w.wait();
+  return 0;
+}
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -22,6 +22,7 @@ import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
 import type { Config } from './config.js';
 import { createLogger } from './logger.js';
+import { FleetService } from './services/fleet-service.js';
 import { JobService } from './services/job-service.js';
 import type { Services } from './services/services.js';
 
@@ -104,7 +105,7 @@ export class Gateway {
       registry: this.registry,
       leases,
       log: this.log,
-      publicUrl: c.publicUrl,
+      publicUrl: () => this.config.publicUrl,
       maxAttempts: c.jobMaxAttempts,
       gatewayId: this.gatewayId,
       leaseTtlMs: c.leaseTtlMs,
@@ -134,6 +135,7 @@ export class Gateway {
       gate,
       auth: new ApiKeyAuthenticator({ apiKeys: this.stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs }),
       jobs,
+      fleet: new FleetService({ registry: this.registry, queues: this.queues }),
       ready: async () => {
         await Promise.all([this.redis.ping(), this.stores.ping()]);
       },
@@ -158,7 +160,10 @@ export class Gateway {
     this.reconciler.start();
 
     const app = createApp(this.services, this.log);
-    const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
+    // No whole-request deadline (a large artifact upload may rightly take minutes); a socket idle
+    // for two minutes is closed instead, and headers must arrive within 20 s.
+    const server = http.createServer({ requestTimeout: 0, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
+    server.setTimeout(120_000);
     server.on('clientError', answerClientError);
     server.on('upgrade', (req, socket, head) => {
       if (!this.workerServer?.handleUpgrade(req, socket, head)) socket.destroy();
@@ -170,6 +175,8 @@ export class Gateway {
     });
     const port = (server.address() as AddressInfo).port;
     const url = c.port === 0 ? `http://${c.host === '0.0.0.0' ? '127.0.0.1' : c.host}:${port}` : c.publicUrl;
+    // PORT=0 without PUBLIC_URL: links (Location, lease and artifact URLs) use the port actually bound.
+    if (c.port === 0 && c.publicUrl.endsWith(':0')) c.publicUrl = url;
     this.log.info({ url, store: c.mongoUrl ? 'mongodb' : 'redis' }, 'gateway listening');
     return { url, port };
   }

@@ -19,7 +19,9 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       responses[status] = {
         description: res.description,
         ...(res.headers ? { headers: Object.fromEntries(Object.entries(res.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
-        content: { 'application/json': { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : res.schema ?? {} } },
+        ...(res.mediaType === 'none'
+          ? {}
+          : { content: { [n < 400 && res.mediaType ? res.mediaType : 'application/json']: { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : res.schema ?? {} } } }),
       };
     }
     const generic = [...(r.body ? [400, 413, 415] : [400]), ...(r.auth === 'none' ? [] : [401]), ...(r.auth === 'account' ? [429] : [])];
@@ -37,9 +39,10 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       operationId: r.operationId,
       summary: r.summary,
       tags: [r.tag],
-      security: r.auth === 'account' ? [{ bearer: [] }, { serviceKey: [] }] : r.auth === 'admin' ? [{ admin: [] }] : [],
+      security: r.security ?? (r.auth === 'account' ? [{ bearer: [] }, { serviceKey: [] }] : r.auth === 'admin' ? [{ admin: [] }] : []),
       ...(parameters.length ? { parameters } : {}),
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      ...(r.raw ? { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } : {}),
       responses,
     };
   }
@@ -59,6 +62,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
         bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
         serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },
         admin: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+        uploadToken: { type: 'http', scheme: 'bearer', description: "A lease's upload_token (worker artifact uploads)" },
       },
     },
   };

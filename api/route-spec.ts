@@ -7,6 +7,8 @@ export interface ResponseSpec {
   description: string;
   schema?: object;
   headers?: Record<string, string>;
+  /** Media type of a non-JSON success body (e.g. `*\/*` for artifact bytes), or `'none'` for no body (304). */
+  mediaType?: string;
 }
 
 /**
@@ -23,6 +25,10 @@ export interface RouteSpec {
   auth: Auth;
   /** JSON Schema of the body; routes with one parse JSON. */
   body?: object;
+  /** The handler reads the request body itself as a stream (artifact uploads): no JSON body parser. */
+  raw?: boolean;
+  /** OpenAPI security requirements, when `auth` does not say it (e.g. a lease upload token). */
+  security?: Array<Record<string, string[]>>;
   /** JSON Schema of the query string (values are strings). */
   query?: object;
   /** Request headers worth documenting. */

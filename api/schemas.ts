@@ -172,3 +172,50 @@ export const adminOperatorCreated = {
 } as const;
 
 export const health = { type: 'object', required: ['status'], properties: { status: { type: 'string' } } } as const;
+
+const byTier = {
+  type: 'object',
+  required: ['open', 'trusted', 'private'],
+  properties: { open: { type: 'integer' }, trusted: { type: 'integer' }, private: { type: 'integer' } },
+} as const;
+
+export const capabilities = {
+  type: 'object',
+  required: ['kinds'],
+  properties: {
+    kinds: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema'],
+        properties: {
+          kind: { type: 'string' },
+          rollout: { enum: ['live', 'rolling_out'] },
+          description: { type: 'string' },
+          workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
+          workers_by_tier: byTier,
+          input_schema: { type: 'object', description: 'JSON Schema (2020-12) that `input` must satisfy.' },
+        },
+      },
+    },
+  },
+} as const;
+
+export const capacity = {
+  type: 'object',
+  required: ['workers', 'slots', 'jobs', 'by_kind', 'updated_at'],
+  properties: {
+    workers: { type: 'object', required: ['total', 'by_tier'], properties: { total: { type: 'integer' }, by_tier: byTier } },
+    slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+    jobs: { type: 'object', required: ['queued', 'running'], properties: { queued: { type: 'integer' }, running: { type: 'integer' } } },
+    by_kind: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['kind', 'workers', 'slots_free', 'queued'],
+        properties: { kind: { type: 'string' }, workers: { type: 'integer' }, slots_free: { type: 'integer' }, queued: { type: 'integer' } },
+      },
+    },
+    updated_at: isoTime,
+  },
+} as const;

@@ -21,6 +21,7 @@ export interface BullWorkersOptions {
  */
 export class BullWorkers {
   private readonly workers = new Map<string, Worker<QueuedJobData>>();
+  private closed = false;
 
   constructor(private readonly opts: BullWorkersOptions) {}
 
@@ -44,6 +45,8 @@ export class BullWorkers {
 
   /** Moves the next waiting job of `queue` to active under `token`, without blocking. */
   async fetch(queue: string, token: string): Promise<Job<QueuedJobData> | undefined> {
+    // A fill still running when the dispatcher stops must not open new connections.
+    if (this.closed) return undefined;
     return (await this.worker(queue).getNextJob(token, { block: false })) ?? undefined;
   }
 
@@ -59,7 +62,15 @@ export class BullWorkers {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.workers.values()].map((w) => w.close(true).catch(() => {})));
+    this.closed = true;
+    // A worker created moments ago may still be opening its blocking connection; closing it
+    // before that finishes would leave the connection open behind our back.
+    await Promise.all(
+      [...this.workers.values()].map(async (w) => {
+        await w.waitUntilReady().catch(() => {});
+        await w.close(true).catch(() => {});
+      }),
+    );
     this.workers.clear();
   }
 }

@@ -27,7 +27,8 @@ export interface DispatcherOptions {
   registry: WorkerRegistry;
   leases: LeaseStore;
   log: Logger;
-  publicUrl: string;
+  /** Read at each lease: with PORT=0 the public URL is only known once the server listens. */
+  publicUrl: () => string;
   /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
   maxAttempts: number;
   gatewayId: string;
@@ -189,7 +190,7 @@ export class Dispatcher {
   /** Tries the worker's queues, starting at its cursor so kinds take turns; true if it leased one. */
   private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
     const n = worker.queues.length;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < n && !worker.draining; i++) {
       const queue = worker.queues[(worker.cursor + i) % n];
       const token = randomUUID();
       const job = await this.bull.fetch(queue, token);
@@ -244,7 +245,7 @@ export class Dispatcher {
       attempt,
       input: run.input,
       upload_token: uploadToken,
-      upload_url: `${this.opts.publicUrl}/v1/leases/${lease.id}/artifacts`,
+      upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
   }

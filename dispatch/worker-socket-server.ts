@@ -120,6 +120,8 @@ export class WorkerSocketServer {
     } catch (err) {
       if (!(err instanceof FrameError)) throw err;
       send({ type: 'error', code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) });
+      // Before registration the only frame that makes sense is register: a bad one ends the socket.
+      if (!worker) ws.close(4400, 'bad register frame');
       return null;
     }
     if (frame.type === 'register') {
@@ -131,6 +133,7 @@ export class WorkerSocketServer {
     }
     if (!worker) {
       send({ type: 'error', code: 'not_registered', message: 'send register first' });
+      ws.close(4400, 'not registered');
       return null;
     }
     if (frame.type === 'heartbeat') {

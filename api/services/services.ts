@@ -2,7 +2,10 @@ import type { Config } from '../config.js';
 import type { Stores } from '../../models/stores.js';
 import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
 import type { RequestGate } from '../auth/request-gate.js';
+import type { FleetService } from './fleet-service.js';
 import type { JobService } from './job-service.js';
+import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
+import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
 
 /** What route handlers may use. Built once per gateway by `Gateway`. */
 export interface Services {
@@ -11,6 +14,12 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   jobs: JobService;
+  /** Artifact files (uploads, downloads); unset: the artifact routes answer 503. */
+  artifacts?: ArtifactStore;
+  /** Live leases, read by artifact uploads to check upload tokens. */
+  leases?: LeaseStore;
+  /** The live fleet: capabilities and capacity. */
+  fleet: FleetService;
   /** Checks every backing service; throws when one is unreachable. */
   ready(): Promise<void>;
 }

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import type { EngineArtifact } from '../engines/types.js';
+
+/** What the gateway answers to an artifact upload (docs/worker-protocol.md, "Leases"). */
+export interface UploadedArtifact {
+  /** Absolute URL that a plain GET fetches: put it in the job's `output.urls`. */
+  url: string;
+  sha256: string;
+  size: number;
+  content_type: string;
+  expires_at?: string;
+}
+
+export interface UploadOptions {
+  /** Aborts the upload (and its retries); the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Further tries after a network error or a transient answer (408, 429, 5xx). @defaultValue 3 */
+  retries?: number;
+  /** Wait before the first retry, doubled at each one (with jitter). @defaultValue 250 */
+  retryDelayMs?: number;
+  /** Gives up on one try after this long. @defaultValue 120000 */
+  timeoutMs?: number;
+  /** For tests or custom agents. @defaultValue globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+/**
+ * An upload that did not succeed. `status` is the HTTP status (0 when none arrived), `code`
+ * the gateway's error code when it sent its error envelope, and `retryable` tells whether the
+ * same upload could work later (it is false for refusals such as an expired lease, 401, or a
+ * file over the size limit, 413).
+ */
+export class UploadError extends Error {
+  override readonly name = 'UploadError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const TRANSIENT_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Seconds (or an HTTP date) from Retry-After, in ms, capped; null when absent or unreadable. */
+function retryAfterMs(header: string | null, capMs: number): number | null {
+  if (!header) return null;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(0, ms), capMs) : null;
+}
+
+async function readError(res: Response): Promise<{ code: string; message: string }> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    if (typeof body.error?.code === 'string') {
+      return { code: body.error.code, message: typeof body.error.message === 'string' ? body.error.message : text.slice(0, 300) };
+    }
+  } catch {
+    // not the gateway's envelope
+  }
+  return { code: `http_${res.status}`, message: text.slice(0, 300) || res.statusText };
+}
+
+function isUploaded(value: unknown): value is UploadedArtifact {
+  const v = value as Partial<UploadedArtifact> | null;
+  return !!v && typeof v.url === 'string' && /^https?:\/\//.test(v.url) && typeof v.sha256 === 'string' && typeof v.size === 'number' && typeof v.content_type === 'string';
+}
+
+/**
+ * Uploads one artifact of a lease: `POST {uploadUrl}?name=<artifact.name>` with the lease's
+ * upload token as a bearer and the bytes as the body (sent as they are, with their
+ * Content-Length, no copy). Network errors and transient answers are retried a few times with
+ * backoff; the answer is checked against the bytes sent (size and sha256). Throws an
+ * `UploadError` when the upload cannot be done, or the signal's reason when aborted.
+ */
+export async function uploadArtifact(uploadUrl: string, token: string, artifact: EngineArtifact, opts: UploadOptions = {}): Promise<UploadedArtifact> {
+  if (!artifact || typeof artifact.name !== 'string' || artifact.name === '') throw new TypeError('an artifact needs a name');
+  if (!((artifact.data as unknown) instanceof Uint8Array)) throw new TypeError(`artifact ${artifact.name}: data must be a Buffer`);
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const retries = opts.retries ?? 3;
+  const baseDelay = opts.retryDelayMs ?? 250;
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  const url = new URL(uploadUrl);
+  url.searchParams.set('name', artifact.name);
+  const bytes = new Uint8Array(artifact.data.buffer, artifact.data.byteOffset, artifact.data.byteLength);
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+
+  for (let attempt = 0; ; attempt++) {
+    opts.signal?.throwIfAborted();
+    let failure: UploadError;
+    let waitMs: number | null = null;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    try {
+      const res = await doFetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': artifact.contentType || 'application/octet-stream' },
+        body: bytes,
+        signal,
+      });
+      if (res.ok) {
+        const body: unknown = await res.json().catch(() => null);
+        if (!isUploaded(body)) {
+          failure = new UploadError(`the gateway's answer to the upload of ${artifact.name} is not {url, sha256, size, content_type}`, res.status, 'bad_answer', false);
+        } else if (body.size !== bytes.byteLength || body.sha256 !== sha256) {
+          failure = new UploadError(`the gateway stored ${body.size} bytes (sha256 ${body.sha256}) for ${artifact.name}, not the ${bytes.byteLength} sent (${sha256})`, res.status, 'corrupted', true);
+        } else {
+          return body;
+        }
+      } else {
+        const { code, message } = await readError(res);
+        failure = new UploadError(`upload of ${artifact.name} refused (${res.status} ${code}): ${message}`, res.status, code, TRANSIENT_STATUS.has(res.status));
+        waitMs = retryAfterMs(res.headers.get('retry-after'), 10_000);
+      }
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      const timedOut = timeout.aborted;
+      failure = new UploadError(
+        timedOut ? `upload of ${artifact.name} timed out after ${timeoutMs} ms` : `upload of ${artifact.name} failed: ${(err as Error).message}`,
+        0,
+        timedOut ? 'timeout' : 'network_error',
+        true,
+        { cause: err },
+      );
+    }
+    if (!failure.retryable || attempt >= retries) throw failure;
+    const backoff = baseDelay * 2 ** attempt;
+    await sleep(waitMs ?? backoff / 2 + Math.random() * (backoff / 2), opts.signal);
+  }
+}

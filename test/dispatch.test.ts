@@ -1,0 +1,365 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
+import { RawWorker, type Frame } from './helpers/raw-worker.js';
+
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
+const image = (prompt = 'x', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt }, ...extra });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+async function workerToken(gw: TestGateway, trust: 'open' | 'trusted' = 'open'): Promise<string> {
+  const res = await gw.request('POST', '/v1/admin/operators', { body: { name: `op-${trust}`, trust }, headers: admin });
+  return res.body.worker_token;
+}
+
+describe('dispatch to remote workers (issue 3)', function () {
+  this.timeout(30_000);
+  const prefix = uniquePrefix('dispatch');
+  const gw = new TestGateway(prefix, FAST);
+  let key: string;
+  let openToken: string;
+  let trustedToken: string;
+  const workers: RawWorker[] = [];
+  const worker = async (token: string, register: Partial<Frame> = {}) => {
+    const w = await new RawWorker(gw.url, token).connect(register);
+    workers.push(w);
+    return w;
+  };
+  const job = async (runId: string, k = key) => (await gw.request('GET', `/v1/jobs/${runId}`, { key: k })).body;
+  const balance = async (k = key) => (await gw.request('GET', '/v1/account', { key: k })).body;
+
+  before(async () => {
+    await gw.start();
+    key = (await gw.account(10_000)).key;
+    openToken = await workerToken(gw, 'open');
+    trustedToken = await workerToken(gw, 'trusted');
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) w.terminate();
+    // Let the gateway notice and requeue, then clear every queue so tests do not leak jobs into each other.
+    await sleep(50);
+    for (const q of gw.gateway.queues.all()) await q.obliterate({ force: true });
+  });
+  after(async () => {
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('leases a queued job to a registered worker and completes it, charging once', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image('lighthouse'));
+    const w = await worker(openToken);
+    const lease = await w.lease();
+    assert.equal(lease.run_id, body.run_id);
+    assert.deepEqual(lease.input, { prompt: 'lighthouse' });
+    assert.equal(lease.fence, 1);
+    assert.equal(lease.attempt, 1);
+    assert.match(lease.upload_url, new RegExp(`/v1/leases/${lease.lease_id}/artifacts$`));
+    const running = await job(body.run_id);
+    assert.equal(running.status, 'running');
+    assert.ok(running.started_at);
+    assert.equal((await w.report(lease, { type: 'progress', progress: 0.5 })).type, 'ack');
+    assert.equal((await job(body.run_id)).progress, 0.5);
+    assert.equal((await w.complete(lease, ['https://cdn.example/a.png'])).type, 'ack');
+    const done = await job(body.run_id);
+    assert.equal(done.status, 'succeeded');
+    assert.deepEqual(done.output, { urls: ['https://cdn.example/a.png'] });
+    const after = await balance();
+    assert.deepEqual([after.credits, after.reserved], [before.credits - 4, 0]);
+    assert.equal((await w.complete(lease)).code, 'stale_lease', 'a second complete is refused');
+  });
+
+  it('wakes an idle worker as soon as a job arrives', async () => {
+    const w = await worker(openToken);
+    await sleep(100);
+    const { body } = await gw.submit(key, image());
+    const lease = await w.lease(5000);
+    assert.equal(lease.run_id, body.run_id);
+  });
+
+  it('never gives a worker more leases than its slots', async () => {
+    const w = await worker(openToken, { slots: 2 });
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push((await gw.submit(key, image(`p${i}`))).body.run_id);
+    const first = await w.lease();
+    await w.lease();
+    await sleep(300);
+    assert.equal(w.leases().length, 2, 'two slots, two leases');
+    await w.complete(first);
+    await w.lease();
+    await sleep(200);
+    assert.equal(w.leases().length, 3, 'a freed slot takes the next job');
+  });
+
+  it('routes by tier: a trusted job never reaches an open worker; workers prefer their own tier', async () => {
+    const open = await worker(openToken, { slots: 4 });
+    const trustedJob = (await gw.submit(key, image('secret', { confidentiality: 'trusted' }))).body.run_id;
+    await sleep(300);
+    assert.equal(open.leases().length, 0);
+    const openJob = (await gw.submit(key, image('public'))).body.run_id;
+    assert.equal((await open.lease()).run_id, openJob);
+    open.terminate();
+    const trusted = await worker(trustedToken, { tier: 'trusted', slots: 1 });
+    assert.equal((await trusted.lease()).run_id, trustedJob);
+  });
+
+  it('refuses a tier above the token trust, private workers without attestation, and bad tokens', async () => {
+    await assert.rejects(new RawWorker(gw.url, openToken).connect({ tier: 'trusted' }), /trust is open/);
+    await assert.rejects(new RawWorker(gw.url, trustedToken).connect({ tier: 'private' }), /attestation/);
+    await assert.rejects(new RawWorker(gw.url, 'swt_nope').connect(), /401/);
+    await assert.rejects(new RawWorker(gw.url, key).connect(), /401/);
+  });
+
+  it('answers malformed and unknown frames with error frames and keeps the worker', async () => {
+    const w = await worker(openToken);
+    for (const [bad, code] of [
+      ['not json', 'bad_frame'],
+      ['[1,2]', 'unknown_type'],
+      [JSON.stringify({ type: 'teleport' }), 'unknown_type'],
+      [JSON.stringify({ type: 'progress', lease_id: 'lse_x', fence: 1, progress: 7 }), 'bad_frame'],
+      [JSON.stringify({ type: 'complete', lease_id: 'lse_unknown', fence: 1, output: { urls: [] } }), 'stale_lease'],
+      [JSON.stringify({ type: 'register', protocol: [1], kinds: ['all'], tier: 'open', slots: 1 }), 'bad_frame'],
+    ] as const) {
+      const answer = w.next((f) => f.type === 'error');
+      w.send(bad);
+      assert.equal((await answer).code, code, bad);
+    }
+    const { body } = await gw.submit(key, image());
+    assert.equal((await w.lease()).run_id, body.run_id, 'still served');
+  });
+
+  it('requeues the run of a worker that disconnects, and another worker finishes it (attempts = 2, charged once)', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image());
+    const a = await worker(openToken);
+    const leaseA = await a.lease();
+    a.terminate();
+    await until('the run to be queued again', async () => (await job(body.run_id)).status === 'queued');
+    const b = await worker(openToken);
+    const leaseB = await b.lease();
+    assert.equal(leaseB.run_id, body.run_id);
+    assert.equal(leaseB.fence, 2);
+    // The first worker comes back and reports on its old lease: refused.
+    const a2 = await worker(openToken);
+    const stale = a2.next((f) => f.type === 'error');
+    a2.send({ type: 'complete', lease_id: leaseA.lease_id, fence: leaseA.fence, output: { urls: ['https://stale'] } });
+    assert.equal((await stale).code, 'stale_lease');
+    await b.complete(leaseB, ['https://fresh']);
+    const done = await job(body.run_id);
+    assert.equal(done.status, 'succeeded');
+    assert.equal(done.attempts, 2);
+    assert.deepEqual(done.output.urls, ['https://fresh']);
+    assert.equal((await balance()).credits, before.credits - 4);
+  });
+
+  it('closes a worker that misses its heartbeats and requeues its lease', async () => {
+    const { body } = await gw.submit(key, image());
+    const silent = await new RawWorker(gw.url, openToken, { heartbeats: false }).connect();
+    workers.push(silent);
+    await silent.lease();
+    const closed = await silent.closed;
+    assert.ok(closed.code !== 1000 || closed.code === 1000, 'the gateway closed the socket');
+    await until('the run to be queued again', async () => (await job(body.run_id)).status === 'queued');
+  });
+
+  it('fails a run with worker_lost after its last attempt, returning its credits', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image());
+    for (let i = 0; i < 3; i++) {
+      const w = await worker(openToken);
+      await w.lease();
+      w.terminate();
+      await until(`attempt ${i + 1} to end`, async () => (await job(body.run_id)).status !== 'running');
+    }
+    const failed = await job(body.run_id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error.code, 'worker_lost');
+    assert.equal(failed.attempts, 3);
+    assert.equal((await balance()).credits, before.credits);
+  });
+
+  it('retries a retryable failure and fails a non-retryable one', async () => {
+    const w = await worker(openToken);
+    const retried = (await gw.submit(key, image('flaky'))).body.run_id;
+    const l1 = await w.lease();
+    await w.report(l1, { type: 'fail', error: { code: 'oom', message: 'out of memory', retryable: true } });
+    const l2 = await w.lease();
+    assert.equal(l2.run_id, retried);
+    assert.equal(l2.attempt, 2);
+    await w.report(l2, { type: 'fail', error: { code: 'bad_prompt', message: 'refused', retryable: false } });
+    const failed = await job(retried);
+    assert.equal(failed.status, 'failed');
+    assert.deepEqual(failed.error, { code: 'bad_prompt', message: 'refused', retryable: false });
+  });
+
+  it('delivers a cancel to the worker holding the run; the run ends canceled with credits back', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image());
+    const w = await worker(openToken);
+    const lease = await w.lease();
+    const cancelFrame = w.next((f) => f.type === 'cancel');
+    const res = await gw.request('POST', `/v1/jobs/${body.run_id}/cancel`, { key });
+    assert.equal(res.body.status, 'running');
+    assert.equal((await cancelFrame).lease_id, lease.lease_id);
+    await w.report(lease, { type: 'fail', error: { code: 'canceled', message: 'stopped', retryable: false } });
+    const canceled = await job(body.run_id);
+    assert.equal(canceled.status, 'canceled');
+    assert.equal((await balance()).credits, before.credits);
+  });
+
+  it('drops a job whose run was canceled while queued instead of leasing it', async () => {
+    const { body } = await gw.submit(key, image());
+    await gw.request('POST', `/v1/jobs/${body.run_id}/cancel`, { key });
+    // Put the job back as a stray (e.g. a late reconciler add), then connect a worker.
+    await gw.gateway.queues.add({ ...(await gw.gateway.stores.runs.get(body.run_id))! });
+    const w = await worker(openToken);
+    await sleep(400);
+    assert.equal(w.leases().length, 0);
+  });
+
+  it('reports live workers per kind and tier in /v1/capabilities and /v1/network/capacity', async () => {
+    const caps = async () => (await gw.request('GET', '/v1/capabilities', { key })).body.kinds as Array<{ kind: string; workers: number; workers_by_tier: Record<string, number>; input_schema: object }>;
+    const image0 = (await caps()).find((k) => k.kind === 'inference:image:generate')!;
+    assert.equal(image0.workers, 0);
+    assert.ok(image0.input_schema);
+    assert.equal((await caps()).length, 11);
+    const a = await worker(openToken, { kinds: ['inference:image:generate', 'inference:rig'], slots: 3 });
+    const b = await worker(trustedToken, { kinds: ['inference:rig'], tier: 'trusted', slots: 2 });
+    const during = await caps();
+    assert.equal(during.find((k) => k.kind === 'inference:image:generate')!.workers, 1);
+    assert.deepEqual(during.find((k) => k.kind === 'inference:rig')!.workers_by_tier, { open: 1, trusted: 1, private: 0 });
+    assert.equal(during.find((k) => k.kind === 'inference:video:generate')!.workers, 0);
+    await sleep(1100); // capacity is cached for a second
+    const capacity = (await gw.request('GET', '/v1/network/capacity')).body;
+    assert.deepEqual(capacity.workers, { total: 2, by_tier: { open: 1, trusted: 1, private: 0 } });
+    assert.deepEqual(capacity.slots, { total: 5, busy: 0, free: 5 });
+    assert.equal(capacity.by_kind.find((k: { kind: string }) => k.kind === 'inference:rig').workers, 2);
+    a.close();
+    b.close();
+    await until('the workers to leave the registry', async () => (await caps()).every((k) => k.workers === 0));
+    assert.equal((await gw.request('GET', '/v1/capabilities')).status, 401, 'capabilities need a key');
+  });
+
+  it('does not poll Redis while idle', async () => {
+    await worker(openToken);
+    await sleep(300);
+    const stats = async () => Number(/total_commands_processed:(\d+)/.exec(await gw.gateway.redis.info('stats'))![1]);
+    const before = await stats();
+    await sleep(1500);
+    const commands = (await stats()) - before - 1;
+    // Heartbeats (every 300 ms here), the registry refresh and the safety sweep: a few dozen, not thousands.
+    assert.ok(commands < 300, `${commands} Redis commands in 1.5 s of idling`);
+  });
+});
+
+describe('dispatch across gateway instances and crashes (issue 3)', function () {
+  this.timeout(60_000);
+
+  it('a job submitted on B runs on a worker connected to A; a cancel sent to B reaches it', async () => {
+    const prefix = uniquePrefix('dispatch2');
+    const a = await new TestGateway(prefix, FAST).start();
+    const b = await new TestGateway(prefix, FAST).start();
+    try {
+      const { key } = await b.account(100);
+      const w = await new RawWorker(a.url, await workerToken(a)).connect();
+      const { body } = await b.submit(key, image());
+      const lease = await w.lease();
+      assert.equal(lease.run_id, body.run_id);
+      const cancel = w.next((f) => f.type === 'cancel');
+      await b.request('POST', `/v1/jobs/${body.run_id}/cancel`, { key });
+      assert.equal((await cancel).run_id, body.run_id);
+      await w.report(lease, { type: 'fail', error: { code: 'canceled', message: 'ok', retryable: false } });
+      assert.equal((await b.request('GET', `/v1/jobs/${body.run_id}`, { key })).body.status, 'canceled');
+      w.terminate();
+    } finally {
+      await a.stop();
+      await b.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+
+  it('kill -9 of a worker process mid-job: the run finishes on another worker', async () => {
+    const prefix = uniquePrefix('dispatch-kill');
+    const gw = await new TestGateway(prefix, FAST).start();
+    let child: ChildProcess | undefined;
+    try {
+      const { key } = await gw.account(100);
+      const token = await workerToken(gw);
+      child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/hold-lease-worker.ts', gw.url, token, '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+      assert.equal(JSON.parse((await lines.next()).value).type, 'registered');
+      const { body } = await gw.submit(key, image());
+      assert.equal(JSON.parse((await lines.next()).value).run_id, body.run_id, 'the child holds the lease');
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      const w = await new RawWorker(gw.url, token).connect();
+      const lease = await w.lease();
+      assert.equal(lease.run_id, body.run_id);
+      await w.complete(lease, ['https://done']);
+      const done = (await gw.request('GET', `/v1/jobs/${body.run_id}`, { key })).body;
+      assert.equal(done.status, 'succeeded');
+      assert.equal(done.attempts, 2);
+      assert.equal((await gw.request('GET', '/v1/account', { key })).body.credits, 96);
+      w.terminate();
+    } finally {
+      child?.kill('SIGKILL');
+      await gw.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+
+  it("a gateway that dies loses its workers from the registry and its leases run elsewhere", async () => {
+    const prefix = uniquePrefix('dispatch-gwdie');
+    const survivor = await new TestGateway(prefix, { ...FAST, LEASE_TTL_MS: '2000' }).start();
+    const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'serve'], {
+      env: { ...process.env, PORT: '0', REDIS_PREFIX: prefix, ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0', HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let url = '';
+      for await (const line of createInterface({ input: child.stdout! })) {
+        const entry = JSON.parse(line);
+        if (entry.msg === 'gateway listening') {
+          url = entry.url;
+          break;
+        }
+      }
+      const { key } = await survivor.account(100);
+      const token = await workerToken(survivor);
+      const doomed = await new RawWorker(url, token).connect();
+      const { body } = await survivor.submit(key, image());
+      await doomed.lease();
+      const count = async () => (await survivor.request('GET', '/v1/capabilities', { key })).body.kinds[0].workers as number;
+      assert.equal(await count(), 1);
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      await until('the dead gateway’s worker to expire', async () => (await count()) === 0);
+      const rescuer = await new RawWorker(survivor.url, token).connect();
+      // The lease's lock lapses, the stalled checker requeues the job, and the rescuer gets it.
+      const lease = await rescuer.lease(20_000);
+      assert.equal(lease.run_id, body.run_id);
+      assert.equal(lease.fence, 2);
+      await rescuer.complete(lease);
+      assert.equal((await survivor.request('GET', `/v1/jobs/${body.run_id}`, { key })).body.status, 'succeeded');
+      doomed.terminate();
+      rescuer.terminate();
+    } finally {
+      child.kill('SIGKILL');
+      await survivor.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+});
