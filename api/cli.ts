@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import type { ChildProcess } from 'node:child_process';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { redisAnswers, startLocalRedis } from './dev-redis.js';
+import { startDevFleet } from './dev-fleet.js';
 import { Gateway } from './gateway.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
@@ -46,7 +47,15 @@ async function withStores<T>(config: Config, fn: (stores: Stores, auth: ApiKeyAu
   }
 }
 
-async function serve(config: Config, onReady?: (gw: Gateway, url: string) => Promise<void>, cleanup?: () => void): Promise<void> {
+interface ServeHooks {
+  onReady?: (gw: Gateway, url: string) => Promise<void>;
+  /** Runs first on SIGTERM/SIGINT, while the gateway still serves. */
+  beforeStop?: () => Promise<void>;
+  /** Runs last, after the gateway stopped. */
+  cleanup?: () => void;
+}
+
+async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
   const gateway = new Gateway({ config });
   const { url } = await gateway.start();
   let stopping = false;
@@ -54,13 +63,14 @@ async function serve(config: Config, onReady?: (gw: Gateway, url: string) => Pro
     if (stopping) return;
     stopping = true;
     gateway.log.info({ signal }, 'shutting down');
+    await hooks.beforeStop?.().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));
     await gateway.stop().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));
-    cleanup?.();
+    hooks.cleanup?.();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  await onReady?.(gateway, url);
+  await hooks.onReady?.(gateway, url);
 }
 
 /** The dev account's key, kept under DATA_DIR so restarts print the same one. */
@@ -89,10 +99,18 @@ async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     console.error(`started redis-server with its data in ${path.resolve(config.dataDir, 'redis')}`);
     config = loadConfig(env);
   }
-  await serve(config, async (gateway, url) => {
+  const demoDelayMs = Number(env.DEMO_DELAY_MS ?? 1000);
+  if (!Number.isSafeInteger(demoDelayMs) || demoDelayMs < 0) throw new UsageError('DEMO_DELAY_MS must be a whole number of milliseconds');
+  let fleet: { stop(): Promise<void> } | undefined;
+  await serve(config, {
+    beforeStop: async () => fleet?.stop(),
+    cleanup: () => redisChild?.kill(),
+    onReady: async (gateway, url) => {
     const key = await devKey(gateway);
+    fleet = await startDevFleet(gateway, url, demoDelayMs);
     console.log(`
 Switchyard is running at ${url}
+A demo worker serves all 11 kinds (trusted tier, 4 slots, about ${demoDelayMs} ms a job).
 
   API key:  ${key}
 
@@ -101,9 +119,11 @@ Submit a job:
     -d '{"kind":"inference:image:generate","input":{"prompt":"a lighthouse at dusk"}}'
 
 Then poll it:  curl -s ${url}/v1/jobs/<run_id> -H "Authorization: Bearer ${key}"
+(output.urls has the image; open it in a browser.)
 API description: ${url}/v1/openapi.json
 `);
-  }, () => redisChild?.kill());
+    },
+  });
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {

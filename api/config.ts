@@ -40,6 +40,8 @@ export interface Config {
   leaseTtlMs: number;
   /** How often workers send heartbeats; three missed close the socket. @defaultValue 5000 */
   heartbeatMs: number;
+  /** At shutdown, how long workers may take to finish their leases before those are requeued. @defaultValue 10000 */
+  shutdownDrainMs: number;
   /** Largest JSON body accepted. @defaultValue 1 MiB */
   jsonBodyLimitBytes: number;
   /** Deepest nesting accepted in a JSON body. @defaultValue 64 */
@@ -86,6 +88,7 @@ const envSchema = {
     JOB_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
     LEASE_TTL_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 30000 },
     HEARTBEAT_MS: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
+    SHUTDOWN_DRAIN_MS: { type: 'integer', minimum: 0, maximum: 600_000, default: 10000 },
     JSON_BODY_LIMIT: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     JSON_MAX_DEPTH: { type: 'integer', minimum: 2, maximum: 1000, default: 64 },
     RATE_LIMIT_PER_SEC: { type: 'number', minimum: 0, default: 50 },
@@ -168,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobMaxAttempts: raw.JOB_MAX_ATTEMPTS as number,
     leaseTtlMs: raw.LEASE_TTL_MS as number,
     heartbeatMs: raw.HEARTBEAT_MS as number,
+    shutdownDrainMs: raw.SHUTDOWN_DRAIN_MS as number,
     jsonBodyLimitBytes: parseSize(raw.JSON_BODY_LIMIT as string),
     jsonMaxDepth: raw.JSON_MAX_DEPTH as number,
     rateLimitPerSecond: raw.RATE_LIMIT_PER_SEC as number,

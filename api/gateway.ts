@@ -183,7 +183,7 @@ export class Gateway {
 
   async stop(): Promise<void> {
     // Workers first: their leases go back to the queues while Redis is still connected.
-    await this.dispatcher?.stop();
+    await this.dispatcher?.stop(this.config.shutdownDrainMs);
     this.workerServer?.close();
     await new Promise<void>((resolve) => {
       if (!this.server) return resolve();

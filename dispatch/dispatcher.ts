@@ -91,9 +91,19 @@ export class Dispatcher {
     for (const t of this.timers) t.unref();
   }
 
-  /** Closes every worker socket (their leases go back to their queues) and BullMQ's workers. */
-  async stop(): Promise<void> {
+  /**
+   * Drains, then closes: workers are told `drain` (finish what you hold, take nothing new,
+   * reconnect elsewhere) and get up to `drainMs` to finish; whatever is still leased after
+   * that goes back to its queue when the sockets close.
+   */
+  async stop(drainMs = 0): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    for (const w of this.workers.values()) {
+      w.draining = true;
+      w.send({ type: 'drain' });
+    }
+    const deadline = Date.now() + drainMs;
+    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect')));
     await this.opts.subscriber.unsubscribe().catch(() => {});
     await this.bull.close();

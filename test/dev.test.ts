@@ -16,16 +16,20 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Runs `switchyard dev` until it has printed its banner; returns the banner and stops it. */
-async function devBanner(env: Record<string, string>): Promise<string> {
+/** Runs `switchyard dev` until it has printed its banner, runs `whileUp`, then stops it. */
+async function devBanner(env: Record<string, string>, whileUp?: (banner: string) => Promise<void>): Promise<string> {
   const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'dev'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let banner = '';
-  for await (const line of createInterface({ input: child.stdout! })) {
-    if (!line.startsWith('{')) banner += `${line}\n`;
-    if (line.startsWith('API description:')) break;
+  try {
+    for await (const line of createInterface({ input: child.stdout! })) {
+      if (!line.startsWith('{')) banner += `${line}\n`;
+      if (line.startsWith('API description:')) break;
+    }
+    await whileUp?.(banner);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
   }
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
   return banner;
 }
 
@@ -37,10 +41,26 @@ describe('npm run dev (issue 2)', () => {
     await cleanupPrefix(prefix);
   });
 
-  it('prints a working API key and a curl line that submits a job, and keeps the key across restarts', async function () {
-    this.timeout(30_000);
-    const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-    const banner = await devBanner(env);
+  it('prints a working API key and a curl line whose job finishes on the demo fleet with a downloadable artifact', async function () {
+    this.timeout(60_000);
+    const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEMO_DELAY_MS: '0' };
+    const banner = await devBanner(env, async (text) => {
+      const url = /running at (\S+)/.exec(text)![1];
+      const key = /API key:\s+(sy_\S+)/.exec(text)![1];
+      const body = /-d '(.+)'/.exec(text)![1];
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const submitted = (await (await fetch(`${url}/v1/jobs`, { method: 'POST', headers, body })).json()) as { run_id: string };
+      let job: { status: string; output: { urls: string[] } | null } = { status: 'queued', output: null };
+      for (let i = 0; i < 200 && job.status !== 'succeeded'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        job = (await (await fetch(`${url}/v1/jobs/${submitted.run_id}`, { headers })).json()) as typeof job;
+      }
+      assert.equal(job.status, 'succeeded');
+      const artifact = await fetch(job.output!.urls[0]);
+      assert.equal(artifact.headers.get('content-type'), 'image/png');
+      assert.deepEqual([...Buffer.from(await artifact.arrayBuffer()).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG, fetched with no header');
+    });
+    assert.match(banner, /demo worker serves all 11 kinds/);
     const key = /API key:\s+(sy_\S+)/.exec(banner)?.[1];
     assert.ok(key, banner);
     const curl = /curl -s -X POST (\S+)\/v1\/jobs -H "Authorization: Bearer (\S+)"/.exec(banner);

@@ -22,6 +22,8 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
     ADMIN_TOKEN,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_SEC: '0',
+    // Tests that exercise the shutdown drain set it; elsewhere a stop should not wait on leases.
+    SHUTDOWN_DRAIN_MS: '0',
     ...env,
   });
 }
