@@ -7,13 +7,13 @@ export type GatewayFrame = Record<string, unknown> & { type: string };
 /** A worker connected to this gateway process, whatever carries its frames. */
 export interface ConnectedWorker {
   info: WorkerInfo;
-  /** Queues it may take leases from, in preference order: its own tier first, then weaker ones. */
-  queues: string[];
+  /** Queues it may take leases from, by tier in preference order (its own first, then weaker ones), each listing one queue per kind. */
+  queues: string[][];
   send(frame: GatewayFrame): void;
   close(code: number, reason: string): void;
   /** Lease ids it holds. */
   leases: Set<string>;
-  /** Where the next fill starts in `queues`, so kinds take turns. */
+  /** Which kind the next fill tries first within a tier, so kinds take turns. */
   cursor: number;
   /** A fill is running; `refill` asks it to go round once more. */
   filling: boolean;

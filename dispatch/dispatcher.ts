@@ -119,7 +119,7 @@ export class Dispatcher {
   async attach(worker: ConnectedWorker): Promise<void> {
     const { info } = worker;
     const tiers = TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
-    worker.queues = tiers.flatMap((tier) => info.kinds.map((kind) => queueName(kind, tier)));
+    worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
     this.workers.set(info.worker_id, worker);
     await this.opts.registry.put(info);
     void this.fill(worker);
@@ -169,7 +169,7 @@ export class Dispatcher {
   }
 
   private wake(queue: string): void {
-    for (const w of this.workers.values()) if (w.queues.includes(queue)) void this.fill(w);
+    for (const w of this.workers.values()) if (w.queues.some((tier) => tier.includes(queue))) void this.fill(w);
   }
 
   private wakeAll(): void {
@@ -197,17 +197,23 @@ export class Dispatcher {
     }
   }
 
-  /** Tries the worker's queues, starting at its cursor so kinds take turns; true if it leased one. */
+  /**
+   * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
+   * own tier has none), and within a tier starting at the cursor so kinds take turns.
+   * True if it leased a job.
+   */
   private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
-    const n = worker.queues.length;
-    for (let i = 0; i < n && !worker.draining; i++) {
-      const queue = worker.queues[(worker.cursor + i) % n];
-      const token = randomUUID();
-      const job = await this.bull.fetch(queue, token);
-      if (!job) continue;
-      worker.cursor = (worker.cursor + i + 1) % n;
-      await this.startLease(worker, queue, job, token);
-      return true;
+    for (const queues of worker.queues) {
+      const n = queues.length;
+      for (let i = 0; i < n && !worker.draining; i++) {
+        const k = (worker.cursor + i) % n;
+        const token = randomUUID();
+        const job = await this.bull.fetch(queues[k], token);
+        if (!job) continue;
+        worker.cursor = (k + 1) % n;
+        await this.startLease(worker, queues[k], job, token);
+        return true;
+      }
     }
     return false;
   }
@@ -258,6 +264,8 @@ export class Dispatcher {
       upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
+    // The worker left while this lease was being made: hand it back now rather than at lock expiry.
+    if (!this.workers.has(worker.info.worker_id)) await this.loseLease(lease.id, 'the worker disconnected');
   }
 
   private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {

@@ -117,6 +117,16 @@ describe('dispatch to remote workers (issue 3)', function () {
     assert.equal((await trusted.lease()).run_id, trustedJob);
   });
 
+  it('a trusted worker takes trusted work before older open work', async () => {
+    const openJob = (await gw.submit(key, image('older, open'))).body.run_id;
+    const trustedJob = (await gw.submit(key, image('newer, trusted', { confidentiality: 'trusted' }))).body.run_id;
+    const w = await worker(trustedToken, { tier: 'trusted', slots: 1 });
+    const first = await w.lease();
+    assert.equal(first.run_id, trustedJob);
+    await w.complete(first);
+    assert.equal((await w.lease()).run_id, openJob, 'then the open job');
+  });
+
   it('refuses a tier above the token trust, private workers without attestation, and bad tokens', async () => {
     await assert.rejects(new RawWorker(gw.url, openToken).connect({ tier: 'trusted' }), /trust is open/);
     await assert.rejects(new RawWorker(gw.url, trustedToken).connect({ tier: 'private' }), /attestation/);
