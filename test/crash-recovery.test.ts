@@ -3,19 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { newRunId } from '../models/ids.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, uniquePrefix } from './helpers/harness.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, sleep, uniquePrefix, until } from './helpers/harness.js';
 
 /** A gateway in its own process, so it can really be killed with SIGKILL. */
 async function spawnGateway(prefix: string): Promise<{ child: ChildProcess; url: string }> {

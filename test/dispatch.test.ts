@@ -3,24 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
 const image = (prompt = 'x', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt }, ...extra });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
 async function workerToken(gw: TestGateway, trust: 'open' | 'trusted' = 'open'): Promise<string> {
   const res = await gw.request('POST', '/v1/admin/operators', { body: { name: `op-${trust}`, trust }, headers: admin });
   return res.body.worker_token;

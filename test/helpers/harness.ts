@@ -122,3 +122,16 @@ export function newRunSpec(accountId: string, over: Partial<NewRun> = {}): NewRu
     ...over,
   };
 }
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns something truthy; fails after `timeoutMs` (a deadline, not a timing assertion). */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
