@@ -1,0 +1,360 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { measureBullmqCycle } from './lib/bullmq-cycle.js';
+import { startChildServer, type ChildServer } from './lib/child-server.js';
+import { CpuMeter, type CpuTotals } from './lib/cpu.js';
+import { describeMachine } from './lib/machine.js';
+import type { Measurement } from './lib/measurement.js';
+import { deletePrefix } from './lib/redis-cleanup.js';
+import { fmt, table } from './lib/report.js';
+import { startWorkerFleet, type WorkerFleet } from './lib/worker-fleet.js';
+
+/**
+ * The whole job cycle through the gateway: jobs submitted over HTTP (POST /v1/jobs), leased to
+ * SDK workers running the demo engine with no delay (each uploads its PNG artifact and reports
+ * `complete`), followed to `succeeded`; beside raw BullMQ add -> getNextJob -> moveToCompleted
+ * on the same Redis in the same run. Then dispatch latency (submit sent -> lease received by
+ * the worker) at a moderate open-loop rate with free slots waiting.
+ * Goals (docs/benchmarks.md): gateway >= 40% of the raw BullMQ cycle; dispatch p99 <= 15 ms.
+ *
+ * "Followed to succeeded": the worker process reports each `completed` event of the SDK, which
+ * fires on the gateway's ack of `complete`, sent after the run record is `succeeded`. This
+ * costs the gateway nothing (polling GET /v1/jobs would load the process being measured); a
+ * sample of runs is checked with GET /v1/jobs/{id} at the end.
+ */
+const RATIO_GOAL = 0.4;
+const P99_GOAL_MS = 15;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const KIND = 'inference:image:generate';
+const now = () => performance.timeOrigin + performance.now();
+
+interface CycleOptions {
+  duration: number;
+  warmup: number;
+  concurrency: number;
+  workers: number;
+  slots: number;
+  rate: number;
+  latencyDuration: number;
+  json: boolean;
+}
+
+function parseCycleOptions(args: string[]): CycleOptions {
+  const { values } = parseArgs({
+    args,
+    options: {
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      concurrency: { type: 'string', default: '64' },
+      workers: { type: 'string', default: '4' },
+      slots: { type: 'string', default: '8' },
+      rate: { type: 'string', default: '50' },
+      'latency-duration': { type: 'string', default: '5' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const num = (name: string, text: string, min: number) => {
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${JSON.stringify(text)})`);
+    return n;
+  };
+  return {
+    duration: num('duration', values.duration, 1),
+    warmup: num('warmup', values.warmup, 0),
+    concurrency: Math.round(num('concurrency', values.concurrency, 1)),
+    workers: Math.round(num('workers', values.workers, 1)),
+    slots: Math.min(64, Math.round(num('slots', values.slots, 1))),
+    rate: num('rate', values.rate, 1),
+    latencyDuration: num('latency-duration', values['latency-duration'], 1),
+    json: values.json,
+  };
+}
+
+function procUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) / 100) * 1e6; // CLK_TCK is 100 on Linux
+}
+
+async function adminPost<T>(server: ChildServer, adminToken: string, route: string, body: unknown): Promise<T> {
+  const res = await fetch(`${server.url}${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 201) throw new Error(`${route} failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+const pct = (h: RecordableHistogram, p: number) => (h.count ? h.percentile(p) / 1e3 : NaN); // recorded in µs
+const recordMs = (h: RecordableHistogram, ms: number) => h.record(Math.max(1, Math.round(ms * 1000)));
+
+/** Submits and follows runs; completion comes from the worker process's `completed` lines. */
+class Driver {
+  private readonly waiting = new Map<string, () => void>();
+  private readonly early = new Set<string>();
+  readonly leases = new Map<string, number>();
+  readonly completedIds: string[] = [];
+  failures: string[] = [];
+  non202 = 0;
+  errors = 0;
+  trackLeases = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly apiKey: string,
+    fleet: WorkerFleet,
+  ) {
+    fleet.events.onCompleted = (runId) => {
+      if (this.completedIds.length < 100_000) this.completedIds.push(runId);
+      const done = this.waiting.get(runId);
+      if (done) {
+        this.waiting.delete(runId);
+        done();
+      } else this.early.add(runId); // the ack beat our 202
+    };
+    fleet.events.onLease = (runId, at) => {
+      if (this.trackLeases) this.leases.set(runId, at);
+    };
+    fleet.events.onFailed = (runId, why) => {
+      this.failures.push(`${runId} ${why}`);
+      const done = this.waiting.get(runId);
+      if (done) {
+        this.waiting.delete(runId);
+        done();
+      }
+    };
+  }
+
+  /** POST /v1/jobs; the run id, or undefined on a non-202 or error. */
+  async submit(n: number): Promise<string | undefined> {
+    try {
+      const res = await fetch(`${this.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: KIND, input: { prompt: `a lighthouse ${n}` } }),
+      });
+      const body = (await res.json()) as { run_id?: string };
+      if (res.status !== 202 || !body.run_id) {
+        this.non202++;
+        return undefined;
+      }
+      return body.run_id;
+    } catch {
+      this.errors++;
+      return undefined;
+    }
+  }
+
+  completion(runId: string): Promise<void> {
+    if (this.early.delete(runId)) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.set(runId, resolve));
+  }
+
+  /** `concurrency` runs in the system at all times: each loop submits, waits for `succeeded`, repeats. */
+  async closedLoop(seconds: number, concurrency: number) {
+    const latency = createHistogram();
+    let jobs = 0;
+    let n = 0;
+    const start = performance.now();
+    const until = start + seconds * 1000;
+    const loop = async () => {
+      while (performance.now() < until) {
+        const sent = performance.now();
+        const runId = await this.submit(n++);
+        if (!runId) continue;
+        await this.completion(runId);
+        recordMs(latency, performance.now() - sent);
+        jobs++;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, loop));
+    return { jobs, seconds: (performance.now() - start) / 1000, latency };
+  }
+}
+
+export default async function cycle(args: string[]): Promise<number> {
+  const o = parseCycleOptions(args);
+  const prefix = `bench-cycle-${randomBytes(4).toString('hex')}`;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-bench-cycle-'));
+  const stoppers: Array<() => Promise<void>> = [];
+  const cleanup = async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop().catch(() => {});
+    await deletePrefix(REDIS_URL, prefix);
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  const log = (msg: string) => o.json || console.error(msg);
+  const meter = new CpuMeter(REDIS_URL);
+
+  try {
+    const machine = await describeMachine(REDIS_URL);
+    log(`cycle: ${o.duration} s after ${o.warmup} s warm-up, ${o.concurrency} runs in flight, ${o.workers} workers x ${o.slots} slots; latency at ${o.rate}/s for ${o.latencyDuration} s; Redis prefix ${prefix}`);
+
+    // ---- gateway + workers -------------------------------------------------------------------
+    const adminToken = randomBytes(24).toString('hex');
+    const gw = await startChildServer('gateway-server.ts', {
+      PORT: '0', HOST: '127.0.0.1', REDIS_URL, REDIS_PREFIX: `${prefix}:gw`, ADMIN_TOKEN: adminToken, DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn', RATE_LIMIT_PER_SEC: '1000000', RATE_LIMIT_BURST: '1000000',
+    });
+    stoppers.push(() => gw.stop());
+    const { api_key: apiKey } = await adminPost<{ api_key: string }>(gw, adminToken, '/v1/admin/accounts', { name: 'bench', credits: 1e12 });
+    const { worker_token: workerToken } = await adminPost<{ worker_token: string }>(gw, adminToken, '/v1/admin/operators', { name: 'bench', trust: 'open' });
+    const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots });
+    stoppers.push(() => fleet.stop());
+    const driver = new Driver(gw.url, apiKey, fleet);
+
+    log('phase 1/3: gateway cycle (HTTP submit -> worker -> succeeded)');
+    const probe = await driver.submit(-1);
+    if (!probe) throw new Error('probe submission failed');
+    await driver.completion(probe);
+    if (o.warmup > 0) await driver.closedLoop(o.warmup, o.concurrency);
+    const stopCpu = await meter.window(gw.pid)();
+    const fleet0 = procUs(fleet.pid);
+    const r = await driver.closedLoop(o.duration, o.concurrency);
+    const gwCpu: CpuTotals & { fleetUs?: number } = { ...(await stopCpu()), fleetUs: procUs(fleet.pid) - fleet0 };
+    const gateway: Measurement = {
+      name: 'gateway cycle',
+      jobs: r.jobs,
+      seconds: r.seconds,
+      jobsPerSec: r.jobs / r.seconds,
+      p50Ms: pct(r.latency, 50),
+      p99Ms: pct(r.latency, 99),
+      non2xx: driver.non202,
+      errors: driver.errors + driver.failures.length,
+      cpu: gwCpu,
+    };
+
+    // ---- dispatch latency, open loop at a moderate rate ---------------------------------------
+    log(`phase 2/3: dispatch latency at ${o.rate} jobs/s`);
+    await new Promise((res) => setTimeout(res, 500));
+    driver.trackLeases = true;
+    const sends: Array<Promise<{ runId?: string; sentAt: number; acceptedAt: number }>> = [];
+    const total = Math.round(o.rate * o.latencyDuration);
+    const t0 = performance.now();
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / o.rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      const sentAt = now();
+      sends.push(driver.submit(1_000_000 + i).then((runId) => ({ runId, sentAt, acceptedAt: now() })));
+    }
+    const sent = await Promise.all(sends);
+    await Promise.race([Promise.all(sent.filter((s) => s.runId).map((s) => driver.completion(s.runId!))), new Promise((res) => setTimeout(res, 10_000))]);
+    const dispatch = createHistogram();
+    const accept = createHistogram();
+    let maxDispatch = 0;
+    let missingLeases = 0;
+    for (const s of sent) {
+      if (!s.runId) continue;
+      recordMs(accept, s.acceptedAt - s.sentAt);
+      const at = driver.leases.get(s.runId);
+      if (at === undefined) {
+        missingLeases++;
+        continue;
+      }
+      const ms = at - s.sentAt;
+      maxDispatch = Math.max(maxDispatch, ms);
+      recordMs(dispatch, ms);
+    }
+    driver.trackLeases = false;
+    const latency = {
+      rate: o.rate,
+      jobs: dispatch.count,
+      missingLeases,
+      dispatchP50Ms: pct(dispatch, 50),
+      dispatchP99Ms: pct(dispatch, 99),
+      dispatchMaxMs: maxDispatch,
+      submit202P50Ms: pct(accept, 50),
+      submit202P99Ms: pct(accept, 99),
+    };
+
+    // ---- spot check through the API -----------------------------------------------------------
+    const sample = driver.completedIds.filter((_, i, a) => i % Math.max(1, Math.floor(a.length / 20)) === 0).slice(0, 20);
+    let verified = 0;
+    for (const id of sample) {
+      const res = await fetch(`${gw.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const job = (await res.json()) as { status?: string; output?: { urls?: string[] } };
+      if (res.status === 200 && job.status === 'succeeded' && (job.output?.urls?.length ?? 0) > 0) verified++;
+    }
+    const failures = driver.failures.slice(0, 5);
+
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+    await deletePrefix(REDIS_URL, prefix); // the raw phase starts on a Redis as empty as the gateway's did
+
+    // ---- raw BullMQ ---------------------------------------------------------------------------
+    log('phase 3/3: raw BullMQ add -> getNextJob -> moveToCompleted');
+    const raw = await measureBullmqCycle({ redisUrl: REDIS_URL, prefix: `${prefix}:raw`, concurrency: o.concurrency }, o.duration, o.warmup, meter.window());
+
+    const ratio = gateway.jobsPerSec / raw.jobsPerSec;
+    const goals = {
+      ratioAtLeast: RATIO_GOAL,
+      ratioMet: ratio >= RATIO_GOAL,
+      dispatchP99AtMostMs: P99_GOAL_MS,
+      dispatchP99Met: latency.dispatchP99Ms <= P99_GOAL_MS && missingLeases === 0,
+    };
+    const perJob = (m: Measurement, extra?: number) => {
+      const c = m.cpu!;
+      return {
+        name: m.name,
+        gatewayUs: c.serverUs === undefined ? undefined : c.serverUs / m.jobs,
+        gatewayMainThreadUs: c.serverMainThreadUs === undefined ? undefined : c.serverMainThreadUs / m.jobs,
+        workersUs: extra === undefined ? undefined : extra / m.jobs,
+        parentUs: c.parentUs / m.jobs,
+        redisUs: c.redisUs / m.jobs,
+        redisMainThreadUs: c.redisMainThreadUs / m.jobs,
+        busyCores: c.machineBusyUs / c.wallUs,
+        /** Busy machine CPU none of the measured processes accounts for: other programs, kernel. */
+        otherUs: (c.machineBusyUs - (c.serverUs ?? 0) - (extra ?? 0) - c.parentUs - c.redisUs) / m.jobs,
+        redisCommands: Object.entries(c.redisCommands)
+          .map(([name, { calls, usec }]) => ({ name, callsPerJob: calls / m.jobs, usPerJob: usec / m.jobs }))
+          .filter((x) => x.callsPerJob >= 0.01)
+          .sort((a, b) => b.usPerJob - a.usPerJob)
+          .slice(0, 8),
+      };
+    };
+    const cpu = [perJob(gateway, gwCpu.fleetUs), perJob(raw)];
+
+    if (o.json) {
+      console.log(JSON.stringify({ benchmark: 'cycle', machine, options: o, phases: [gateway, raw], cpuPerJob: cpu, latency, ratio, goals, verified: { checked: sample.length, succeeded: verified }, failures }, null, 2));
+      return 0;
+    }
+    const p = (r: number) => `${(r * 100).toFixed(1)}%`;
+    console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, Redis ${machine.redis}`);
+    console.log(
+      table(
+        ['phase', 'jobs/s', 'cycle p50 ms', 'cycle p99 ms', 'jobs', 's', 'non-202', 'errors'],
+        [gateway, raw].map((m) => [m.name, fmt(m.jobsPerSec), fmt(m.p50Ms, 2), fmt(m.p99Ms, 2), fmt(m.jobs), fmt(m.seconds, 1), m === raw ? '-' : fmt(m.non2xx), fmt(m.errors)]),
+      ),
+    );
+    console.log(`(${o.concurrency} runs in flight; cycle = submit sent -> succeeded seen; ${o.workers} workers x ${o.slots} slots)`);
+    console.log(`\ngateway cycle / raw BullMQ cycle: ${p(ratio)}  goal >= ${p(RATIO_GOAL)}: ${goals.ratioMet ? 'met' : 'NOT met'}`);
+    console.log(
+      `\ndispatch latency at ${o.rate} jobs/s, free slots waiting (${latency.jobs} jobs${missingLeases ? `, ${missingLeases} without a lease` : ''}):` +
+        `\n  submit sent -> lease received: p50 ${fmt(latency.dispatchP50Ms, 2)} ms, p99 ${fmt(latency.dispatchP99Ms, 2)} ms, max ${fmt(latency.dispatchMaxMs, 2)} ms` +
+        `\n  submit sent -> 202 received:   p50 ${fmt(latency.submit202P50Ms, 2)} ms, p99 ${fmt(latency.submit202P99Ms, 2)} ms` +
+        `\n  goal p99 <= ${P99_GOAL_MS} ms: ${goals.dispatchP99Met ? 'met' : 'NOT met'}`,
+    );
+    const d = (v: number | undefined) => (v === undefined ? '-' : fmt(v, 1));
+    console.log('\nCPU over the measured windows, per job (Redis is shared: its figures include anything else it served)');
+    console.log(
+      table(
+        ['phase', 'gateway µs', 'its main thread', 'workers µs', 'load gen µs', 'Redis µs', 'Redis main µs', 'other µs', 'busy cores'],
+        cpu.map((c) => [c.name, d(c.gatewayUs), d(c.gatewayMainThreadUs), d(c.workersUs), d(c.parentUs), d(c.redisUs), d(c.redisMainThreadUs), d(c.otherUs), fmt(c.busyCores, 2)]),
+      ),
+    );
+    console.log('(raw BullMQ: "load gen" is this process, which runs the queue client and the loops; other: machine busy time none of the listed processes accounts for)');
+    for (const c of cpu) console.log(`Redis commands per job, ${c.name}: ${c.redisCommands.map((x) => `${x.name} ${fmt(x.usPerJob, 1)} µs (${fmt(x.callsPerJob, 2)} calls)`).join(', ')}`);
+    console.log(`\nchecked ${sample.length} followed runs with GET /v1/jobs/{id}: ${verified} succeeded with artifact URLs`);
+    if (failures.length) console.log(`failed or dropped leases (${driver.failures.length}): ${failures.join('; ')}`);
+    return 0;
+  } finally {
+    meter.close();
+    await cleanup();
+  }
+}
