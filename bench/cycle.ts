@@ -201,7 +201,7 @@ export default async function cycle(args: string[]): Promise<number> {
     const gw = await startChildServer('gateway-server.ts', {
       PORT: '0', HOST: '127.0.0.1', REDIS_URL, REDIS_PREFIX: `${prefix}:gw`, ADMIN_TOKEN: adminToken, DATA_DIR: dataDir,
       LOG_LEVEL: 'warn', RATE_LIMIT_PER_SEC: '1000000', RATE_LIMIT_BURST: '1000000',
-    });
+    }, process.env.BENCH_PROFILE_DIR);
     stoppers.push(() => gw.stop());
     const { api_key: apiKey } = await adminPost<{ api_key: string }>(gw, adminToken, '/v1/admin/accounts', { name: 'bench', credits: 1e12 });
     const { worker_token: workerToken } = await adminPost<{ worker_token: string }>(gw, adminToken, '/v1/admin/operators', { name: 'bench', trust: 'open' });
