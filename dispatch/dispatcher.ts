@@ -67,6 +67,7 @@ export class Dispatcher {
   private readonly byRun = new Map<string, ActiveLease>();
   private readonly channels: { queued: string; cancel: string };
   private timers: NodeJS.Timeout[] = [];
+  private wakeTurn = 0;
   readonly leaseTtlMs: number;
   readonly heartbeatMs: number;
 
@@ -168,8 +169,16 @@ export class Dispatcher {
     await this.opts.redis.publish(this.channels.queued, queue);
   }
 
+  /**
+   * One announced job wakes one local worker that can take it (taking turns), not all of them:
+   * waking every worker would cost a fetch each, all but one finding the queue empty.
+   */
   private wake(queue: string): void {
-    for (const w of this.workers.values()) if (w.queues.some((tier) => tier.includes(queue))) void this.fill(w);
+    const candidates = [...this.workers.values()].filter(
+      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)),
+    );
+    if (candidates.length === 0) return;
+    void this.fill(candidates[this.wakeTurn++ % candidates.length]);
   }
 
   private wakeAll(): void {
