@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { stopChild } from './child-server.js';
 
 const script = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'servers', 'worker-fleet.ts');
 
@@ -29,14 +30,7 @@ export async function startWorkerFleet(env: { gateway: string; token: string; wo
   const fleet: WorkerFleet = {
     pid: child.pid!,
     events: {},
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child),
   };
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
