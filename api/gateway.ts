@@ -186,9 +186,17 @@ export class Gateway {
     await this.dispatcher?.stop(this.config.shutdownDrainMs);
     this.workerServer?.close();
     await new Promise<void>((resolve) => {
-      if (!this.server) return resolve();
-      this.server.close(() => resolve());
-      this.server.closeIdleConnections();
+      const server = this.server;
+      if (!server) return resolve();
+      // In-flight requests get a few seconds to finish; a connection still open after that
+      // (a stuck client, a keep-alive socket mid-request) is cut so shutdown cannot hang.
+      const force = setTimeout(() => server.closeAllConnections(), 3000);
+      force.unref();
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      server.closeIdleConnections();
     });
     await this.reconciler?.stop();
     await this.artifactSweeper?.stop(); // artifacts
