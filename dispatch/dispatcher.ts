@@ -68,6 +68,7 @@ export class Dispatcher {
   private readonly channels: { queued: string; cancel: string };
   private timers: NodeJS.Timeout[] = [];
   private wakeTurn = 0;
+  private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
   readonly leaseTtlMs: number;
   readonly heartbeatMs: number;
 
@@ -81,7 +82,10 @@ export class Dispatcher {
   async start(): Promise<void> {
     await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel);
     this.opts.subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.channels.queued) this.wake(message);
+      if (channel === this.channels.queued) {
+        const [queue, count] = message.split(' ');
+        this.wake(queue, Number(count) || 1);
+      }
       else if (channel === this.channels.cancel) this.cancelLocal(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
@@ -165,20 +169,37 @@ export class Dispatcher {
   // ---- filling free slots ---------------------------------------------------------------------
 
   /** Announces a queued job to every instance's dispatcher. */
-  async announce(queue: string): Promise<void> {
-    await this.opts.redis.publish(this.channels.queued, queue);
+  /**
+   * Announces queued jobs to every instance's dispatcher. Announcements made in the same tick
+   * are coalesced per queue into one message carrying their count: under a burst of
+   * submissions this is one PUBLISH per queue per tick, not one per job.
+   */
+  announce(queue: string): Promise<void> {
+    let pending = this.pendingAnnouncements.get(queue);
+    if (!pending) {
+      const entry = { count: 0, sent: undefined as unknown as Promise<void> };
+      entry.sent = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          this.pendingAnnouncements.delete(queue);
+          this.opts.redis.publish(this.channels.queued, `${queue} ${entry.count}`).then(() => resolve(), reject);
+        }),
+      );
+      this.pendingAnnouncements.set(queue, entry);
+      pending = entry;
+    }
+    pending.count++;
+    return pending.sent;
   }
 
   /**
-   * One announced job wakes one local worker that can take it (taking turns), not all of them:
-   * waking every worker would cost a fetch each, all but one finding the queue empty.
+   * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
+   * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
    */
-  private wake(queue: string): void {
+  private wake(queue: string, count: number): void {
     const candidates = [...this.workers.values()].filter(
       (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)),
     );
-    if (candidates.length === 0) return;
-    void this.fill(candidates[this.wakeTurn++ % candidates.length]);
+    for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
   }
 
   private wakeAll(): void {

@@ -105,10 +105,15 @@ export class JobService {
 
   /** Queue write, then its confirmation. A failure here leaves the run to the reconciler: it stays accepted. */
   private async enqueue(run: RunRecord): Promise<void> {
+    await this.write(run);
+    // Best effort: a missed announcement only waits for the dispatchers' safety sweep.
+    this.opts.dispatch?.announce(queueName(run.kind, run.confidentiality)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
+  }
+
+  private async write(run: RunRecord): Promise<void> {
     try {
       await this.opts.queues.add(run);
       this.opts.confirmer.confirm(run.run_id);
-      await this.opts.dispatch?.announce(queueName(run.kind, run.confidentiality));
     } catch (err) {
       this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');
     }
