@@ -56,10 +56,6 @@ export class BullWorkers {
     return this.worker(queue).extendJobLocks(jobIds, tokens, this.opts.lockMs);
   }
 
-  /** Queues served here, so a wake-up for any other queue can be ignored. */
-  has(queue: string): boolean {
-    return this.workers.has(queue);
-  }
 
   async close(): Promise<void> {
     this.closed = true;

@@ -6,7 +6,7 @@ import { hashSecret } from '../models/credentials.js';
 import type { RunStore } from '../models/stores.js';
 import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import { KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { TIERS } from '../queues/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
@@ -114,9 +114,6 @@ export class Dispatcher {
     await this.bull.close();
   }
 
-  get connectedWorkers(): number {
-    return this.workers.size;
-  }
 
   // ---- workers coming and going -------------------------------------------------------------
 
@@ -329,10 +326,7 @@ export class Dispatcher {
         return this.settle(lease, 'succeeded', null, frame.output);
       case 'fail': {
         lease.closing = true;
-        const record = await this.opts.runs.get(lease.runId);
-        if (frame.error.code === 'canceled' && record?.cancel_requested_at) return this.settle(lease, 'canceled', frame.error);
-        if (frame.error.retryable) return this.settle(lease, 'retry', frame.error);
-        return this.settle(lease, 'failed', frame.error);
+        return this.settle(lease, 'fail', frame.error);
       }
     }
   }
@@ -340,13 +334,15 @@ export class Dispatcher {
   /** Ends a lease the way its worker said; refused (stale) if the record moved on under another lease. */
   private async settle(
     lease: ActiveLease,
-    outcome: 'succeeded' | 'failed' | 'canceled' | 'retry',
+    reported: 'succeeded' | 'fail',
     error: RunError | null,
     output?: RunRecord['output'],
   ): Promise<{ code: string; message: string } | null> {
     try {
       const run = await this.opts.runs.get(lease.runId);
       if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
+      const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
       if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
       else {
         const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output);
@@ -446,6 +442,3 @@ export class Dispatcher {
     if (lease && !lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId });
   }
 }
-
-/** Every kind, for workers registering with `["all"]`. */
-export const ALL_KINDS = KIND_NAMES;

@@ -63,11 +63,6 @@ export class JobQueues {
     await this.queue(run.kind, run.confidentiality).add(run.kind, data, { jobId: run.run_id, priority: run.priority });
   }
 
-  /** True when BullMQ holds a job for the run, in any state. */
-  async has(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality'>): Promise<boolean> {
-    const queue = this.queue(run.kind, run.confidentiality);
-    return (await this.opts.connection.exists(queue.toKey(run.run_id))) === 1;
-  }
 
   /**
    * 1-based place of a waiting run in its queue (waiting jobs without priority, then by

@@ -3,7 +3,7 @@ import { createHistogram } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { StartCpuWindow } from './cpu.js';
-import type { Measurement } from './measurement.js';
+import { loopMeasurement, type Measurement } from './measurement.js';
 
 export interface BullmqCycleLoad {
   redisUrl: string;
@@ -67,17 +67,7 @@ export async function measureBullmqCycle(load: BullmqCycleLoad, seconds: number,
     const stopCpu = await startCpu?.();
     const r = await phase(queue, worker, seconds, load.concurrency);
     const cpu = await stopCpu?.();
-    return {
-      name: 'raw BullMQ cycle',
-      jobs: r.jobs,
-      seconds: r.seconds,
-      jobsPerSec: r.jobs / r.seconds,
-      p50Ms: r.latency.percentile(50) / 1e6,
-      p99Ms: r.latency.percentile(99) / 1e6,
-      non2xx: 0,
-      errors: r.errors,
-      cpu,
-    };
+    return loopMeasurement('raw BullMQ cycle', r, cpu);
   } finally {
     await worker.close(true).catch(() => {});
     await queue.close();

@@ -3,7 +3,7 @@ import { createHistogram } from 'node:perf_hooks';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { StartCpuWindow } from './cpu.js';
-import type { Measurement } from './measurement.js';
+import { loopMeasurement, type Measurement } from './measurement.js';
 
 export interface BullmqLoad {
   redisUrl: string;
@@ -59,17 +59,7 @@ export async function measureBullmq(load: BullmqLoad, seconds: number, warmupSec
     const stopCpu = await startCpu?.();
     const r = await phase(queue, seconds, load.concurrency);
     const cpu = await stopCpu?.();
-    return {
-      name: 'raw BullMQ queue.add',
-      jobs: r.jobs,
-      seconds: r.seconds,
-      jobsPerSec: r.jobs / r.seconds,
-      p50Ms: r.latency.percentile(50) / 1e6,
-      p99Ms: r.latency.percentile(99) / 1e6,
-      non2xx: 0,
-      errors: r.errors,
-      cpu,
-    };
+    return loopMeasurement('raw BullMQ queue.add', r, cpu);
   } finally {
     await queue.close();
     connection.disconnect();

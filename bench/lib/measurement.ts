@@ -1,3 +1,4 @@
+import type { RecordableHistogram } from 'node:perf_hooks';
 import type { CpuTotals } from './cpu.js';
 
 /** One measured phase, whatever produced the load. */
@@ -20,4 +21,26 @@ export interface Measurement {
   statusCodes?: Record<string, number>;
   /** CPU used over the measured window only (warm-up excluded), when a meter was given. */
   cpu?: CpuTotals;
+}
+
+/** What an in-process loop phase (raw BullMQ) counts: jobs, errors, time and a latency histogram in ns. */
+export interface LoopResult {
+  jobs: number;
+  errors: number;
+  seconds: number;
+  latency: RecordableHistogram;
+}
+
+export function loopMeasurement(name: string, r: LoopResult, cpu?: CpuTotals): Measurement {
+  return {
+    name,
+    jobs: r.jobs,
+    seconds: r.seconds,
+    jobsPerSec: r.jobs / r.seconds,
+    p50Ms: r.latency.percentile(50) / 1e6,
+    p99Ms: r.latency.percentile(99) / 1e6,
+    non2xx: 0,
+    errors: r.errors,
+    cpu,
+  };
 }
