@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import ipaddr from 'ipaddr.js';
 import { KIND_NAMES, findKind } from '../queues/kinds.js';
 
 /**
@@ -60,6 +61,35 @@ export interface Config {
   trustProxy: boolean;
   /** @defaultValue 'info' */
   logLevel: string;
+  /** Live events (SSE, caller WebSocket). */
+  events: {
+    /** Events kept per run (oldest trimmed first). @defaultValue 10000 */
+    logMax: number;
+    /** Interval of the `: ping` comment on idle SSE streams. @defaultValue 15000 */
+    pingMs: number;
+    /** Unsent bytes a slow SSE or WebSocket client may hold before it is cut off (it resumes with Last-Event-ID). @defaultValue 1 MiB */
+    clientBufferBytes: number;
+  };
+  /** Webhook delivery. */
+  webhooks: {
+    /** Delays before each retry; the number of entries is the number of retries. @defaultValue 5 s, 5 min, 30 min, 2 h, 5 h, 10 h (last try ~17.6 h after the first) */
+    retryDelaysMs: number[];
+  };
+  /** Outbound HTTP to account-supplied URLs (webhooks, tools, bots), all behind the SSRF guard. */
+  outbound: {
+    /** Ports an outbound URL may name. @defaultValue [443] */
+    allowedPorts: number[];
+    /** Address ranges exempt from the guard's block list (an operator's internal receivers, tests). @defaultValue [] */
+    allowCidrs: string[];
+    /** PEM file of extra certificate authorities trusted for outbound https, beside the system roots. */
+    caFile?: string;
+    /** @defaultValue 5000 */
+    connectTimeoutMs: number;
+    /** Whole request, connect to last response byte. @defaultValue 15000 */
+    totalTimeoutMs: number;
+    /** Larger response bodies are cut off (and the call counts as failed). @defaultValue 1 MiB */
+    maxResponseBytes: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -97,6 +127,16 @@ const envSchema = {
     ENQUEUE_RECONCILE_AFTER_MS: { type: 'integer', minimum: 100, default: 5000 },
     KEY_CACHE_TTL_MS: { type: 'integer', minimum: 0, default: 60000 },
     TRUST_PROXY: { type: 'boolean', default: false },
+    EVENT_LOG_MAX: { type: 'integer', minimum: 100, maximum: 1_000_000, default: 10000 },
+    SSE_PING_MS: { type: 'integer', minimum: 100, maximum: 15000, default: 15000 },
+    EVENT_CLIENT_BUFFER: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
+    WEBHOOK_RETRY_DELAYS_MS: { type: 'string', pattern: '^\\s*(\\d+\\s*(,\\s*\\d+\\s*)*)?$', default: '5000,300000,1800000,7200000,18000000,36000000' },
+    OUTBOUND_ALLOWED_PORTS: { type: 'string', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$', default: '443' },
+    OUTBOUND_ALLOW_CIDRS: { type: 'string', default: '' },
+    OUTBOUND_CA_FILE: { type: 'string', minLength: 1 },
+    OUTBOUND_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 120_000, default: 5000 },
+    OUTBOUND_TOTAL_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000, default: 15000 },
+    OUTBOUND_MAX_RESPONSE: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
   },
 } as const;
@@ -148,6 +188,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   const prices = parsePrices(raw.PRICES as string | undefined, problems);
+  const numbers = (text: unknown) => String(text ?? '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
+  const allowedPorts = numbers(raw.OUTBOUND_ALLOWED_PORTS);
+  if (allowedPorts.some((p) => p < 1 || p > 65535)) problems.push('OUTBOUND_ALLOWED_PORTS must list ports 1-65535');
+  const allowCidrs = String(raw.OUTBOUND_ALLOW_CIDRS ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  for (const cidr of allowCidrs) {
+    try {
+      ipaddr.parseCIDR(cidr);
+    } catch {
+      problems.push(`OUTBOUND_ALLOW_CIDRS: ${JSON.stringify(cidr)} is not an address range such as 10.0.0.0/8`);
+    }
+  }
   if (problems.length) throw new ConfigError(problems);
 
   const port = raw.PORT as number;
@@ -181,5 +232,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheTtlMs: raw.KEY_CACHE_TTL_MS as number,
     trustProxy: raw.TRUST_PROXY as boolean,
     logLevel: raw.LOG_LEVEL as string,
+    events: {
+      logMax: raw.EVENT_LOG_MAX as number,
+      pingMs: raw.SSE_PING_MS as number,
+      clientBufferBytes: parseSize(raw.EVENT_CLIENT_BUFFER as string),
+    },
+    webhooks: { retryDelaysMs: numbers(raw.WEBHOOK_RETRY_DELAYS_MS) },
+    outbound: {
+      allowedPorts,
+      allowCidrs,
+      caFile: raw.OUTBOUND_CA_FILE as string | undefined,
+      connectTimeoutMs: raw.OUTBOUND_CONNECT_TIMEOUT_MS as number,
+      totalTimeoutMs: raw.OUTBOUND_TOTAL_TIMEOUT_MS as number,
+      maxResponseBytes: parseSize(raw.OUTBOUND_MAX_RESPONSE as string),
+    },
   };
 }

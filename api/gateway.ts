@@ -7,6 +7,7 @@ import { createStores } from '../models/create-stores.js';
 import { createRedis } from '../models/redis-connection.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { Stores } from '../models/stores.js';
+import { ObservedRunStore } from '../models/observed-run-store.js';
 import { EnqueueConfirmer } from '../queues/enqueue-confirmer.js';
 import { EnqueueReconciler } from '../queues/enqueue-reconciler.js';
 import { JobQueues } from '../queues/job-queues.js';
@@ -58,6 +59,7 @@ export class Gateway {
   readonly log: Logger;
   redis!: Redis;
   stores!: Stores;
+  runs!: ObservedRunStore;
   queues!: JobQueues;
   services!: Services;
   private server?: http.Server;
@@ -89,6 +91,19 @@ export class Gateway {
       retentionSeconds: c.runRetentionSeconds,
       fairShareStep: c.fairShareStep,
     });
+    // Every status change, whoever makes it, reaches the event log and webhooks through this.
+    const base = this.stores;
+    this.runs = new ObservedRunStore(base.runs);
+    this.stores = {
+      accounts: base.accounts,
+      apiKeys: base.apiKeys,
+      operators: base.operators,
+      workerTokens: base.workerTokens,
+      runs: this.runs,
+      idempotency: base.idempotency,
+      ping: () => base.ping(),
+      close: () => base.close(),
+    };
     this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q` });
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
     this.subscriber = createRedis(c.redisUrl, { name: 'dispatch-sub', blocking: true });

@@ -1,0 +1,52 @@
+import type { NewRun, RunRecord } from './types.js';
+import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from './stores.js';
+
+/**
+ * Called after a transition that set a status (`to`) succeeded, with the record as it now is.
+ * A listener handles its own errors: the transition has happened whatever it does.
+ */
+export type RunStatusListener = (run: RunRecord) => Promise<void> | void;
+
+/**
+ * A RunStore that tells listeners about every status change, whichever code made it. The
+ * event log and webhooks hang off this one place instead of every caller of `transition`.
+ */
+export class ObservedRunStore implements RunStore {
+  private readonly listeners: RunStatusListener[] = [];
+
+  constructor(private readonly inner: RunStore) {}
+
+  onStatusChange(listener: RunStatusListener): void {
+    this.listeners.push(listener);
+  }
+
+  create(run: NewRun): Promise<CreateRunResult> {
+    return this.inner.create(run);
+  }
+
+  get(runId: string): Promise<RunRecord | null> {
+    return this.inner.get(runId);
+  }
+
+  list(accountId: string, query: ListRunsQuery) {
+    return this.inner.list(accountId, query);
+  }
+
+  async transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+    const result = await this.inner.transition(run, t);
+    if (result.ok && t.to && this.listeners.length) {
+      // Awaited, so whoever made the change (and answers a worker or caller next) knows the
+      // event is logged and the webhook queued before it says so.
+      await Promise.all(this.listeners.map(async (l) => l(result.run)));
+    }
+    return result;
+  }
+
+  listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
+    return this.inner.listUnconfirmed(olderThanMs, limit);
+  }
+
+  confirmEnqueued(runIds: string[]): Promise<void> {
+    return this.inner.confirmEnqueued(runIds);
+  }
+}
