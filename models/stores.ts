@@ -1,4 +1,4 @@
-import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WorkerTokenRecord } from './types.js';
+import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 
 /**
  * The store contract. Each resource has one interface; `RedisStores` and `MongoStores`
@@ -9,6 +9,13 @@ export interface AccountStore {
   get(id: string): Promise<Account | null>;
   /** Adds `delta` (may be negative) to `credits`; refuses (returns null) if the balance would go below zero. Throws not_found for an unknown account. */
   adjustCredits(id: string, delta: number): Promise<Account | null>;
+  /**
+   * The account's webhook signing secret. If it has none yet, `candidate` becomes it, atomically:
+   * concurrent first reads all get the one that was stored first. Throws not_found for an unknown account.
+   */
+  webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret>;
+  /** Replaces the account's webhook signing secret. Throws not_found for an unknown account. */
+  setWebhookSecret(id: string, secret: WebhookSecret): Promise<WebhookSecret>;
 }
 
 export interface ApiKeyStore {

@@ -52,6 +52,16 @@ export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(
 
 export type Settlement = 'reserved' | 'charged' | 'released';
 
+/** Moments of a run that its webhook can be told about (Replicate's `webhook_events_filter` names). */
+export const WEBHOOK_EVENTS = ['start', 'completed'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** An account's webhook signing secret, `whsec_` followed by base64 of random bytes (Standard Webhooks). */
+export interface WebhookSecret {
+  secret: string;
+  created_at: string;
+}
+
 export interface RunError {
   code: string;
   message: string;
@@ -72,6 +82,8 @@ export interface RunRecord {
   settlement: Settlement;
   input: Record<string, unknown>;
   webhook: string | null;
+  /** Which moments reach `webhook`. */
+  webhook_events_filter: WebhookEvent[];
   idempotency_key: string | null;
   created_at: string;
   started_at: string | null;
@@ -97,6 +109,8 @@ export type RunPatch = Partial<
 export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyof typeof NEW_RUN_DEFAULTS> & {
   /** Priority of the run's class; the store adds the account's fair-share step (0..9). */
   priorityBase: number;
+  /** @defaultValue ['completed'] */
+  webhook_events_filter?: WebhookEvent[];
 };
 
 /** The fields every new run starts with, besides those its submission gives. */
@@ -111,4 +125,6 @@ export const NEW_RUN_DEFAULTS = {
   cancel_requested_at: null,
   fence: 0,
   worker_id: null,
+  // Also what records written before the filter existed read as.
+  webhook_events_filter: ['completed'],
 } satisfies Partial<RunRecord>;

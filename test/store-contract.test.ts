@@ -82,6 +82,23 @@ describe('store contract', () => {
           assert.equal((await stores.accounts.get(a.id))!.credits, 0);
           await assert.rejects(stores.accounts.adjustCredits('acct_01HZZZZZZZZZZZZZZZZZZZZZZZ', 1), NotFoundError);
         });
+
+        it('keeps the first webhook secret of concurrent first reads, replaces it on rotation', async () => {
+          const a = await stores.accounts.create({ name: 'acme', credits: 10 });
+          const candidates = Array.from({ length: 10 }, (_, i) => ({ secret: `whsec_${i}`, created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() }));
+          const got = await Promise.all(candidates.map((c) => stores.accounts.webhookSecret(a.id, c)));
+          assert.equal(new Set(got.map((g) => JSON.stringify(g))).size, 1, 'every reader got the same secret');
+          assert.ok(candidates.some((c) => JSON.stringify(c) === JSON.stringify(got[0])), 'the stored secret is one of the candidates, whole');
+          assert.deepEqual(await stores.accounts.webhookSecret(a.id, { secret: 'whsec_late', created_at: new Date().toISOString() }), got[0]);
+          const rotated = { secret: 'whsec_rotated', created_at: new Date().toISOString() };
+          assert.deepEqual(await stores.accounts.setWebhookSecret(a.id, rotated), rotated);
+          assert.deepEqual(await stores.accounts.webhookSecret(a.id, candidates[0]), rotated);
+          assert.deepEqual(await stores.accounts.get(a.id), { ...a, reserved: 0, in_flight: 0 }, 'the account itself is unchanged');
+          const ghost = 'acct_01HZZZZZZZZZZZZZZZZZZZZZZZ';
+          await assert.rejects(stores.accounts.webhookSecret(ghost, candidates[0]), NotFoundError);
+          await assert.rejects(stores.accounts.setWebhookSecret(ghost, rotated), NotFoundError);
+          assert.equal(await stores.accounts.get(ghost), null, 'no account is created by a secret read');
+        });
       });
 
       describe('api keys', () => {
@@ -137,6 +154,18 @@ describe('store contract', () => {
           assert.deepEqual(await stores.runs.get(run.run_id), run);
           const acct = (await stores.accounts.get(a.id))!;
           assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [6, 4, 1]);
+        });
+
+        it("keeps a run's webhook and its events filter, which defaults to completed", async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const hooked = await stores.runs.create(newRunSpec(a.id, { webhook: 'https://hooks.example/x', webhook_events_filter: ['start', 'completed'] }));
+          const plain = await stores.runs.create(newRunSpec(a.id));
+          const hookedRun = hooked.outcome === 'created' ? hooked.run : assert.fail();
+          const plainRun = plain.outcome === 'created' ? plain.run : assert.fail();
+          assert.deepEqual([hookedRun.webhook, hookedRun.webhook_events_filter], ['https://hooks.example/x', ['start', 'completed']]);
+          assert.deepEqual(plainRun.webhook_events_filter, ['completed']);
+          assert.deepEqual(await stores.runs.get(hookedRun.run_id), hookedRun);
+          assert.deepEqual(await stores.runs.get(plainRun.run_id), plainRun);
         });
 
         it('creates a run id at most once (no second reservation)', async () => {

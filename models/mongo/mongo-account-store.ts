@@ -2,10 +2,10 @@ import type { Collection } from 'mongodb';
 import { NotFoundError } from '../errors.js';
 import { newAccountId } from '../ids.js';
 import type { AccountStore } from '../stores.js';
-import type { Account } from '../types.js';
+import type { Account, WebhookSecret } from '../types.js';
 
 /** An account as stored: the account id is the `_id`. */
-export type AccountDoc = Omit<Account, 'id'> & { _id: string };
+export type AccountDoc = Omit<Account, 'id'> & { _id: string; webhook_secret?: WebhookSecret };
 
 export function toAccount(d: AccountDoc): Account {
   return { id: d._id, name: d.name, credits: d.credits, reserved: d.reserved ?? 0, in_flight: d.in_flight ?? 0, created_at: d.created_at };
@@ -38,5 +38,20 @@ export class MongoAccountStore implements AccountStore {
     // No match: either the account is unknown or the balance refused the change.
     if (!(await this.accounts.findOne({ _id: id }, { projection: { _id: 1 } }))) throw new NotFoundError('account');
     return null;
+  }
+
+  async webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret> {
+    // A single-document update is atomic: of concurrent first reads, one sets it, the others
+    // no longer match the filter and read the winner's.
+    await this.accounts.updateOne({ _id: id, webhook_secret: { $exists: false } }, { $set: { webhook_secret: candidate } });
+    const doc = await this.accounts.findOne({ _id: id }, { projection: { webhook_secret: 1 } });
+    if (!doc?.webhook_secret) throw new NotFoundError('account');
+    return { secret: doc.webhook_secret.secret, created_at: doc.webhook_secret.created_at };
+  }
+
+  async setWebhookSecret(id: string, secret: WebhookSecret): Promise<WebhookSecret> {
+    const { matchedCount } = await this.accounts.updateOne({ _id: id }, { $set: { webhook_secret: secret } });
+    if (matchedCount === 0) throw new NotFoundError('account');
+    return secret;
   }
 }

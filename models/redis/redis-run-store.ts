@@ -28,8 +28,9 @@ export class RedisRunStore implements RunStore {
   }
 
   async create(run: NewRun): Promise<CreateRunResult> {
-    const { priorityBase, ...fields } = run;
-    const doc: ImmutableRunFields = fields;
+    const { priorityBase, webhook_events_filter, ...fields } = run;
+    // An undefined filter would hide the default when spread below.
+    const doc: ImmutableRunFields = webhook_events_filter ? { ...fields, webhook_events_filter } : fields;
     const reply = await CREATE_RUN.run<Reply>(
       this.redis,
       [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],

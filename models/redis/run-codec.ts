@@ -13,7 +13,9 @@ const NUMBERS = new Set(['price', 'priority', 'attempts', 'fence']);
 export type ImmutableRunFields = Pick<
   RunRecord,
   'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'class' | 'price' | 'input' | 'webhook' | 'idempotency_key' | 'created_at'
->;
+> &
+  // Absent: NEW_RUN_DEFAULTS' value.
+  Partial<Pick<RunRecord, 'webhook_events_filter'>>;
 
 /** A patch as flat HSET arguments: [field, value, field, value, ...]. */
 export function encodePatch(patch: RunPatch): string[] {
