@@ -11,6 +11,7 @@ import { koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { artifactRoutes } from './routes/artifacts.js'; // artifacts
+import { eventRoutes } from './routes/events.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
@@ -33,7 +34,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   // Errors are rendered by errorHandler; Koa's own handler would only log them twice.
   app.silent = true;
 
-  const routes: RouteSpec[] = [...jobRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
+  const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));

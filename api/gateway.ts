@@ -19,6 +19,11 @@ import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
+import { RunEventHub } from './events/run-event-hub.js';
+import { RunEventWriter } from './events/run-event-writer.js';
+import { RunFollower } from './events/run-follower.js';
+import { SseStreams } from './events/sse-streams.js';
+import { RunEventLog } from '../models/run-event-log.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
 import type { Config } from './config.js';
@@ -72,6 +77,8 @@ export class Gateway {
   private subscriber?: Redis;
   private bullConnection?: Redis;
   private confirmer?: EnqueueConfirmer;
+  hub!: RunEventHub;
+  sse?: SseStreams;
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -106,10 +113,17 @@ export class Gateway {
     };
     this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q` });
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
-    this.subscriber = createRedis(c.redisUrl, { name: 'dispatch-sub', blocking: true });
+    this.subscriber = createRedis(c.redisUrl, { name: `sub-${this.gatewayId}`, blocking: true });
     this.bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
     this.registry = new WorkerRegistry({ redis: this.redis, prefix: c.redisPrefix, ttlMs: Math.max(3 * c.heartbeatMs, 3000) });
     const leases = new LeaseStore(this.redis, c.redisPrefix);
+    // Live events (begin): the per-run log, its fan-out on the shared subscriber, SSE streams.
+    const eventLog = new RunEventLog({ redis: this.redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
+    const eventWriter = new RunEventWriter(eventLog, this.log);
+    this.runs.onStatusChange(eventWriter.statusChanged);
+    this.hub = new RunEventHub({ subscriber: this.subscriber, log: eventLog, prefix: c.redisPrefix, logger: this.log });
+    this.hub.start();
+    // Live events (end)
     this.dispatcher = new Dispatcher({
       redis: this.redis,
       subscriber: this.subscriber,
@@ -125,6 +139,7 @@ export class Gateway {
       gatewayId: this.gatewayId,
       leaseTtlMs: c.leaseTtlMs,
       heartbeatMs: c.heartbeatMs,
+      events: eventWriter,
     });
     await this.dispatcher.start();
     this.workerServer = new WorkerSocketServer({
@@ -144,12 +159,17 @@ export class Gateway {
       log: this.log,
       dispatch: this.dispatcher,
     });
+    const follower = new RunFollower({ hub: this.hub, log: eventLog, runs: this.runs, position: (run) => jobs.position(run) });
+    this.sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
+    this.sse.start();
     this.services = {
       config: c,
       stores: this.stores,
       gate,
       auth: new ApiKeyAuthenticator({ apiKeys: this.stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs }),
       jobs,
+      follower,
+      sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
       ready: async () => {
         await Promise.all([this.redis.ping(), this.stores.ping()]);
@@ -199,6 +219,8 @@ export class Gateway {
   async stop(): Promise<void> {
     // Workers first: their leases go back to the queues while Redis is still connected.
     await this.dispatcher?.stop(this.config.shutdownDrainMs);
+    this.sse?.stop();
+    this.hub?.stop();
     this.workerServer?.close();
     await new Promise<void>((resolve) => {
       const server = this.server;

@@ -36,6 +36,15 @@ export interface DispatcherOptions {
   leaseTtlMs?: number;
   /** @defaultValue 5000 */
   heartbeatMs?: number;
+  /** Where workers' progress, log lines and streamed output go (the per-run event log). */
+  events?: WorkerReportSink;
+}
+
+/** What the dispatcher does with a worker's live reports once their lease checks out. */
+export interface WorkerReportSink {
+  progress(runId: string, progress: number, message?: string): Promise<void>;
+  logLine(runId: string, line: string): Promise<void>;
+  output(runId: string, delta: string): Promise<void>;
 }
 
 interface ActiveLease {
@@ -315,11 +324,15 @@ export class Dispatcher {
     switch (frame.type) {
       case 'progress': {
         const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress } });
-        return t.ok ? null : { code: 'stale_lease', message: 'the run is no longer leased to you' };
+        if (!t.ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+        await this.opts.events?.progress(run.run_id, frame.progress, frame.message);
+        return null;
       }
       case 'log':
+        await this.opts.events?.logLine(run.run_id, frame.line);
+        return null;
       case 'output':
-        // Accepted; the per-run event log that callers read comes with live events.
+        await this.opts.events?.output(run.run_id, frame.delta);
         return null;
       case 'complete':
         lease.closing = true;

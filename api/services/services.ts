@@ -2,6 +2,8 @@ import type { Config } from '../config.js';
 import type { Stores } from '../../models/stores.js';
 import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
 import type { RequestGate } from '../auth/request-gate.js';
+import type { RunFollower } from '../events/run-follower.js';
+import type { SseStreams } from '../events/sse-streams.js';
 import type { FleetService } from './fleet-service.js';
 import type { JobService } from './job-service.js';
 import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
@@ -18,6 +20,10 @@ export interface Services {
   artifacts?: ArtifactStore;
   /** Live leases, read by artifact uploads to check upload tokens. */
   leases?: LeaseStore;
+  /** Follows runs for callers (SSE, WebSocket, `Prefer: wait`). */
+  follower: RunFollower;
+  /** The process's open SSE streams. */
+  sse: SseStreams;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
   /** Checks every backing service; throws when one is unreachable. */

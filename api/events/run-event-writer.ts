@@ -1,0 +1,42 @@
+import type { Logger } from 'pino';
+import type { RunEventLog } from '../../models/run-event-log.js';
+import { isTerminal, type RunRecord } from '../../models/types.js';
+import { jobView } from '../presenters.js';
+
+/**
+ * Turns what happens to a run into logged events. Status changes come from the run store's
+ * hook, the rest from workers' frames. A failure to log is reported, not thrown: the run's
+ * own state has already moved, and a follower always starts from that state.
+ */
+export class RunEventWriter {
+  constructor(
+    private readonly log: RunEventLog,
+    private readonly logger: Logger,
+  ) {}
+
+  /** `status` with the whole job; a terminal status is followed by `done`. */
+  statusChanged = async (run: RunRecord): Promise<void> => {
+    const job = jobView(run);
+    await this.append(run.run_id, isTerminal(run.status) ? [{ event: 'status', data: job }, { event: 'done', data: job }] : [{ event: 'status', data: job }]);
+  };
+
+  progress(runId: string, progress: number, message?: string): Promise<void> {
+    return this.append(runId, [{ event: 'progress', data: message === undefined ? { progress } : { progress, message } }]);
+  }
+
+  logLine(runId: string, line: string): Promise<void> {
+    return this.append(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
+  }
+
+  output(runId: string, delta: string): Promise<void> {
+    return this.append(runId, [{ event: 'output', data: { delta } }]);
+  }
+
+  private async append(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+    try {
+      await this.log.append(runId, events);
+    } catch (err) {
+      this.logger.warn({ err, runId }, 'could not log a run event');
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import type { Redis } from 'ioredis';
+import { LuaScript } from './redis/lua-script.js';
+
+/** The event names of CONTRACT "Events". */
+export type RunEventName = 'status' | 'progress' | 'log' | 'output' | 'done';
+
+/** One event of a run: its per-run sequence number, its name and its data as one JSON line. */
+export interface LoggedRunEvent {
+  id: number;
+  event: RunEventName;
+  /** The data, already serialized (one line of JSON): fan-out writes it as is. */
+  data: string;
+}
+
+/**
+ * KEYS: the run's stream. ARGV: channel, max length, ttl ms, then (event, data) pairs.
+ * Numbers the events after the stream's last id, appends them and publishes each as
+ * "<id> <event> <data>", in one atomic step: the live order is the log order, and no
+ * two events of a run ever share a number, whichever instance appended them.
+ * Returns the last number used.
+ */
+const APPEND = new LuaScript(`
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local seq = 0
+if top[1] then seq = tonumber(string.match(top[1][1], '^(%d+)')) end
+for i = 4, #ARGV, 2 do
+  seq = seq + 1
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'e', ARGV[i], 'd', ARGV[i + 1])
+  redis.call('PUBLISH', ARGV[1], seq .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return seq
+`);
+
+export interface RunEventLogOptions {
+  redis: Redis;
+  prefix: string;
+  /** Events kept per run; the oldest go first (approximately: Redis trims whole nodes). */
+  maxLength: number;
+  /** How long a run's events outlive its last event (the run retention). */
+  ttlMs: number;
+}
+
+/**
+ * Per-run event log: a capped Redis stream per run whose entry ids are the event numbers
+ * (`<n>-0`), plus a pub/sub channel per run for live delivery. Always in Redis, also when
+ * the stores are in MongoDB: it is fan-out plumbing, not a system of record.
+ */
+export class RunEventLog {
+  constructor(private readonly opts: RunEventLogOptions) {}
+
+  /** The pub/sub channel of a run's live events. */
+  channel(runId: string): string {
+    return `${this.opts.prefix}:ev:${runId}`;
+  }
+
+  private key(runId: string): string {
+    return `${this.opts.prefix}:evlog:${runId}`;
+  }
+
+  /** Appends events in order; resolves with the number of the last one. */
+  async append(runId: string, events: Array<{ event: RunEventName; data: unknown }>): Promise<number> {
+    const args: Array<string | number> = [this.channel(runId), this.opts.maxLength, this.opts.ttlMs];
+    for (const e of events) args.push(e.event, JSON.stringify(e.data));
+    return Number(await APPEND.run(this.opts.redis, [this.key(runId)], args));
+  }
+
+  /** Events numbered after `after`, oldest first, at most `count`. */
+  async after(runId: string, after: number, count = 1000): Promise<LoggedRunEvent[]> {
+    const rows = (await this.opts.redis.xrange(this.key(runId), `(${after}-0`, '+', 'COUNT', count)) as Array<[string, string[]]>;
+    return rows.map(toEvent);
+  }
+
+  /** The newest event, or null when the run has none (or they have expired). */
+  async last(runId: string): Promise<LoggedRunEvent | null> {
+    const rows = (await this.opts.redis.xrevrange(this.key(runId), '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+    return rows[0] ? toEvent(rows[0]) : null;
+  }
+
+  /** Parses a published message ("<id> <event> <data>"). */
+  static parseMessage(message: string): LoggedRunEvent {
+    const a = message.indexOf(' ');
+    const b = message.indexOf(' ', a + 1);
+    return { id: Number(message.slice(0, a)), event: message.slice(a + 1, b) as RunEventName, data: message.slice(b + 1) };
+  }
+}
+
+function toEvent([id, fields]: [string, string[]]): LoggedRunEvent {
+  let event = '';
+  let data = 'null';
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === 'e') event = fields[i + 1];
+    else if (fields[i] === 'd') data = fields[i + 1];
+  }
+  return { id: Number(id.slice(0, id.indexOf('-'))), event: event as RunEventName, data };
+}
