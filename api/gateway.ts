@@ -19,6 +19,7 @@ import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
+import { CallerSocketServer } from './events/caller-socket-server.js';
 import { RunEventHub } from './events/run-event-hub.js';
 import { RunEventWriter } from './events/run-event-writer.js';
 import { RunFollower } from './events/run-follower.js';
@@ -79,6 +80,7 @@ export class Gateway {
   private confirmer?: EnqueueConfirmer;
   hub!: RunEventHub;
   sse?: SseStreams;
+  private callerServer?: CallerSocketServer;
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -162,11 +164,22 @@ export class Gateway {
     const follower = new RunFollower({ hub: this.hub, log: eventLog, runs: this.runs, position: (run) => jobs.position(run) });
     this.sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
     this.sse.start();
+    const auth = new ApiKeyAuthenticator({ apiKeys: this.stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
+    this.callerServer = new CallerSocketServer({
+      auth,
+      gate,
+      jobs,
+      follower,
+      log: this.log,
+      maxMessageBytes: c.jsonBodyLimitBytes,
+      maxDepth: c.jsonMaxDepth,
+      bufferBytes: c.events.clientBufferBytes,
+    });
     this.services = {
       config: c,
       stores: this.stores,
       gate,
-      auth: new ApiKeyAuthenticator({ apiKeys: this.stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs }),
+      auth,
       jobs,
       follower,
       sse: this.sse,
@@ -201,7 +214,7 @@ export class Gateway {
     server.setTimeout(120_000);
     server.on('clientError', answerClientError);
     server.on('upgrade', (req, socket, head) => {
-      if (!this.workerServer?.handleUpgrade(req, socket, head)) socket.destroy();
+      if (!this.workerServer?.handleUpgrade(req, socket, head) && !this.callerServer?.handleUpgrade(req, socket, head)) socket.destroy();
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -220,6 +233,7 @@ export class Gateway {
     // Workers first: their leases go back to the queues while Redis is still connected.
     await this.dispatcher?.stop(this.config.shutdownDrainMs);
     this.sse?.stop();
+    this.callerServer?.close();
     this.hub?.stop();
     this.workerServer?.close();
     await new Promise<void>((resolve) => {

@@ -28,7 +28,7 @@ interface TokenOwner {
   trust: OperatorTrust;
 }
 
-function refuseUpgrade(socket: Duplex, status: string, code: string, message: string): void {
+export function refuseUpgrade(socket: Duplex, status: string, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

@@ -83,7 +83,7 @@ export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
 }
 
 function refuseProto(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new SwitchyardError('invalid_request', 'the request body may not contain a "__proto__" key');
+  if (key === '__proto__') throw new SwitchyardError('invalid_request', 'JSON here may not contain a "__proto__" key');
   return value;
 }
 
@@ -95,6 +95,11 @@ function parseJson(latin1: string): unknown {
     throw new SwitchyardError('invalid_request', 'the request body is not valid UTF-8');
   }
   if (text.trim() === '') return {};
+  return parseJsonObject(text);
+}
+
+/** Parses text that must be one JSON object, with no `__proto__` key (HTTP bodies, WebSocket messages). */
+export function parseJsonObject(text: string, what = 'the request body'): Record<string, unknown> {
   let value: unknown;
   try {
     // A `__proto__` key is harmless in JSON.parse's output but a trap for any later merge;
@@ -102,10 +107,10 @@ function parseJson(latin1: string): unknown {
     value = text.includes('proto') || text.includes('\\u') ? JSON.parse(text, refuseProto) : JSON.parse(text);
   } catch (err) {
     if (err instanceof SwitchyardError) throw err;
-    throw new SwitchyardError('invalid_request', 'the request body is not valid JSON');
+    throw new SwitchyardError('invalid_request', `${what} is not valid JSON`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new SwitchyardError('invalid_request', 'the request body must be a JSON object');
+    throw new SwitchyardError('invalid_request', `${what} must be a JSON object`);
   }
-  return value;
+  return value as Record<string, unknown>;
 }

@@ -17,6 +17,18 @@ function runIdParam(ctx: Ctx): string {
   return runId;
 }
 
+/** Seconds of `Prefer: wait=N` (RFC 7240), or 0 when the caller did not ask to wait. */
+function preferredWait(header: string): number {
+  const m = /(?:^|[,;])\s*wait\s*=\s*"?([^",;\s]*)"?/i.exec(header);
+  if (!m) return 0;
+  if (!/^\d{1,4}$/.test(m[1]) || Number(m[1]) > MAX_WAIT_SECONDS) {
+    throw new SwitchyardError('invalid_request', `Prefer: wait=N takes whole seconds from 0 to ${MAX_WAIT_SECONDS}`);
+  }
+  return Number(m[1]);
+}
+
+const MAX_WAIT_SECONDS = 60;
+
 export const encodeCursor = (runId: string): string => Buffer.from(runId).toString('base64url');
 
 function decodeCursor(cursor: string): string {
@@ -41,8 +53,16 @@ export function jobRoutes(s: Services): RouteSpec[] {
           description: 'The same key with the same body within 24 h replays the first answer; with another body, 409 idempotency_conflict.',
           schema: { type: 'string', minLength: 1, maxLength: 255 },
         },
+        {
+          name: 'Prefer',
+          description:
+            '`wait=N` (N <= 60 s): hold the answer until the run ends, then 201 with the finished job; if it has not ended by then, the usual 202. ' +
+            'Either way the answer carries the run id, so a client that gives up early can still follow the run.',
+          schema: { type: 'string', pattern: 'wait=\\d+' },
+        },
       ],
       responses: {
+        201: { description: 'Finished within `Prefer: wait`: the job (terminal)', schema: S.job, headers: { Location: 'The job URL', 'Preference-Applied': 'wait=N' } },
         202: { description: 'Accepted and queued', schema: S.jobAccepted, headers: { Location: 'The job URL' } },
         402: { description: 'Balance short of the kind price' },
         409: { description: 'Idempotency-Key reused with another body' },
@@ -52,10 +72,23 @@ export function jobRoutes(s: Services): RouteSpec[] {
         if (key !== '' && !IDEMPOTENCY_KEY.test(key)) {
           throw new SwitchyardError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
         }
+        const wait = preferredWait(ctx.get('Prefer'));
         const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined);
-        ctx.status = 202;
         ctx.set('Location', `/v1/jobs/${run.run_id}`);
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
+        if (wait > 0) {
+          ctx.set('Preference-Applied', `wait=${wait}`);
+          // A caller that hangs up stops the wait, not the run.
+          const gone = new AbortController();
+          ctx.res.once('close', () => gone.abort());
+          const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, gone.signal);
+          if (done) {
+            ctx.status = 201;
+            ctx.body = jobView(done);
+            return;
+          }
+        }
+        ctx.status = 202;
         ctx.body = acceptedView(run);
       },
     },
