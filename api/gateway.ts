@@ -32,6 +32,10 @@ import { createLogger } from './logger.js';
 import { FleetService } from './services/fleet-service.js';
 import { JobService } from './services/job-service.js';
 import type { Services } from './services/services.js';
+import { SsrfGuard } from './outbound/ssrf-guard.js'; // webhooks
+import { WebhookAttemptLog } from './webhooks/attempt-log.js'; // webhooks
+import { WebhookService } from './webhooks/webhook-service.js'; // webhooks
+import { WebhookQueue } from '../queues/webhook-queue.js'; // webhooks
 
 export interface GatewayOptions {
   config: Config;
@@ -71,6 +75,7 @@ export class Gateway {
   private server?: http.Server;
   private reconciler?: EnqueueReconciler;
   private artifactSweeper?: ArtifactSweeper; // artifacts
+  private webhookQueue?: WebhookQueue; // webhooks
   readonly gatewayId = `gw_${randomBytes(6).toString('hex')}`;
   dispatcher!: Dispatcher;
   registry!: WorkerRegistry;
@@ -152,6 +157,20 @@ export class Gateway {
       log: this.log,
     });
     this.confirmer = new EnqueueConfirmer(this.stores.runs, this.log);
+    // Webhooks (begin): one SSRF guard for every outbound call; a delivery is queued when a run
+    // starts or ends, and every instance's webhook worker sends them (docs/webhooks.md).
+    const outbound = new SsrfGuard(c.outbound);
+    this.webhookQueue = new WebhookQueue({ connection: this.redis, prefix: `${c.redisPrefix}:q`, retryDelaysMs: c.webhooks.retryDelaysMs });
+    const webhooks = new WebhookService({
+      queue: this.webhookQueue,
+      attempts: new WebhookAttemptLog({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), ttlSeconds: c.runRetentionSeconds }),
+      accounts: this.stores.accounts,
+      outbound,
+      log: this.log,
+    });
+    this.runs.onStatusChange(webhooks.statusChanged);
+    this.webhookQueue.work({ connection: this.bullConnection, concurrency: 16, log: this.log, deliver: webhooks.deliver });
+    // Webhooks (end)
     const jobs = new JobService({
       runs: this.stores.runs,
       idempotency: this.stores.idempotency,
@@ -160,6 +179,7 @@ export class Gateway {
       prices: c.prices,
       log: this.log,
       dispatch: this.dispatcher,
+      outbound, // webhooks: URLs checked at submission
     });
     const follower = new RunFollower({ hub: this.hub, log: eventLog, runs: this.runs, position: (run) => jobs.position(run) });
     this.sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
@@ -179,6 +199,8 @@ export class Gateway {
       config: c,
       stores: this.stores,
       gate,
+      outbound, // webhooks
+      webhooks, // webhooks
       auth,
       jobs,
       follower,
@@ -252,6 +274,10 @@ export class Gateway {
     await this.reconciler?.stop();
     await this.artifactSweeper?.stop(); // artifacts
     await this.confirmer?.flush();
+    // Webhooks (begin): deliveries under way finish; queued ones wait for any instance.
+    await this.webhookQueue?.close();
+    this.services?.outbound.close();
+    // Webhooks (end)
     await this.queues?.close();
     await this.stores?.close();
     await this.redis?.quit().catch(() => this.redis.disconnect());

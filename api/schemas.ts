@@ -1,5 +1,5 @@
 import { JOB_CLASSES, KIND_NAMES, TIERS } from '../queues/kinds.js';
-import { RUN_STATUSES } from '../models/types.js';
+import { RUN_STATUSES, WEBHOOK_EVENTS } from '../models/types.js';
 
 /**
  * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
@@ -29,8 +29,22 @@ export const submitJobBody = {
     input: { type: 'object', description: "Forwarded verbatim to the worker; must satisfy the kind's input schema." },
     confidentiality: { enum: [...TIERS], default: 'open' },
     class: { enum: [...JOB_CLASSES], default: 'standard' },
-    webhook: { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048 },
+    webhook: {
+      type: 'string',
+      format: 'uri',
+      pattern: '^https://',
+      maxLength: 2048,
+      description: 'HTTPS URL POSTed a signed job object when the job ends (and starts, if `webhook_events_filter` asks); see docs/webhooks.md.',
+    },
+    webhook_events_filter: {
+      type: 'array',
+      items: { enum: [...WEBHOOK_EVENTS] },
+      minItems: 1,
+      uniqueItems: true,
+      description: 'Which moments reach `webhook`: `start`, `completed`. Default `["completed"]`; needs `webhook`.',
+    },
   },
+  dependentRequired: { webhook_events_filter: ['webhook'] },
 } as const;
 
 export const jobAccepted = {
@@ -84,6 +98,45 @@ export const jobList = {
   type: 'object',
   required: ['data', 'next_cursor'],
   properties: { data: { type: 'array', items: job }, next_cursor: nullable({ type: 'string' }) },
+} as const;
+
+export const webhookAttemptList = {
+  type: 'object',
+  required: ['data'],
+  properties: {
+    data: {
+      type: 'array',
+      description: 'Delivery attempts, oldest first.',
+      items: {
+        type: 'object',
+        required: ['webhook_id', 'event', 'url', 'attempt', 'at', 'status_code', 'error', 'duration_ms', 'outcome', 'next_attempt_at'],
+        properties: {
+          webhook_id: { type: 'string', description: 'The `webhook-id` header: the same on every attempt of one event.' },
+          event: { enum: [...WEBHOOK_EVENTS] },
+          url: { type: 'string' },
+          attempt: { type: 'integer', minimum: 1 },
+          at: isoTime,
+          status_code: nullable({ type: 'integer', description: 'The receiver\'s answer; null when none came.' }),
+          error: nullable({ type: 'string', description: 'Why no answer came: timeout, connect_failed, tls_failed, url_blocked, ...' }),
+          duration_ms: { type: 'integer', minimum: 0 },
+          outcome: {
+            enum: ['delivered', 'failed', 'retrying', 'gave_up'],
+            description: 'delivered: 2xx; retrying: failed, retried at next_attempt_at; gave_up: failed, last attempt; failed: 410 Gone, no retry.',
+          },
+          next_attempt_at: nullable(isoTime),
+        },
+      },
+    },
+  },
+} as const;
+
+export const webhookSecret = {
+  type: 'object',
+  required: ['secret', 'created_at'],
+  properties: {
+    secret: { type: 'string', pattern: '^whsec_', description: 'Standard Webhooks signing secret: `whsec_` and base64 key bytes.' },
+    created_at: isoTime,
+  },
 } as const;
 
 export const account = {

@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import { InsufficientCreditsError, NotFoundError, SwitchyardError, UnauthorizedError } from '../../models/errors.js';
 import { newRunId } from '../../models/ids.js';
 import type { RunStore, IdempotencyStore } from '../../models/stores.js';
-import { isTerminal, type RunRecord, type RunStatus } from '../../models/types.js';
+import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '../../models/types.js';
 import type { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import { queueName } from '../../queues/queue-names.js';
 import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
+import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import { assertValid, compile } from '../validation.js';
 import { fingerprint } from './canonical-json.js';
 
@@ -16,6 +17,8 @@ export interface SubmitJobBody {
   confidentiality?: Tier;
   class?: JobClass;
   webhook?: string;
+  /** @defaultValue ['completed'] */
+  webhook_events_filter?: WebhookEvent[];
 }
 
 /** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
@@ -33,6 +36,8 @@ export interface JobServiceOptions {
   log: Logger;
   /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
   dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
+  /** Checks webhook URLs at submission (invalid_url, url_blocked). */
+  outbound?: Pick<SsrfGuard, 'checkUrl'>;
 }
 
 export interface Submission {
@@ -58,6 +63,7 @@ export class JobService {
       throw new SwitchyardError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
+    if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
 
     let runId = newRunId();
     let claimed = false;
@@ -86,6 +92,7 @@ export class JobService {
       price: this.opts.prices[body.kind],
       input: body.input,
       webhook: body.webhook ?? null,
+      ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
       idempotency_key: idempotencyKey ?? null,
       created_at: new Date().toISOString(),
     });
@@ -101,6 +108,16 @@ export class JobService {
     }
     await this.enqueue(result.run);
     return { run: result.run, replayed: false };
+  }
+
+  /** The SSRF guard's verdict on a webhook URL, naming the field. */
+  private async checkWebhook(url: string): Promise<void> {
+    try {
+      await this.opts.outbound?.checkUrl(url);
+    } catch (err) {
+      if (!(err instanceof SwitchyardError)) throw err;
+      throw new SwitchyardError(err.code, `webhook: ${err.message}`, { details: { path: '/webhook' }, cause: err });
+    }
   }
 
   /** Queue write, then its confirmation. A failure here leaves the run to the reconciler: it stays accepted. */

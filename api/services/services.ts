@@ -8,6 +8,8 @@ import type { FleetService } from './fleet-service.js';
 import type { JobService } from './job-service.js';
 import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
+import type { SsrfGuard } from '../outbound/ssrf-guard.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
 
 /** What route handlers may use. Built once per gateway by `Gateway`. */
 export interface Services {
@@ -24,6 +26,10 @@ export interface Services {
   follower: RunFollower;
   /** The process's open SSE streams. */
   sse: SseStreams;
+  /** The one way to call a URL an account gave (webhooks, tools, bots): the SSRF guard. */
+  outbound: SsrfGuard;
+  /** Webhook deliveries and the accounts' signing secrets. */
+  webhooks: WebhookService;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
   /** Checks every backing service; throws when one is unreachable. */

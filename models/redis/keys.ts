@@ -7,6 +7,8 @@ export class RedisKeys {
   accountRuns = (id: string) => `${this.prefix}:acct:${id}:runs`;
   apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
   run = (runId: string) => `${this.prefix}:run:${runId}`;
+  /** Capped list of a run's webhook delivery attempts, oldest first. */
+  webhookAttempts = (runId: string) => `${this.prefix}:wh:${runId}`;
   /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
   unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
   idempotency = (accountId: string, keyDigest: string) => `${this.prefix}:idem:${accountId}:${keyDigest}`;
