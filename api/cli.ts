@@ -28,6 +28,9 @@ Commands:
                                          an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
                                          the token may also come from SWITCHYARD_WORKER_TOKEN; stops
                                          gracefully on SIGTERM/SIGINT (a second signal aborts running jobs)
+  run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
+                                         submit a job with the client library; --wait follows it to
+                                         the end (switchyard run --help for all options)
 
 Configuration comes from the environment; see README.md.`;
 
@@ -127,6 +130,8 @@ API description: ${url}/v1/openapi.json
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // `run` is a caller of the API with its own options (api/cli-run.ts): no server code runs.
+  if (argv[0] === 'run') return (await import('./cli-run.js')).runCommand(argv.slice(1), env);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -1,0 +1,24 @@
+/**
+ * The Switchyard client library: submit jobs, follow them by polling or SSE, read
+ * capabilities and capacity, manage tools and bots. Node 20+ and browsers; no server code.
+ * See README.md ("Client library").
+ */
+export { SwitchyardClient, type SwitchyardClientOptions } from './switchyard-client.js';
+export { JobEventStream } from './sse-stream.js';
+export { toJobResult } from './job-result.js';
+export type { FetchLike } from './http-transport.js';
+export {
+  SwitchyardError,
+  SwitchyardApiError,
+  SwitchyardBadRequestError,
+  SwitchyardAuthenticationError,
+  SwitchyardInsufficientCreditsError,
+  SwitchyardNotFoundError,
+  SwitchyardConflictError,
+  SwitchyardRateLimitError,
+  SwitchyardNetworkError,
+  SwitchyardStreamError,
+  SwitchyardTimeoutError,
+  type SwitchyardErrorCode,
+} from './errors.js';
+export * from './types.js';

@@ -1,0 +1,237 @@
+/**
+ * The wire shapes of the Switchyard API as the client library sees them (CONTRACT.md).
+ * Plain data only: nothing here imports server code.
+ */
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type Confidentiality = 'open' | 'trusted' | 'private';
+export type JobClass = 'interactive' | 'standard' | 'batch';
+export type Tier = Confidentiality;
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
+
+/** Any parsed JSON object. */
+export type JsonObject = Record<string, unknown>;
+
+export interface JobOutput {
+  /** Absolute artifact URLs, fetchable with a plain GET and no credential. */
+  urls: string[];
+  [field: string]: unknown;
+}
+
+export interface JobErrorInfo {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+/**
+ * A job as the gateway describes it. The 202 answer of a submission carries only the fields
+ * up to `created_at`; the others are then absent (`undefined`), not null.
+ */
+export interface Job {
+  run_id: string;
+  kind: string;
+  status: JobStatus;
+  confidentiality: Confidentiality;
+  class: JobClass;
+  /** Scheduler priority, 1 = most urgent. */
+  priority: number;
+  created_at: string;
+  started_at?: string | null;
+  finished_at?: string | null;
+  /** 0..1, or null before the worker reports any. */
+  progress?: number | null;
+  attempts?: number;
+  /** 1 = next to be leased; null unless queued. */
+  queue_position?: number | null;
+  output?: JobOutput | null;
+  error?: JobErrorInfo | null;
+  attestation?: JsonObject | null;
+}
+
+/** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */
+export interface JobResult extends Job {
+  /** True once the status is succeeded, failed or canceled. */
+  terminal: boolean;
+  /** The response body exactly as parsed. */
+  raw: JsonObject;
+}
+
+export interface SubmitJobBody {
+  kind: string;
+  /** Forwarded verbatim to the worker; must satisfy the kind's input schema (see capabilities()). */
+  input: JsonObject;
+  confidentiality?: Confidentiality;
+  class?: JobClass;
+  /** https URL POSTed the signed job object when the run ends (docs/webhooks.md). */
+  webhook?: string;
+  /** Which moments reach the webhook; the gateway's default is `['completed']`. Needs `webhook`. */
+  webhook_events_filter?: WebhookEvent[];
+}
+
+export interface RequestOptions {
+  /** Overrides the client's timeoutMs for this call; 0 = none. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface SubmitOptions extends RequestOptions {
+  /** The same key with the same body within 24 h replays the first answer. */
+  idempotencyKey?: string;
+  /**
+   * Sends `Prefer: wait=N`: the gateway holds the answer up to N seconds for the run to end.
+   * Without an explicit timeoutMs, the call's timeout grows by those seconds.
+   */
+  wait?: number;
+}
+
+export interface ListJobsParams {
+  status?: JobStatus;
+  kind?: string;
+  /** 1..100, the gateway's default is 20. */
+  limit?: number;
+  /** The next_cursor of a previous page. */
+  cursor?: string;
+}
+
+export interface JobPage {
+  data: JobResult[];
+  /** Pass to list() for the next (older) page; null on the last one. */
+  next_cursor: string | null;
+  raw: JsonObject;
+}
+
+export interface WaitOptions {
+  /** Pause between two polls, chosen by the caller. @defaultValue 1000 */
+  intervalMs?: number;
+  /** Overall deadline; past it, wait() rejects with a SwitchyardTimeoutError carrying the run id. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Timeout of each poll (defaults to the client's timeoutMs). */
+  requestTimeoutMs?: number;
+}
+
+export interface StreamOptions {
+  /** Resume after this event id (sent as Last-Event-ID). */
+  lastEventId?: number;
+  signal?: AbortSignal;
+  /** Consecutive failed reconnects before giving up. @defaultValue 5 */
+  maxReconnects?: number;
+  /** Pause before a reconnect; defaults to the server's `retry:` hint, else 1000 ms. */
+  reconnectDelayMs?: number;
+}
+
+export interface ProgressData {
+  progress: number;
+  message?: string;
+}
+
+export interface LogData {
+  line: string;
+  ts: string;
+}
+
+export interface OutputData {
+  delta: string;
+}
+
+/** One frame of GET /v1/jobs/{run_id}/events; `id` is the per-run sequence number. */
+export type JobEvent =
+  | { id: number; event: 'status'; data: JobResult }
+  | { id: number; event: 'progress'; data: ProgressData }
+  | { id: number; event: 'log'; data: LogData }
+  | { id: number; event: 'output'; data: OutputData }
+  | { id: number; event: 'done'; data: JobResult };
+
+export type JobEventName = JobEvent['event'];
+
+export interface TierCounts {
+  open: number;
+  trusted: number;
+  private: number;
+}
+
+export interface KindCapability {
+  kind: string;
+  rollout: 'live' | 'rolling_out';
+  /** Workers connected right now, on any gateway instance. */
+  workers: number;
+  workers_by_tier: TierCounts;
+  input_schema: JsonObject;
+}
+
+export interface Capabilities {
+  kinds: KindCapability[];
+}
+
+export interface Capacity {
+  workers: { total: number; by_tier: TierCounts };
+  slots: { total: number; busy: number; free: number };
+  jobs: { queued: number; running: number };
+  by_kind: Array<{ kind: string; workers: number; slots_free: number; queued: number }>;
+  updated_at: string;
+}
+
+export type WebhookEvent = 'start' | 'completed';
+
+/** One webhook delivery attempt of a run (GET /v1/jobs/{run_id}/webhooks, docs/webhooks.md). */
+export interface WebhookAttempt {
+  /** The `webhook-id` header sent. */
+  webhook_id: string;
+  event: WebhookEvent;
+  url: string;
+  /** 1 for the first try of that event. */
+  attempt: number;
+  at: string;
+  /** The receiver's status; null when none came. */
+  status_code: number | null;
+  /** Why no answer came (`timeout`, `connect_failed`, `url_blocked`, ...); null when one did. */
+  error: string | null;
+  duration_ms: number;
+  outcome: 'delivered' | 'retrying' | 'gave_up' | 'failed';
+  next_attempt_at: string | null;
+}
+
+export interface ToolDefinitionInput {
+  name: string;
+  description: string;
+  kind: 'http' | 'webhook';
+  method: string;
+  /** https only; checked by the gateway's SSRF guard. */
+  url: string;
+  inputSchema: JsonObject;
+  auth?: { type: 'bearer'; token: string };
+}
+
+/** A registered tool: its definition without the auth token, which is never returned. */
+export interface ToolDefinition extends Omit<ToolDefinitionInput, 'auth'> {
+  id: string;
+  /** `custom:<id>`, the id bots and agents name it by. */
+  tool_id: string;
+  auth: { type: string } | null;
+  created_at: string;
+  /** Webhook tools only, shown once at creation. */
+  signing_secret?: string;
+}
+
+export interface BotInput {
+  name: string;
+  model: string;
+  systemPrompt: string;
+  /** `custom:<id>` tool ids. */
+  tools: string[];
+  greeting: string;
+  allowedOrigins: string[];
+}
+
+export interface Bot extends BotInput {
+  id: string;
+  /** Publishable, accepted only from allowedOrigins. */
+  embedToken: string;
+  chatUrl: string;
+  invokeUrl: string;
+  wsUrl: string;
+  flow: { id: string; status: string; version: number };
+  created_at: string;
+}

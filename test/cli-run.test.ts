@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { progressLine } from '../api/cli-run.js';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+
+const exec = promisify(execFile);
+const BIN = 'api/bin/switchyard.mjs';
+const KIND = 'inference:image:generate';
+/** Not served by the test worker: its runs stay queued. */
+const UNSERVED = 'inference:audio:sfx-generate';
+
+describe('switchyard run (issue 4)', () => {
+  const prefix = uniquePrefix('clirun');
+  let gw: TestGateway;
+  let worker: SwitchyardWorker;
+  let key: string;
+  let env: Record<string, string>;
+
+  async function cli(args: string[], extraEnv: Record<string, string> = {}) {
+    try {
+      const { stdout, stderr } = await exec(process.execPath, [BIN, 'run', ...args], { env: { ...process.env, ...env, ...extraEnv } });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+
+  before(async () => {
+    gw = await new TestGateway(prefix).start();
+    ({ key } = await gw.account(10_000));
+    const token = await gw.request('POST', '/v1/account/worker-tokens', { key });
+    assert.equal(token.status, 201, token.text);
+    worker = new SwitchyardWorker({ gateway: gw.url, token: token.body.worker_token, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
+    await worker.start();
+    env = { SWITCHYARD_URL: gw.url, SWITCHYARD_API_KEY: key };
+  });
+  after(async () => {
+    await worker?.stop({ timeoutMs: 0 });
+    await gw?.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('--wait --json prints only the final job JSON, whose artifact URLs serve the files', async () => {
+    const res = await cli([KIND, '--input', '{"prompt":"a lighthouse"}', '--wait', '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const job = JSON.parse(res.stdout);
+    assert.equal(job.status, 'succeeded');
+    assert.equal(job.terminal, true);
+    assert.match(res.stderr, new RegExp(job.run_id));
+    assert.ok(job.output.urls.length > 0);
+    for (const url of job.output.urls) assert.equal((await fetch(url)).status, 200, url);
+    const server = await gw.request('GET', `/v1/jobs/${job.run_id}`, { key });
+    assert.deepEqual(job, server.body);
+  });
+
+  it('--wait prints the artifact URLs one per line; --gateway and --key override the environment', async () => {
+    const res = await cli([KIND, '--input', '{"prompt":"a harbour"}', '--wait', '--class', 'interactive', '--gateway', gw.url, '--key', key], { SWITCHYARD_URL: 'http://127.0.0.1:1', SWITCHYARD_API_KEY: 'wrong' });
+    assert.equal(res.code, 0, res.stderr);
+    const lines = res.stdout.trim().split('\n');
+    assert.ok(lines.length > 0);
+    for (const url of lines) {
+      assert.ok(url.startsWith(`${gw.url}/v1/artifacts/`), url);
+      assert.equal((await fetch(url)).status, 200, url);
+    }
+  });
+
+  it('without --wait prints the run id, or the 202 JSON with --json', async () => {
+    const plain = await cli([UNSERVED, '--input', '{"prompt":"a door"}', '--confidentiality', 'trusted']);
+    assert.equal(plain.code, 0, plain.stderr);
+    const runId = plain.stdout.trim();
+    assert.match(runId, /^run_[0-9A-Z]{26}$/);
+    const job = await gw.request('GET', `/v1/jobs/${runId}`, { key });
+    assert.equal(job.body.confidentiality, 'trusted');
+    assert.equal(job.body.status, 'queued');
+
+    const json = await cli([UNSERVED, '--input', '{"prompt":"a door"}', '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    const accepted = JSON.parse(json.stdout);
+    assert.equal(accepted.status, 'queued');
+    assert.equal(accepted.kind, UNSERVED);
+    for (const id of [runId, accepted.run_id]) await gw.request('POST', `/v1/jobs/${id}/cancel`, { key });
+  });
+
+  it('exits 2 with a clear message on usage errors', async () => {
+    const badJson = await cli([KIND, '--input', '{prompt: nope}']);
+    assert.equal(badJson.code, 2);
+    assert.match(badJson.stderr, /--input is not valid JSON/);
+    assert.equal(badJson.stdout, '');
+
+    const notObject = await cli([KIND, '--input', '[1,2]']);
+    assert.equal(notObject.code, 2);
+    assert.match(notObject.stderr, /--input must be a JSON object/);
+
+    const unknown = await cli([KIND, '--input', '{}', '--frobnicate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /--frobnicate/);
+
+    const noKind = await cli(['--input', '{}']);
+    assert.equal(noKind.code, 2);
+    assert.match(noKind.stderr, /needs a kind/);
+
+    const tier = await cli([KIND, '--input', '{}', '--confidentiality', 'secret']);
+    assert.equal(tier.code, 2);
+    assert.match(tier.stderr, /--confidentiality must be open, trusted, private/);
+
+    const noKey = await cli([KIND, '--input', '{}'], { SWITCHYARD_API_KEY: '' });
+    assert.equal(noKey.code, 2);
+    assert.match(noKey.stderr, /SWITCHYARD_API_KEY/);
+  });
+
+  it("exits 1 with the gateway's error when it refuses the job", async () => {
+    const res = await cli([KIND, '--input', '{"prompt": 7}']);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /400 invalid_request/);
+    const unauthorized = await cli([KIND, '--input', '{"prompt":"x"}', '--key', 'sy_live_nope']);
+    assert.equal(unauthorized.code, 1);
+    assert.match(unauthorized.stderr, /401 unauthorized/);
+  });
+
+  it('--wait exits 1 when the run ends canceled, and prints why', async () => {
+    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = capture(child);
+    const runId = await until('the run id on stderr', async () => /(run_[0-9A-Z]{26})/.exec(out.stderr)?.[1]);
+    const canceled = await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
+    assert.equal(canceled.status, 200, canceled.text);
+    assert.equal(await out.exit, 1);
+    assert.match(out.stderr, new RegExp(`${runId} canceled`));
+    assert.equal(out.stdout, '');
+  });
+
+  it('Ctrl-C while waiting stops following without canceling, and prints the run id', async () => {
+    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = capture(child);
+    const runId = await until('the run id on stderr', async () => /(run_[0-9A-Z]{26})/.exec(out.stderr)?.[1]);
+    child.kill('SIGINT');
+    assert.equal(await out.exit, 130);
+    assert.equal(out.stdout.trim(), runId);
+    assert.match(out.stderr, /the run goes on/);
+    const job = await gw.request('GET', `/v1/jobs/${runId}`, { key });
+    assert.equal(job.body.status, 'queued', 'the run was not canceled');
+    await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
+  });
+
+  it('draws the progress bar as \\r[#####.....] 50% message', () => {
+    assert.equal(progressLine(0.5, 'sampling', 10), '\r[#####.....]  50% sampling\x1b[K');
+    assert.equal(progressLine(1, undefined, 4), '\r[####] 100%\x1b[K');
+    assert.equal(progressLine(0, 'queued', 4), '\r[....]   0% queued\x1b[K');
+  });
+});
+
+function capture(child: ReturnType<typeof spawn>) {
+  const out = { stdout: '', stderr: '', exit: new Promise<number | null>((r) => child.once('exit', (code) => r(code))) };
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (out.stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (out.stderr += s));
+  return out;
+}
