@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildProcess } from 'node:child_process';
@@ -94,7 +95,21 @@ async function devKey(gateway: Gateway): Promise<string> {
   return key;
 }
 
+/** A TOOL_SECRET_KEY for development, kept under DATA_DIR so tools registered earlier still decrypt. */
+function devToolSecretKey(dataDir: string): string {
+  const file = path.resolve(dataDir, 'dev-tool-secret.key');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    const key = randomBytes(32).toString('base64');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, key, { mode: 0o600 });
+    return key;
+  }
+}
+
 async function dev(env: NodeJS.ProcessEnv): Promise<void> {
+  if (!env.TOOL_SECRET_KEY) env = { ...env, TOOL_SECRET_KEY: devToolSecretKey(loadConfig(env).dataDir) };
   let config = loadConfig(env);
   let redisChild: ChildProcess | undefined;
   if (config.redisUrlDefaulted && !(await redisAnswers(config.redisUrl))) {

@@ -75,6 +75,21 @@ export interface Config {
     /** Delays before each retry; the number of entries is the number of retries. @defaultValue 5 s, 5 min, 30 min, 2 h, 5 h, 10 h (last try ~17.6 h after the first) */
     retryDelaysMs: number[];
   };
+  /** Tools, bots and the agent loop. */
+  agents: {
+    /** AES-256-GCM key that encrypts tool secrets at rest (TOOL_SECRET_KEY, 32 bytes as base64 or hex). Unset: tools with `auth` are refused (503). */
+    toolSecretKey?: Buffer;
+    /** LLM steps per agent turn before it stops with `max_steps`. @defaultValue 8 */
+    maxSteps: number;
+    /** One LLM step may take this long. @defaultValue 120000 */
+    llmStepTimeoutMs: number;
+    /** Messages per minute a bot accepts in all. @defaultValue 120 */
+    botRatePerMinute: number;
+    /** Messages per minute a bot accepts from one client address. @defaultValue 20 */
+    botClientRatePerMinute: number;
+    /** Lifetime of secure-mode session tokens. @defaultValue 900 */
+    botSessionTtlSeconds: number;
+  };
   /** Outbound HTTP to account-supplied URLs (webhooks, tools, bots), all behind the SSRF guard. */
   outbound: {
     /** Ports an outbound URL may name. @defaultValue [443] */
@@ -131,6 +146,12 @@ const envSchema = {
     SSE_PING_MS: { type: 'integer', minimum: 100, maximum: 15000, default: 15000 },
     EVENT_CLIENT_BUFFER: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     WEBHOOK_RETRY_DELAYS_MS: { type: 'string', pattern: '^\\s*(\\d+\\s*(,\\s*\\d+\\s*)*)?$', default: '5000,300000,1800000,7200000,18000000,36000000' },
+    TOOL_SECRET_KEY: { type: 'string', pattern: '^([A-Za-z0-9+/]{43}=|[0-9a-fA-F]{64})$' },
+    AGENT_MAX_STEPS: { type: 'integer', minimum: 1, maximum: 50, default: 8 },
+    LLM_STEP_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 600_000, default: 120000 },
+    BOT_RATE_PER_MIN: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 120 },
+    BOT_CLIENT_RATE_PER_MIN: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 20 },
+    BOT_SESSION_TTL_S: { type: 'integer', minimum: 30, maximum: 86400, default: 900 },
     OUTBOUND_ALLOWED_PORTS: { type: 'string', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$', default: '443' },
     OUTBOUND_ALLOW_CIDRS: { type: 'string', default: '' },
     OUTBOUND_CA_FILE: { type: 'string', minLength: 1 },
@@ -238,6 +259,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       clientBufferBytes: parseSize(raw.EVENT_CLIENT_BUFFER as string),
     },
     webhooks: { retryDelaysMs: numbers(raw.WEBHOOK_RETRY_DELAYS_MS) },
+    agents: {
+      toolSecretKey: raw.TOOL_SECRET_KEY ? Buffer.from(raw.TOOL_SECRET_KEY as string, (raw.TOOL_SECRET_KEY as string).length === 64 ? 'hex' : 'base64') : undefined,
+      maxSteps: raw.AGENT_MAX_STEPS as number,
+      llmStepTimeoutMs: raw.LLM_STEP_TIMEOUT_MS as number,
+      botRatePerMinute: raw.BOT_RATE_PER_MIN as number,
+      botClientRatePerMinute: raw.BOT_CLIENT_RATE_PER_MIN as number,
+      botSessionTtlSeconds: raw.BOT_SESSION_TTL_S as number,
+    },
     outbound: {
       allowedPorts,
       allowCidrs,

@@ -31,6 +31,7 @@ import type { Config } from './config.js';
 import { createLogger } from './logger.js';
 import { FleetService } from './services/fleet-service.js';
 import { JobService } from './services/job-service.js';
+import { LlmRunner } from './services/llm-runner.js';
 import type { Services } from './services/services.js';
 import { SsrfGuard } from './outbound/ssrf-guard.js'; // webhooks
 import { WebhookAttemptLog } from './webhooks/attempt-log.js'; // webhooks
@@ -204,6 +205,7 @@ export class Gateway {
       auth,
       jobs,
       follower,
+      llm: new LlmRunner({ jobs, follower, registry: this.registry, timeoutMs: c.agents.llmStepTimeoutMs }),
       sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
       ready: async () => {

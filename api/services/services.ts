@@ -4,6 +4,7 @@ import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
 import type { RequestGate } from '../auth/request-gate.js';
 import type { RunFollower } from '../events/run-follower.js';
 import type { SseStreams } from '../events/sse-streams.js';
+import type { LlmRunner } from './llm-runner.js';
 import type { FleetService } from './fleet-service.js';
 import type { JobService } from './job-service.js';
 import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
@@ -24,6 +25,8 @@ export interface Services {
   leases?: LeaseStore;
   /** Follows runs for callers (SSE, WebSocket, `Prefer: wait`). */
   follower: RunFollower;
+  /** Runs LLM steps on the fleet (agent loop, OpenAI surface). */
+  llm: LlmRunner;
   /** The process's open SSE streams. */
   sse: SseStreams;
   /** The one way to call a URL an account gave (webhooks, tools, bots): the SSRF guard. */

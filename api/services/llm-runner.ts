@@ -1,0 +1,126 @@
+import { SwitchyardError } from '../../models/errors.js';
+import { isTerminal, type RunRecord } from '../../models/types.js';
+import type { WorkerRegistry } from '../../dispatch/worker-registry.js';
+import type { RunFollower } from '../events/run-follower.js';
+import type { JobService } from './job-service.js';
+
+export const LLM_KIND = 'inference:llm:text-generate';
+
+/** One tool call as the LLM returns it (OpenAI's shape; `arguments` is JSON text). */
+export interface LlmToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** The input of one llm job: OpenAI-style messages and tools (JSON Schemas as `parameters`). */
+export interface LlmRequest {
+  messages: Array<Record<string, unknown> & { role: string }>;
+  model?: string;
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters: object } }>;
+  tool_choice?: unknown;
+  max_tokens?: number;
+  temperature?: number;
+}
+
+export interface LlmResult {
+  run_id: string;
+  text: string;
+  tool_calls: LlmToolCall[];
+  finish_reason: string;
+  /** As the worker reported it, when it did. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  model: string | null;
+}
+
+export interface LlmRunOptions {
+  /** Streamed text, as the worker sends it. */
+  onDelta?: (delta: string) => void;
+  signal?: AbortSignal;
+  /** @defaultValue the runner's timeoutMs */
+  timeoutMs?: number;
+}
+
+export interface LlmRunnerOptions {
+  jobs: JobService;
+  follower: RunFollower;
+  registry: WorkerRegistry;
+  /** How long one LLM step may take before it is canceled. @defaultValue 120000 */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs one LLM step as an `inference:llm:text-generate` job on the fleet, for an account
+ * (it pays the kind's price), and waits for it on the run's events: no polling. Used by the
+ * agent loop and the OpenAI-compatible surface. Refuses at once (503) while no LLM worker is
+ * connected, rather than queueing a job nobody will take.
+ */
+export class LlmRunner {
+  constructor(private readonly opts: LlmRunnerOptions) {}
+
+  /** Throws 503 `unavailable` unless some connected worker serves the llm kind. */
+  async assertAvailable(): Promise<void> {
+    const workers = await this.opts.registry.live();
+    if (!workers.some((w) => w.kinds.includes(LLM_KIND))) {
+      throw new SwitchyardError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
+    }
+  }
+
+  /** Models advertised by the connected llm workers (`software.models`), for /v1/models. */
+  async models(): Promise<string[]> {
+    const workers = await this.opts.registry.live();
+    const names = new Set<string>();
+    for (const w of workers) {
+      if (!w.kinds.includes(LLM_KIND)) continue;
+      const listed = (w.software as { models?: unknown } | undefined)?.models;
+      if (Array.isArray(listed)) for (const m of listed) if (typeof m === 'string' && m) names.add(m);
+    }
+    return [...names].sort();
+  }
+
+  async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
+    await this.assertAvailable();
+    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input: request as unknown as Record<string, unknown>, class: 'interactive' });
+    const stopDeltas = opts.onDelta ? await this.forwardDeltas(run, opts.onDelta) : undefined;
+    try {
+      const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);
+      if (!done) {
+        await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
+        if (opts.signal?.aborted) throw new SwitchyardError('unavailable', 'the LLM step was abandoned by its caller');
+        throw new SwitchyardError('unavailable', 'the LLM step did not finish in time; retry later', { details: { run_id: run.run_id } });
+      }
+      return resultOf(done);
+    } finally {
+      stopDeltas?.();
+    }
+  }
+
+  /** From event 0: deltas streamed before this subscription started are replayed, not lost. */
+  private async forwardDeltas(run: RunRecord, onDelta: (delta: string) => void): Promise<() => void> {
+    return this.opts.follower.follow(run, 0, {
+      send: (e) => {
+        if (e.event !== 'output') return;
+        const delta = (JSON.parse(e.data) as { delta?: unknown }).delta;
+        if (typeof delta === 'string') onDelta(delta);
+      },
+      end: () => {},
+    });
+  }
+}
+
+function resultOf(run: RunRecord): LlmResult {
+  if (!isTerminal(run.status) || run.status !== 'succeeded' || !run.output) {
+    const error = run.error ?? { code: run.status, message: `the LLM step ended ${run.status}` };
+    throw new SwitchyardError('unavailable', `the LLM step failed: ${error.message}`, { details: { run_id: run.run_id, code: error.code } });
+  }
+  const out = run.output as Record<string, unknown>;
+  const usage = out.usage as LlmResult['usage'] | undefined;
+  return {
+    run_id: run.run_id,
+    text: typeof out.text === 'string' ? out.text : '',
+    tool_calls: Array.isArray(out.tool_calls) ? (out.tool_calls as LlmToolCall[]) : [],
+    finish_reason: typeof out.finish_reason === 'string' ? out.finish_reason : 'stop',
+    usage: usage && typeof usage === 'object' ? usage : null,
+    model: typeof out.model === 'string' ? out.model : null,
+  };
+}
