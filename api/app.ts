@@ -16,6 +16,7 @@ import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { toolRoutes } from './routes/tools.js'; // tools
 import type { Services } from './services/services.js';
 import { assertValid } from './validation.js';
 
@@ -38,6 +39,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   routes.push(...webhookRoutes(s));
+  routes.push(...toolRoutes(s)); // tools
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
 

@@ -37,6 +37,7 @@ import { SsrfGuard } from './outbound/ssrf-guard.js'; // webhooks
 import { WebhookAttemptLog } from './webhooks/attempt-log.js'; // webhooks
 import { WebhookService } from './webhooks/webhook-service.js'; // webhooks
 import { WebhookQueue } from '../queues/webhook-queue.js'; // webhooks
+import { ToolService } from './tools/tool-service.js'; // tools
 
 export interface GatewayOptions {
   config: Config;
@@ -116,6 +117,7 @@ export class Gateway {
       workerTokens: base.workerTokens,
       runs: this.runs,
       idempotency: base.idempotency,
+      tools: base.tools,
       ping: () => base.ping(),
       close: () => base.close(),
     };
@@ -172,6 +174,9 @@ export class Gateway {
     this.runs.onStatusChange(webhooks.statusChanged);
     this.webhookQueue.work({ connection: this.bullConnection, concurrency: 16, log: this.log, deliver: webhooks.deliver });
     // Webhooks (end)
+    // Tools (begin): custom tools, secrets sealed with TOOL_SECRET_KEY, every call through the SSRF guard (docs/tools.md).
+    const tools = new ToolService({ store: this.stores.tools, outbound, secretKey: c.agents.toolSecretKey });
+    // Tools (end)
     const jobs = new JobService({
       runs: this.stores.runs,
       idempotency: this.stores.idempotency,
@@ -202,6 +207,7 @@ export class Gateway {
       gate,
       outbound, // webhooks
       webhooks, // webhooks
+      tools, // tools
       auth,
       jobs,
       follower,

@@ -100,6 +100,36 @@ export interface IdempotencyStore {
   release(accountId: string, key: string, runId: string): Promise<void>;
 }
 
+/** A custom tool as stored (api/tools/): its secrets sealed (AES-256-GCM) by the tool service, never in plain text. */
+export interface StoredTool {
+  /** `tool_` and a ULID, so ids sort by creation time. */
+  id: string;
+  account_id: string;
+  name: string;
+  description: string;
+  kind: 'http' | 'webhook';
+  method: string;
+  url: string;
+  inputSchema: Record<string, unknown>;
+  auth: { type: 'bearer' } | null;
+  created_at: string;
+  /** Sealed secrets: the bearer token (`auth`), the signing secret (webhook tools). */
+  secrets: { bearer_token?: string; signing_secret?: string };
+}
+
+export type CreateToolResult = 'created' | 'name_conflict' | 'limit_reached';
+
+export interface ToolStore {
+  /** Stores the tool unless its account has a tool of that name or `maxPerAccount` tools already, in one atomic step. */
+  create(tool: StoredTool, maxPerAccount: number): Promise<CreateToolResult>;
+  /** The account's tool; null when there is none or it belongs to another account. */
+  get(accountId: string, id: string): Promise<StoredTool | null>;
+  /** The account's tools, oldest first. */
+  list(accountId: string): Promise<StoredTool[]>;
+  /** Removes the account's tool and frees its name; null when the account has no such tool. */
+  delete(accountId: string, id: string): Promise<StoredTool | null>;
+}
+
 export interface Stores {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
@@ -107,6 +137,8 @@ export interface Stores {
   workerTokens: WorkerTokenStore;
   runs: RunStore;
   idempotency: IdempotencyStore;
+  /** Custom tools (api/tools/). */
+  tools: ToolStore;
   /** Throws if the backing database cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import { NotFoundError } from '../models/errors.js';
 import { newRunId } from '../models/ids.js';
 import { MongoStores } from '../models/mongo/mongo-stores.js';
 import { RedisStores } from '../models/redis/redis-stores.js';
-import type { Stores } from '../models/stores.js';
+import type { StoredTool, Stores } from '../models/stores.js';
 import { REDIS_URL, cleanupPrefix, newRunSpec, uniquePrefix } from './helpers/harness.js';
 
 /**
@@ -324,6 +324,55 @@ describe('store contract', () => {
           await stores.runs.confirmEnqueued([id1, id2]);
           const after = (await stores.runs.listUnconfirmed(0, 100)).map((r) => r.run_id);
           assert.ok(!after.includes(id1) && !after.includes(id2));
+        });
+      });
+
+      describe('tools', () => {
+        /** A tool of `accountId`; ids come from the run id clock, so they sort by creation. */
+        const tool = (accountId: string, name: string): StoredTool => ({
+          id: `tool_${newRunId().slice(4)}`,
+          account_id: accountId,
+          name,
+          description: 'd',
+          kind: 'http',
+          method: 'GET',
+          url: 'https://tools.example/x',
+          inputSchema: { type: 'object' },
+          auth: { type: 'bearer' },
+          created_at: new Date().toISOString(),
+          secrets: { bearer_token: 'v1.sealed' },
+        });
+
+        it('stores, lists oldest first, reads and deletes a tool for its owner only', async () => {
+          const [first, second] = [tool('acct_t1', 'one'), tool('acct_t1', 'two')];
+          assert.equal(await stores.tools.create(first, 10), 'created');
+          assert.equal(await stores.tools.create(second, 10), 'created');
+          assert.deepEqual(await stores.tools.get('acct_t1', first.id), first);
+          assert.equal(await stores.tools.get('acct_t2', first.id), null, "another account's tool");
+          assert.deepEqual(await stores.tools.list('acct_t1'), [first, second]);
+          assert.deepEqual(await stores.tools.list('acct_t2'), []);
+          assert.equal(await stores.tools.delete('acct_t2', first.id), null);
+          assert.deepEqual(await stores.tools.delete('acct_t1', first.id), first);
+          assert.equal(await stores.tools.delete('acct_t1', first.id), null, 'deleted once');
+          assert.deepEqual(await stores.tools.list('acct_t1'), [second]);
+        });
+
+        it('keeps names unique per account, one winner among concurrent creates, the name free again after delete', async () => {
+          const results = await Promise.all(Array.from({ length: 20 }, () => stores.tools.create(tool('acct_t3', 'same'), 100)));
+          assert.deepEqual(results.sort(), ['created', ...Array(19).fill('name_conflict')]);
+          assert.equal(await stores.tools.create(tool('acct_t4', 'same'), 100), 'created', 'names are per account');
+          const [kept] = await stores.tools.list('acct_t3');
+          await stores.tools.delete('acct_t3', kept.id);
+          assert.equal(await stores.tools.create(tool('acct_t3', 'same'), 100), 'created');
+        });
+
+        it('refuses a create past the per-account limit, also among concurrent creates', async () => {
+          const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores.tools.create(tool('acct_t5', `n${i}`), 3)));
+          assert.equal(results.filter((r) => r === 'created').length, 3);
+          assert.equal(results.filter((r) => r === 'limit_reached').length, 7);
+          const [one] = await stores.tools.list('acct_t5');
+          await stores.tools.delete('acct_t5', one.id);
+          assert.equal(await stores.tools.create(tool('acct_t5', 'again'), 3), 'created', 'a delete makes room');
         });
       });
 

@@ -5,6 +5,7 @@ import { MongoApiKeyStore, type ApiKeyDoc } from './mongo-api-key-store.js';
 import { MongoIdempotencyStore, type IdempotencyDoc } from './mongo-idempotency-store.js';
 import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type WorkerTokenDoc } from './mongo-operator-store.js';
 import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
+import { MongoToolStore, type ToolCountDoc, type ToolDoc } from './mongo-tool-store.js';
 
 /**
  * Every store in one MongoDB database. Runs are created and settled in multi-document
@@ -18,6 +19,7 @@ export class MongoStores implements Stores {
   readonly workerTokens: MongoWorkerTokenStore;
   readonly runs: MongoRunStore;
   readonly idempotency: MongoIdempotencyStore;
+  readonly tools: MongoToolStore;
 
   private constructor(private readonly client: MongoClient, private readonly db: Db, opts: MongoRunStoreOptions) {
     const accounts = db.collection<AccountDoc>('accounts');
@@ -27,6 +29,7 @@ export class MongoStores implements Stores {
     this.workerTokens = new MongoWorkerTokenStore(db.collection<WorkerTokenDoc>('worker_tokens'));
     this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts);
     this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
+    this.tools = new MongoToolStore(client, db.collection<ToolDoc>('tools'), db.collection<ToolCountDoc>('tool_counts'));
   }
 
   /** For tests: drops the whole database. */
@@ -64,6 +67,12 @@ export class MongoStores implements Stores {
       { key: { expires_at: 1 }, expireAfterSeconds: 0 },
     ]);
     await this.db.collection('idempotency').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
+    // Tool names are unique per account; this index is what enforces it. It also serves listing.
+    await this.db.collection('tools').createIndexes([{ key: { account_id: 1, name: 1 }, unique: true }, { key: { account_id: 1, _id: 1 } }]);
+    // Creates the counters' collection, which a transaction cannot do on servers before 4.4 (48: it exists).
+    await this.db.createCollection('tool_counts').catch((err: { code?: number }) => {
+      if (err.code !== 48) throw err;
+    });
   }
 
   async ping(): Promise<void> {

@@ -12,6 +12,10 @@ export class RedisKeys {
   /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
   unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
   idempotency = (accountId: string, keyDigest: string) => `${this.prefix}:idem:${accountId}:${keyDigest}`;
+  /** A custom tool: a hash of `account_id`, `name` and the record as JSON (`doc`). */
+  tool = (id: string) => `${this.prefix}:tool:${id}`;
+  /** An account's tools by name (name -> tool id): the name is unique per account, HLEN counts them. */
+  accountTools = (id: string) => `${this.prefix}:acct:${id}:tools`;
   operator = (id: string) => `${this.prefix}:op:${id}`;
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;

@@ -6,6 +6,7 @@ import { RedisApiKeyStore } from './redis-api-key-store.js';
 import { RedisIdempotencyStore } from './redis-idempotency-store.js';
 import { RedisOperatorStore, RedisWorkerTokenStore } from './redis-operator-store.js';
 import { RedisRunStore, type RedisRunStoreOptions } from './redis-run-store.js';
+import { RedisToolStore } from './redis-tool-store.js';
 
 /** The embedded default: every store in the Redis that also holds the queues. */
 export class RedisStores implements Stores {
@@ -15,6 +16,7 @@ export class RedisStores implements Stores {
   readonly workerTokens: RedisWorkerTokenStore;
   readonly runs: RedisRunStore;
   readonly idempotency: RedisIdempotencyStore;
+  readonly tools: RedisToolStore;
 
   constructor(private readonly redis: Redis, prefix: string, opts: RedisRunStoreOptions) {
     const keys = new RedisKeys(prefix);
@@ -24,6 +26,7 @@ export class RedisStores implements Stores {
     this.workerTokens = new RedisWorkerTokenStore(redis, keys);
     this.runs = new RedisRunStore(redis, keys, opts);
     this.idempotency = new RedisIdempotencyStore(redis, keys);
+    this.tools = new RedisToolStore(redis, keys);
   }
 
   async ping(): Promise<void> {
