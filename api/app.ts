@@ -7,7 +7,7 @@ import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestId } from './middleware/request-id.js';
 import { buildOpenApi } from './openapi.js';
-import { koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
+import { errorStyleOf, koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { artifactRoutes } from './routes/artifacts.js'; // artifacts
@@ -15,6 +15,7 @@ import { eventRoutes } from './routes/events.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
+import { openaiRoutes } from './routes/openai.js'; // OpenAI
 import { webhookRoutes } from './routes/webhooks.js';
 import { toolRoutes } from './routes/tools.js'; // tools
 import type { Services } from './services/services.js';
@@ -39,6 +40,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   routes.push(...webhookRoutes(s));
+  routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
@@ -57,7 +59,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   }
 
   app.use(requestId());
-  app.use(errorHandler(log));
+  app.use(errorHandler(log, errorStyleOf(routes)));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Cache-Control', 'no-store');

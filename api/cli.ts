@@ -24,9 +24,11 @@ Commands:
   accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
   keys create --account ID [--name N]    create another API key for an account; prints it as JSON
   worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
-         [--engine demo] [--demo-delay-ms N]
+         [--engine demo] [--demo-delay-ms N] [--models m1,m2]
                                          run a worker that connects to a gateway and runs its jobs with
                                          an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
+                                         --models: the LLM models it serves, listed by GET /v1/models
+                                         (default for the demo engine: demo-llm);
                                          the token may also come from SWITCHYARD_WORKER_TOKEN; stops
                                          gracefully on SIGTERM/SIGINT (a second signal aborts running jobs)
   run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
@@ -164,6 +166,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       slots: { type: 'string' },
       engine: { type: 'string' },
       'demo-delay-ms': { type: 'string' },
+      models: { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -217,6 +220,7 @@ interface WorkerFlags {
   slots?: string;
   engine?: string;
   'demo-delay-ms'?: string;
+  models?: string;
 }
 
 /** `switchyard worker`: an SDK worker with a built-in engine, until SIGTERM/SIGINT. */
@@ -247,6 +251,8 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   if (engineName !== 'demo') throw new UsageError(`unknown engine ${JSON.stringify(engineName)}; available: demo`);
   const delayMs = flags['demo-delay-ms'] === undefined ? 1000 : Number(flags['demo-delay-ms']);
   if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new UsageError('--demo-delay-ms must be a whole number of milliseconds >= 0');
+  const models = flags.models === undefined ? ['demo-llm'] : [...new Set(flags.models.split(',').map((m) => m.trim()).filter(Boolean))];
+  if (models.length === 0) throw new UsageError('--models is empty: name at least one model, e.g. --models demo-llm');
 
   const { createDemoEngine } = await import('../sdk/engines/demo/index.js');
   const levels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -259,7 +265,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
     tier,
     slots,
     handler: createDemoEngine({ delayMs }),
-    software: { name: 'switchyard-demo-engine', engine: engineName },
+    software: { name: 'switchyard-demo-engine', engine: engineName, models },
     logger: consoleLogger(level),
   });
   let signals = 0;

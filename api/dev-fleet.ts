@@ -19,7 +19,8 @@ export async function startDevFleet(gateway: Gateway, url: string, delayMs: numb
     slots: 4,
     handler: createDemoEngine({ delayMs }),
     logger: consoleLogger('warn'),
-    software: { name: 'switchyard-demo-fleet' },
+    // Listed by GET /v1/models: the model OpenAI-compatible clients name.
+    software: { name: 'switchyard-demo-fleet', models: ['demo-llm'] },
   });
   await worker.start();
   return worker;

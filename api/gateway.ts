@@ -32,6 +32,7 @@ import { createLogger } from './logger.js';
 import { FleetService } from './services/fleet-service.js';
 import { JobService } from './services/job-service.js';
 import { LlmRunner } from './services/llm-runner.js';
+import { ChatCompletions } from './openai/chat-completions.js'; // OpenAI
 import type { Services } from './services/services.js';
 import { SsrfGuard } from './outbound/ssrf-guard.js'; // webhooks
 import { WebhookAttemptLog } from './webhooks/attempt-log.js'; // webhooks
@@ -218,6 +219,10 @@ export class Gateway {
         await Promise.all([this.redis.ping(), this.stores.ping()]);
       },
     };
+
+    // OpenAI (begin): /v1/chat/completions and /v1/models, each completion one llm job (docs/openai.md).
+    this.services.openai = new ChatCompletions({ llm: this.services.llm, log: this.log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
+    // OpenAI (end)
 
     // Artifacts (begin): files under DATA_DIR/artifacts, upload tokens checked against live leases, retention sweeps.
     const artifacts = new FsArtifactStore({ root: `${c.dataDir}/artifacts` });

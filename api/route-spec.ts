@@ -3,6 +3,9 @@ import type { Ctx, RequestState } from './context.js';
 
 export type Auth = 'account' | 'admin' | 'none';
 
+/** Shape of error bodies: the CONTRACT envelope, or OpenAI's (`{error: {message, type, param, code}}`). */
+export type ErrorStyle = 'contract' | 'openai';
+
 export interface ResponseSpec {
   description: string;
   schema?: object;
@@ -34,6 +37,8 @@ export interface RouteSpec {
   /** Request headers worth documenting. */
   headers?: Array<{ name: string; description: string; schema: object }>;
   responses: Record<number, ResponseSpec>;
+  /** @defaultValue 'contract'. Applies to every error on the path, auth and unknown methods included. */
+  errorStyle?: ErrorStyle;
   handler: (ctx: Ctx) => Promise<void>;
 }
 
@@ -41,3 +46,14 @@ export interface RouteSpec {
 export const koaPath = (path: string): string => path.replace(/\{([a-z_]+)\}/g, ':$1');
 
 export type RouteMiddleware = Middleware<RequestState>;
+
+/**
+ * The error style of a request path: that of the route whose path it is or lies under (so
+ * `/v1/models/x/y` and a wrong method on a route answer in their route's style).
+ */
+export function errorStyleOf(routes: RouteSpec[]): (path: string) => ErrorStyle {
+  const styled = routes
+    .filter((r) => r.errorStyle && r.errorStyle !== 'contract')
+    .map((r) => ({ style: r.errorStyle!, pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[a-z_]+\}/g, '[^/]+')}(/.*)?$`) }));
+  return (path) => styled.find((s) => s.pattern.test(path))?.style ?? 'contract';
+}

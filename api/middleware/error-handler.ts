@@ -2,6 +2,8 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ERROR_STATUS, SwitchyardError, type ErrorCode } from '../../models/errors.js';
 import type { RequestState } from '../context.js';
+import { openAiErrorBody } from '../openai/openai-error.js';
+import type { ErrorStyle } from '../route-spec.js';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -44,16 +46,23 @@ export function toSwitchyardError(err: unknown): SwitchyardError {
   return new SwitchyardError('internal', 'internal error', { cause: e });
 }
 
-export function renderError(ctx: { status: number; body: unknown; set(field: string, value: string): void; state: RequestState }, err: SwitchyardError): void {
+export function renderError(
+  ctx: { status: number; body: unknown; set(field: string, value: string): void; state: RequestState },
+  err: SwitchyardError,
+  style: ErrorStyle = 'contract',
+): void {
   ctx.status = err.status ?? ERROR_STATUS[err.code];
   for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details) error.details = err.details;
-  ctx.body = { error };
+  ctx.body = style === 'openai' ? openAiErrorBody(err) : { error };
 }
 
-/** The one place errors become HTTP answers: the CONTRACT envelope, no stack traces. */
-export function errorHandler(log: Logger): Middleware<RequestState> {
+/**
+ * The one place errors become HTTP answers: the CONTRACT envelope (or, on the paths of
+ * routes with `errorStyle: 'openai'`, OpenAI's), no stack traces.
+ */
+export function errorHandler(log: Logger, styleOf: (path: string) => ErrorStyle = () => 'contract'): Middleware<RequestState> {
   return async (ctx, next) => {
     try {
       await next();
@@ -71,7 +80,7 @@ export function errorHandler(log: Logger): Middleware<RequestState> {
       }
       // Body parsers may leave the request half-read; closing the connection keeps it from being misparsed.
       if (err.code === 'payload_too_large') ctx.set('Connection', 'close');
-      renderError(ctx, err);
+      renderError(ctx, err, styleOf(ctx.path));
     }
   };
 }

@@ -6,6 +6,9 @@ import type { JobService } from './job-service.js';
 
 export const LLM_KIND = 'inference:llm:text-generate';
 
+/** The model id of a connected llm worker that advertises none: it takes whatever model it is asked for. */
+export const DEFAULT_MODEL = 'default';
+
 /** One tool call as the LLM returns it (OpenAI's shape; `arguments` is JSON text). */
 export interface LlmToolCall {
   id: string;
@@ -34,6 +37,8 @@ export interface LlmResult {
 }
 
 export interface LlmRunOptions {
+  /** Called with the run id once the job is accepted (paid for and queued), before any delta. */
+  onAccepted?: (runId: string) => void;
   /** Streamed text, as the worker sends it. */
   onDelta?: (delta: string) => void;
   signal?: AbortSignal;
@@ -66,14 +71,15 @@ export class LlmRunner {
     }
   }
 
-  /** Models advertised by the connected llm workers (`software.models`), for /v1/models. */
+  /** Models advertised by the connected llm workers (`software.models`; `default` for a worker listing none), for /v1/models. */
   async models(): Promise<string[]> {
     const workers = await this.opts.registry.live();
     const names = new Set<string>();
     for (const w of workers) {
       if (!w.kinds.includes(LLM_KIND)) continue;
       const listed = (w.software as { models?: unknown } | undefined)?.models;
-      if (Array.isArray(listed)) for (const m of listed) if (typeof m === 'string' && m) names.add(m);
+      const valid = Array.isArray(listed) ? listed.filter((m): m is string => typeof m === 'string' && m !== '') : [];
+      for (const m of valid.length ? valid : [DEFAULT_MODEL]) names.add(m);
     }
     return [...names].sort();
   }
@@ -81,6 +87,7 @@ export class LlmRunner {
   async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
     await this.assertAvailable();
     const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input: request as unknown as Record<string, unknown>, class: 'interactive' });
+    opts.onAccepted?.(run.run_id);
     const stopDeltas = opts.onDelta ? await this.forwardDeltas(run, opts.onDelta) : undefined;
     try {
       const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);

@@ -11,6 +11,7 @@ import type { ArtifactStore } from '../../models/artifact-store.js'; // artifact
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
+import type { ChatCompletions } from '../openai/chat-completions.js'; // OpenAI
 import type { ToolService } from '../tools/tool-service.js'; // tools
 
 /** What route handlers may use. Built once per gateway by `Gateway`. */
@@ -36,6 +37,8 @@ export interface Services {
   webhooks: WebhookService;
   /** Custom tools: registration, resolution for bots, calls for the agent loop (docs/tools.md). */
   tools: ToolService;
+  /** The OpenAI-compatible surface (docs/openai.md); unset: its routes answer 503. */
+  openai?: ChatCompletions;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
   /** Checks every backing service; throws when one is unreachable. */

@@ -63,6 +63,18 @@ function argumentsFor(tool: ToolSpec, text: string): Record<string, unknown> {
   return Object.fromEntries(names.map((n) => [n, value(props[n]?.type)]));
 }
 
+// The demo has no tokenizer: it counts words as tokens, so its usage reports are small and exact.
+const countWords = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+/** What the demo reports about a step, like a real engine would: token counts and the model served. */
+function usageReport(input: Record<string, unknown>, messages: Message[], completionTokens: number) {
+  const promptTokens = messages.reduce((n, m) => n + countWords(m.content), 0);
+  return {
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    model: str(input, 'model') || 'demo-llm',
+  };
+}
+
 const FILLER = [
   'This is the demo engine speaking.',
   'No model was loaded to write this.',
@@ -82,7 +94,8 @@ export const llm: DemoFamily = async ({ input, ctx, rng, delayMs }) => {
     const args = JSON.stringify(argumentsFor(tool, last!.content));
     const id = `call_${createHash('sha256').update(canonicalJson([tool.name, args, messages])).digest('hex').slice(0, 24)}`;
     ctx.log(`demo llm: calling tool ${tool.name}`);
-    return { artifacts: [], extra: { text: '', tool_calls: [{ id, type: 'function', function: { name: tool.name, arguments: args } }], finish_reason: 'tool_calls' } };
+    const report = usageReport(input, messages, countWords(`${tool.name} ${args}`));
+    return { artifacts: [], extra: { text: '', tool_calls: [{ id, type: 'function', function: { name: tool.name, arguments: args } }], finish_reason: 'tool_calls', ...report } };
   }
 
   const topic = (last?.content ?? '').replace(/\s+/g, ' ').trim().slice(0, 80);
@@ -102,6 +115,6 @@ export const llm: DemoFamily = async ({ input, ctx, rng, delayMs }) => {
   }
   return {
     artifacts: [{ name: 'completion.txt', contentType: 'text/plain; charset=utf-8', data: Buffer.from(text, 'utf8') }],
-    extra: { text, finish_reason: words.length < all.length ? 'length' : 'stop' },
+    extra: { text, finish_reason: words.length < all.length ? 'length' : 'stop', ...usageReport(input, messages, words.length) },
   };
 };
