@@ -11,6 +11,7 @@ import { errorStyleOf, koaPath, type RouteMiddleware, type RouteSpec } from './r
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { artifactRoutes } from './routes/artifacts.js'; // artifacts
+import { botRoutes } from './routes/bots.js'; // bots
 import { eventRoutes } from './routes/events.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -40,6 +41,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   routes.push(...webhookRoutes(s));
+  routes.push(...botRoutes(s)); // bots
   routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
   let openapi: unknown;

@@ -38,6 +38,11 @@ import { SsrfGuard } from './outbound/ssrf-guard.js'; // webhooks
 import { WebhookAttemptLog } from './webhooks/attempt-log.js'; // webhooks
 import { WebhookService } from './webhooks/webhook-service.js'; // webhooks
 import { WebhookQueue } from '../queues/webhook-queue.js'; // webhooks
+import { AgentLoop } from './agents/agent-loop.js'; // bots
+import { BotRateLimiter } from './bots/bot-rate-limiter.js'; // bots
+import { BotService } from './bots/bot-service.js'; // bots
+import { BotSocketServer } from './bots/bot-socket-server.js'; // bots
+import { BotTurns } from './bots/bot-turns.js'; // bots
 import { ToolService } from './tools/tool-service.js'; // tools
 
 export interface GatewayOptions {
@@ -89,6 +94,7 @@ export class Gateway {
   hub!: RunEventHub;
   sse?: SseStreams;
   private callerServer?: CallerSocketServer;
+  private botServer?: BotSocketServer; // bots
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -118,6 +124,8 @@ export class Gateway {
       workerTokens: base.workerTokens,
       runs: this.runs,
       idempotency: base.idempotency,
+      bots: base.bots, // bots
+      conversations: base.conversations, // bots
       tools: base.tools,
       ping: () => base.ping(),
       close: () => base.close(),
@@ -202,12 +210,16 @@ export class Gateway {
       maxDepth: c.jsonMaxDepth,
       bufferBytes: c.events.clientBufferBytes,
     });
+    // Bots (begin): bots and the gate of their surfaces; their turns are wired below, once the LLM runner exists.
+    const bots = new BotService({ store: this.stores.bots, auth, gate, tools, config: c });
+    // Bots (end)
     this.services = {
       config: c,
       stores: this.stores,
       gate,
       outbound, // webhooks
       webhooks, // webhooks
+      bots, // bots
       tools, // tools
       auth,
       jobs,
@@ -223,6 +235,24 @@ export class Gateway {
     // OpenAI (begin): /v1/chat/completions and /v1/models, each completion one llm job (docs/openai.md).
     this.services.openai = new ChatCompletions({ llm: this.services.llm, log: this.log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
     // OpenAI (end)
+
+    // Bots (begin): a turn runs the agent loop on llm jobs paid by the bot's owner; wsUrl is served on the upgrade (docs/bots.md).
+    this.services.botTurns = new BotTurns({
+      bots,
+      conversations: this.stores.conversations,
+      loop: new AgentLoop({ llm: this.services.llm, tools, maxSteps: c.agents.maxSteps, log: this.log }),
+      llm: this.services.llm,
+      limiter: new BotRateLimiter({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perBotPerMinute: c.agents.botRatePerMinute, perClientPerMinute: c.agents.botClientRatePerMinute }),
+    });
+    this.botServer = new BotSocketServer({
+      bots,
+      turns: this.services.botTurns,
+      log: this.log,
+      trustProxy: c.trustProxy,
+      maxMessageBytes: c.jsonBodyLimitBytes,
+      maxDepth: c.jsonMaxDepth,
+    });
+    // Bots (end)
 
     // Artifacts (begin): files under DATA_DIR/artifacts, upload tokens checked against live leases, retention sweeps.
     const artifacts = new FsArtifactStore({ root: `${c.dataDir}/artifacts` });
@@ -249,7 +279,7 @@ export class Gateway {
     server.setTimeout(120_000);
     server.on('clientError', answerClientError);
     server.on('upgrade', (req, socket, head) => {
-      if (!this.workerServer?.handleUpgrade(req, socket, head) && !this.callerServer?.handleUpgrade(req, socket, head)) socket.destroy();
+      if (!this.workerServer?.handleUpgrade(req, socket, head) && !this.callerServer?.handleUpgrade(req, socket, head) && !this.botServer?.handleUpgrade(req, socket, head)) socket.destroy();
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -269,6 +299,7 @@ export class Gateway {
     await this.dispatcher?.stop(this.config.shutdownDrainMs);
     this.sse?.stop();
     this.callerServer?.close();
+    this.botServer?.close(); // bots
     this.hub?.stop();
     this.workerServer?.close();
     await new Promise<void>((resolve) => {

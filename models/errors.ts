@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   already_terminal: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** A bot's agent loop used its LLM steps without reaching an answer (docs/bots.md). */
+  max_steps: 422,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,

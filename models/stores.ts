@@ -1,4 +1,5 @@
 import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
 /**
  * The store contract. Each resource has one interface; `RedisStores` and `MongoStores`
@@ -139,7 +140,37 @@ export interface Stores {
   idempotency: IdempotencyStore;
   /** Custom tools (api/tools/). */
   tools: ToolStore;
+  /** Bots, their flows and secure-mode sessions (api/bots/). */
+  bots: BotStore;
+  /** Bot conversations (api/agents/). */
+  conversations: ConversationStore;
   /** Throws if the backing database cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface BotStore {
+  /** Stores the bot and its published flow together. */
+  create(bot: BotRecord, flow: FlowRecord): Promise<void>;
+  get(id: string): Promise<BotRecord | null>;
+  /** The account's bots, oldest first. */
+  list(accountId: string): Promise<BotRecord[]>;
+  /** Removes the account's bot and its flow; null when the account has no such bot. */
+  delete(accountId: string, id: string): Promise<BotRecord | null>;
+  getFlow(id: string): Promise<FlowRecord | null>;
+  /** Stores a session under the sha256 of its token until `session.expires_at`. */
+  createSession(tokenHash: string, session: BotSession): Promise<void>;
+  /** The session of a token hash; null when unknown or expired. */
+  findSession(tokenHash: string): Promise<BotSession | null>;
+}
+
+export interface ConversationStore {
+  /** Creates an empty conversation, kept `ttlSeconds`. */
+  create(conversation: Omit<ConversationRecord, 'messages'>, ttlSeconds: number): Promise<void>;
+  get(id: string): Promise<ConversationRecord | null>;
+  /**
+   * Appends messages, keeps only the last `keep`, and restarts the conversation's lifetime, in
+   * one atomic step; false (and nothing written) when the conversation is gone.
+   */
+  append(id: string, messages: ConversationMessage[], keep: number, ttlSeconds: number): Promise<boolean>;
 }

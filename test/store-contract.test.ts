@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { mintSecret } from '../models/credentials.js';
 import { NotFoundError } from '../models/errors.js';
 import { newRunId } from '../models/ids.js';
+import { newBotId, newConversationId, newFlowId, type BotRecord, type ConversationMessage, type FlowRecord } from '../models/bot-types.js';
 import { MongoStores } from '../models/mongo/mongo-stores.js';
 import { RedisStores } from '../models/redis/redis-stores.js';
 import type { StoredTool, Stores } from '../models/stores.js';
@@ -404,6 +405,88 @@ describe('store contract', () => {
           await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_A', 50);
           await new Promise((r) => setTimeout(r, 120));
           assert.equal((await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_B', 60_000)).claimed, true);
+        });
+      });
+
+      describe('bots', () => {
+        /** A bot and its flow as BotService makes them. */
+        const botPair = (accountId: string): [BotRecord, FlowRecord] => {
+          const id = newBotId();
+          const flow: FlowRecord = {
+            id: newFlowId(),
+            account_id: accountId,
+            bot_id: id,
+            version: 1,
+            status: 'published',
+            definition: { type: 'single_agent', model: 'demo-llm', systemPrompt: 'be brief', tools: ['custom:tool_1'], maxSteps: 8 },
+            created_at: new Date().toISOString(),
+          };
+          const bot: BotRecord = {
+            id,
+            account_id: accountId,
+            name: 'helper',
+            model: 'demo-llm',
+            systemPrompt: 'be brief',
+            tools: ['custom:tool_1'],
+            greeting: 'hi',
+            allowedOrigins: ['https://shop.example'],
+            secure: false,
+            embed_token: `sybot_${randomBytes(8).toString('hex')}`,
+            flow: { id: flow.id, status: 'published', version: 1 },
+            created_at: flow.created_at,
+          };
+          return [bot, flow];
+        };
+
+        it('stores a bot with its flow and lists an account\'s bots oldest first', async () => {
+          const [a, flowA] = botPair('acct_bots_1');
+          const [b, flowB] = botPair('acct_bots_1');
+          await stores.bots.create(a, flowA);
+          await stores.bots.create(b, flowB);
+          await stores.bots.create(...botPair('acct_bots_2'));
+          assert.deepEqual(await stores.bots.get(a.id), a);
+          assert.deepEqual(await stores.bots.getFlow(flowA.id), flowA);
+          assert.deepEqual((await stores.bots.list('acct_bots_1')).map((x) => x.id), [a.id, b.id]);
+          assert.equal(await stores.bots.get(newBotId()), null);
+        });
+
+        it("deletes only the owner's bot, and its flow with it", async () => {
+          const [bot, flow] = botPair('acct_bots_3');
+          await stores.bots.create(bot, flow);
+          assert.equal(await stores.bots.delete('acct_other', bot.id), null);
+          assert.deepEqual(await stores.bots.delete('acct_bots_3', bot.id), bot);
+          assert.equal(await stores.bots.get(bot.id), null);
+          assert.equal(await stores.bots.getFlow(flow.id), null);
+          assert.deepEqual(await stores.bots.list('acct_bots_3'), []);
+          assert.equal(await stores.bots.delete('acct_bots_3', bot.id), null, 'a second delete finds nothing');
+        });
+
+        it('finds a session until it expires', async () => {
+          const live = { bot_id: newBotId(), expires_at: new Date(Date.now() + 60_000).toISOString() };
+          await stores.bots.createSession('hash-live', live);
+          await stores.bots.createSession('hash-expired', { bot_id: live.bot_id, expires_at: new Date(Date.now() - 1000).toISOString() });
+          assert.deepEqual(await stores.bots.findSession('hash-live'), live);
+          assert.equal(await stores.bots.findSession('hash-expired'), null);
+          assert.equal(await stores.bots.findSession('hash-unknown'), null);
+        });
+      });
+
+      describe('conversations', () => {
+        const message = (i: number): ConversationMessage => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}`, at: new Date().toISOString() });
+
+        it('appends messages in order and keeps only the last ones', async () => {
+          const id = newConversationId();
+          await stores.conversations.create({ id, bot_id: 'bot_x', created_at: '2024-01-01T00:00:00.000Z' }, 3600);
+          assert.deepEqual(await stores.conversations.get(id), { id, bot_id: 'bot_x', created_at: '2024-01-01T00:00:00.000Z', messages: [] });
+          assert.equal(await stores.conversations.append(id, [message(0), message(1)], 3, 3600), true);
+          assert.equal(await stores.conversations.append(id, [message(2), message(3)], 3, 3600), true);
+          assert.deepEqual((await stores.conversations.get(id))!.messages.map((m) => m.content), ['m1', 'm2', 'm3']);
+        });
+
+        it('does not append to a conversation that does not exist', async () => {
+          const id = newConversationId();
+          assert.equal(await stores.conversations.append(id, [message(0)], 50, 3600), false);
+          assert.equal(await stores.conversations.get(id), null);
         });
       });
     });

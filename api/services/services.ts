@@ -11,6 +11,8 @@ import type { ArtifactStore } from '../../models/artifact-store.js'; // artifact
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
+import type { BotService } from '../bots/bot-service.js'; // bots
+import type { BotTurns } from '../bots/bot-turns.js'; // bots
 import type { ChatCompletions } from '../openai/chat-completions.js'; // OpenAI
 import type { ToolService } from '../tools/tool-service.js'; // tools
 
@@ -39,6 +41,10 @@ export interface Services {
   tools: ToolService;
   /** The OpenAI-compatible surface (docs/openai.md); unset: its routes answer 503. */
   openai?: ChatCompletions;
+  /** Bots: CRUD, sessions and the gate of the bot surfaces (docs/bots.md). */
+  bots: BotService;
+  /** Bot turns (invoke, the bot socket): the agent loop over a conversation; unset: invoke answers 503. */
+  botTurns?: BotTurns;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
   /** Checks every backing service; throws when one is unreachable. */

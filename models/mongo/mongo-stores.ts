@@ -2,6 +2,8 @@ import { MongoClient, type Db } from 'mongodb';
 import type { Stores } from '../stores.js';
 import { MongoAccountStore, type AccountDoc } from './mongo-account-store.js';
 import { MongoApiKeyStore, type ApiKeyDoc } from './mongo-api-key-store.js';
+import { MongoBotStore, type BotDoc, type BotSessionDoc, type FlowDoc } from './mongo-bot-store.js';
+import { MongoConversationStore, type ConversationDoc } from './mongo-conversation-store.js';
 import { MongoIdempotencyStore, type IdempotencyDoc } from './mongo-idempotency-store.js';
 import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type WorkerTokenDoc } from './mongo-operator-store.js';
 import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
@@ -19,6 +21,8 @@ export class MongoStores implements Stores {
   readonly workerTokens: MongoWorkerTokenStore;
   readonly runs: MongoRunStore;
   readonly idempotency: MongoIdempotencyStore;
+  readonly bots: MongoBotStore;
+  readonly conversations: MongoConversationStore;
   readonly tools: MongoToolStore;
 
   private constructor(private readonly client: MongoClient, private readonly db: Db, opts: MongoRunStoreOptions) {
@@ -29,6 +33,8 @@ export class MongoStores implements Stores {
     this.workerTokens = new MongoWorkerTokenStore(db.collection<WorkerTokenDoc>('worker_tokens'));
     this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts);
     this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
+    this.bots = new MongoBotStore(db.collection<BotDoc>('bots'), db.collection<FlowDoc>('flows'), db.collection<BotSessionDoc>('bot_sessions'));
+    this.conversations = new MongoConversationStore(db.collection<ConversationDoc>('conversations'));
     this.tools = new MongoToolStore(client, db.collection<ToolDoc>('tools'), db.collection<ToolCountDoc>('tool_counts'));
   }
 
@@ -67,6 +73,10 @@ export class MongoStores implements Stores {
       { key: { expires_at: 1 }, expireAfterSeconds: 0 },
     ]);
     await this.db.collection('idempotency').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
+    // Bots list by account in id (creation) order; sessions and conversations expire on their own.
+    await this.db.collection('bots').createIndexes([{ key: { account_id: 1, _id: 1 } }]);
+    await this.db.collection('bot_sessions').createIndexes([{ key: { expire_at: 1 }, expireAfterSeconds: 0 }]);
+    await this.db.collection('conversations').createIndexes([{ key: { expire_at: 1 }, expireAfterSeconds: 0 }]);
     // Tool names are unique per account; this index is what enforces it. It also serves listing.
     await this.db.collection('tools').createIndexes([{ key: { account_id: 1, name: 1 }, unique: true }, { key: { account_id: 1, _id: 1 } }]);
     // Creates the counters' collection, which a transaction cannot do on servers before 4.4 (48: it exists).

@@ -16,6 +16,16 @@ export class RedisKeys {
   tool = (id: string) => `${this.prefix}:tool:${id}`;
   /** An account's tools by name (name -> tool id): the name is unique per account, HLEN counts them. */
   accountTools = (id: string) => `${this.prefix}:acct:${id}:tools`;
+  /** A bot as JSON; `accountBots` indexes an account's bots (a sorted set of ids, all scored 0, so in id order). */
+  bot = (id: string) => `${this.prefix}:bot:${id}`;
+  accountBots = (id: string) => `${this.prefix}:acct:${id}:bots`;
+  /** A bot's flow as JSON. */
+  flow = (id: string) => `${this.prefix}:flow:${id}`;
+  /** A secure-mode bot session, by the sha256 of its token (expires with the session). */
+  botSession = (tokenHash: string) => `${this.prefix}:botsess:${tokenHash}`;
+  /** A conversation: a hash (`bot_id`, `created_at`) and the list of its messages (JSON), expiring together. */
+  conversation = (id: string) => `${this.prefix}:conv:${id}`;
+  conversationMessages = (id: string) => `${this.prefix}:conv:${id}:msgs`;
   operator = (id: string) => `${this.prefix}:op:${id}`;
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;

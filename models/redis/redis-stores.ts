@@ -3,6 +3,8 @@ import type { Stores } from '../stores.js';
 import { RedisKeys } from './keys.js';
 import { RedisAccountStore } from './redis-account-store.js';
 import { RedisApiKeyStore } from './redis-api-key-store.js';
+import { RedisBotStore } from './redis-bot-store.js';
+import { RedisConversationStore } from './redis-conversation-store.js';
 import { RedisIdempotencyStore } from './redis-idempotency-store.js';
 import { RedisOperatorStore, RedisWorkerTokenStore } from './redis-operator-store.js';
 import { RedisRunStore, type RedisRunStoreOptions } from './redis-run-store.js';
@@ -16,6 +18,8 @@ export class RedisStores implements Stores {
   readonly workerTokens: RedisWorkerTokenStore;
   readonly runs: RedisRunStore;
   readonly idempotency: RedisIdempotencyStore;
+  readonly bots: RedisBotStore;
+  readonly conversations: RedisConversationStore;
   readonly tools: RedisToolStore;
 
   constructor(private readonly redis: Redis, prefix: string, opts: RedisRunStoreOptions) {
@@ -26,6 +30,8 @@ export class RedisStores implements Stores {
     this.workerTokens = new RedisWorkerTokenStore(redis, keys);
     this.runs = new RedisRunStore(redis, keys, opts);
     this.idempotency = new RedisIdempotencyStore(redis, keys);
+    this.bots = new RedisBotStore(redis, keys);
+    this.conversations = new RedisConversationStore(redis, keys);
     this.tools = new RedisToolStore(redis, keys);
   }
 

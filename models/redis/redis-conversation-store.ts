@@ -1,0 +1,47 @@
+import type { Redis } from 'ioredis';
+import type { ConversationMessage, ConversationRecord } from '../bot-types.js';
+import type { ConversationStore } from '../stores.js';
+import type { RedisKeys } from './keys.js';
+import { LuaScript } from './lua-script.js';
+
+/**
+ * Appends to a conversation that still exists, trims it to the last ARGV[1] messages and gives
+ * both keys a fresh lifetime of ARGV[2] seconds. KEYS: conversation, its messages.
+ * ARGV: keep, ttl seconds, messages (JSON) ... Returns 1, or 0 when the conversation is gone.
+ */
+const APPEND = new LuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+return 1
+`);
+
+export class RedisConversationStore implements ConversationStore {
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+
+  async create(conversation: Omit<ConversationRecord, 'messages'>, ttlSeconds: number): Promise<void> {
+    const key = this.keys.conversation(conversation.id);
+    await this.redis.multi().hset(key, { bot_id: conversation.bot_id, created_at: conversation.created_at }).expire(key, ttlSeconds).exec();
+  }
+
+  async get(id: string): Promise<ConversationRecord | null> {
+    const [[, head], [, messages]] = (await this.redis.multi().hgetall(this.keys.conversation(id)).lrange(this.keys.conversationMessages(id), 0, -1).exec()) as [
+      [unknown, Record<string, string>],
+      [unknown, string[]],
+    ];
+    if (!head.bot_id) return null;
+    return { id, bot_id: head.bot_id, created_at: head.created_at, messages: messages.map((m) => JSON.parse(m) as ConversationMessage) };
+  }
+
+  async append(id: string, messages: ConversationMessage[], keep: number, ttlSeconds: number): Promise<boolean> {
+    if (messages.length === 0) return (await this.redis.exists(this.keys.conversation(id))) === 1;
+    const done = await APPEND.run<number>(
+      this.redis,
+      [this.keys.conversation(id), this.keys.conversationMessages(id)],
+      [keep, ttlSeconds, ...messages.map((m) => JSON.stringify(m))],
+    );
+    return done === 1;
+  }
+}
