@@ -12,6 +12,7 @@ import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { artifactRoutes } from './routes/artifacts.js'; // artifacts
 import { botRoutes } from './routes/bots.js'; // bots
+import { botPageRoutes } from './routes/bot-pages.js'; // bot pages
 import { eventRoutes } from './routes/events.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -42,6 +43,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   routes.push(...webhookRoutes(s));
   routes.push(...botRoutes(s)); // bots
+  routes.push(...botPageRoutes(s)); // bot pages: chatUrl's HTML and /embed.js (docs/bots-embed.md)
   routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
   let openapi: unknown;
