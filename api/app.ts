@@ -55,6 +55,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   const body = jsonBody({ limitBytes: s.config.jsonBodyLimitBytes, maxDepth: s.config.jsonMaxDepth });
   for (const spec of routes) {
     const chain: RouteMiddleware[] = [];
+    if (spec.prepare) chain.push((ctx, next) => spec.prepare!(ctx as Ctx).then(next));
     if (spec.auth === 'account') chain.push(account);
     if (spec.auth === 'admin') chain.push(admin);
     if (!spec.raw && (spec.body || spec.method !== 'get')) chain.push(body); // raw: the handler streams ctx.req

@@ -40,6 +40,11 @@ export interface RouteSpec {
   responses: Record<number, ResponseSpec>;
   /** @defaultValue 'contract'. Applies to every error on the path, auth and unknown methods included. */
   errorStyle?: ErrorStyle;
+  /**
+   * Runs first, before authentication, the body reader and validation, so what it sets holds
+   * for their errors too (CORS headers a browser needs to read a 400).
+   */
+  prepare?: (ctx: Ctx) => Promise<void>;
   handler: (ctx: Ctx) => Promise<void>;
 }
 

@@ -123,6 +123,12 @@ describe('bots (issue 5)', function () {
       assert.equal(viaQuery.status, 200, 'the token may come as ?token= too');
     });
 
+    it('lets a browser on an allowed origin read a 400 about its body (CORS set before validation)', async () => {
+      const res = await fx.invoke(bot.id, { message: 42 }, { bearer: bot.embedToken, origin: SHOP });
+      assert.deepEqual(refusal(res), [400, 'invalid_request']);
+      assert.equal(res.headers.get('access-control-allow-origin'), SHOP);
+    });
+
     it("always allows the gateway's own origin (its chat page runs there)", async () => {
       const res = await fx.invoke(bot.id, hello, { token: bot.embedToken, origin: new URL(fx.gw.url).origin });
       assert.equal(res.status, 200, res.text);

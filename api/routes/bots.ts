@@ -144,9 +144,12 @@ export function botRoutes(s: Services): RouteSpec[] {
         429: { description: 'The per-bot or per-client-address rate limit; see Retry-After', headers: { 'Retry-After': 'Seconds to wait' } },
         503: { description: 'No llm worker is connected, or an LLM step failed or timed out' },
       },
+      // CORS first: a browser on an allowed page can then read a 400 about its body too.
+      async prepare(ctx) {
+        allowOrigin(ctx, s.bots, await surfaceBot(s, ctx));
+      },
       async handler(ctx) {
         const bot = await surfaceBot(s, ctx);
-        allowOrigin(ctx, s.bots, bot);
         await s.bots.authorize(bot, botCredentials(ctx.headers, ctx.query.token));
         ctx.body = await turns(s).run(bot, ctx.state.body as BotMessage, ctx.ip, { signal: hangUp(ctx) });
       },
