@@ -441,6 +441,8 @@ export default async function sse(args: string[]): Promise<number> {
   try {
     const machine = await describeMachine(REDIS_URL);
     const fdLimit = /Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    // Each server holds one socket per stream; the clients split theirs over their processes.
+    if (fdLimit && o.connections + 200 > Number(fdLimit)) throw new Error(`${o.connections} streams need more sockets in each server than the open-files limit of ${fdLimit}`);
     if (fdLimit && Math.ceil(o.connections / o.clientProcesses) + 100 > Number(fdLimit)) {
       throw new Error(`${o.connections} streams in ${o.clientProcesses} client process(es) need more than the open-files limit of ${fdLimit}: raise --client-processes`);
     }
