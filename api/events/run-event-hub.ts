@@ -7,8 +7,10 @@ export type RunEventListener = (event: LiveEvent) => void;
 
 interface RunGroup {
   listeners: Set<RunEventListener>;
-  /** Highest event number handed to the listeners: a jump past it means missed messages. */
+  /** Highest event number handed to the listeners. */
   lastId: number;
+  /** Highest event number received or queued for delivery: a jump past it means missed messages. */
+  seenId: number;
   /** Delivery is serialized per run, so a gap refill from the log cannot reorder events. */
   chain: Promise<void>;
   subscribed: Promise<unknown>;
@@ -72,7 +74,7 @@ export class RunEventHub {
   async subscribe(runId: string, listener: RunEventListener): Promise<() => void> {
     let group = this.runs.get(runId);
     if (!group) {
-      group = { listeners: new Set(), lastId: 0, chain: Promise.resolve(), subscribed: this.opts.subscriber.subscribe(this.opts.log.channel(runId)) };
+      group = { listeners: new Set(), lastId: 0, seenId: 0, chain: Promise.resolve(), subscribed: this.opts.subscriber.subscribe(this.opts.log.channel(runId)) };
       this.runs.set(runId, group);
     }
     group.listeners.add(listener);
@@ -94,9 +96,12 @@ export class RunEventHub {
   }
 
   private enqueue(runId: string, group: RunGroup, event: LoggedRunEvent): void {
-    if (group.lastId > 0 && event.id > group.lastId + 1) {
+    // Compared with what is already queued, not delivered: several messages of one run often
+    // arrive in one read, and only a real jump in the numbering needs the log.
+    if (group.seenId > 0 && event.id > group.seenId + 1) {
       group.chain = group.chain.then(() => this.refill(runId, group, event.id));
     }
+    group.seenId = Math.max(group.seenId, event.id);
     group.chain = group.chain.then(() => this.deliver(group, event));
   }
 
@@ -115,6 +120,7 @@ export class RunEventHub {
   private deliver(group: RunGroup, logged: LoggedRunEvent): void {
     if (logged.id <= group.lastId) return;
     group.lastId = logged.id;
+    group.seenId = Math.max(group.seenId, logged.id);
     const event = new LiveEvent(logged.id, logged.event, logged.data);
     for (const listener of group.listeners) {
       try {
