@@ -158,7 +158,7 @@ describe('SSRF guard', () => {
             res.setHeader('content-type', 'application/json');
             res.end(JSON.stringify({ method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString() }));
           } else if (url.pathname === '/redirect') {
-            res.writeHead(302, { location: `https://127.0.0.1:${port}/echo` }).end();
+            res.writeHead(302, { location: url.searchParams.get('to') ?? `https://127.0.0.1:${port}/echo` }).end();
           } else if (url.pathname === '/bytes') {
             const body = Buffer.alloc(Number(url.searchParams.get('n')), 'x');
             if (url.searchParams.has('chunked')) {
@@ -233,6 +233,49 @@ describe('SSRF guard', () => {
       assert.equal(res.status, 302);
       assert.equal(res.headers.location, `https://127.0.0.1:${port}/echo`);
       assert.deepEqual(seen, ['/redirect']);
+    });
+
+    it('refuses names that resolve to private addresses (injected resolver), at registration and at call time', async () => {
+      const internal: Record<string, string[]> = {
+        'metadata.example': ['169.254.169.254'],
+        'intranet.example': ['10.1.2.3'],
+        'loop.example': ['127.0.0.1'],
+        'mixed.example': ['93.184.215.14', '192.168.0.10'], // one bad answer is enough
+        'mapped.example': ['::ffff:10.0.0.1'],
+        'v6-local.example': ['fd00::1'],
+        'cgnat.example': ['100.100.100.100'],
+      };
+      const resolve = async (host: string) => internal[host.replace(/\.$/, '').toLowerCase()] ?? [];
+      const strict = new SsrfGuard(loadConfig({ OUTBOUND_ALLOWED_PORTS: String(port), OUTBOUND_CA_FILE: trusted.certFile }).outbound, { resolve });
+      guards.push(strict);
+      for (const host of Object.keys(internal)) {
+        assert.equal(await checkCode(strict.checkUrl(`https://${host}:${port}/echo`)), 'url_blocked', host);
+        assert.equal(await outboundCode(strict.request(`https://${host.toUpperCase()}.:${port}/echo`)), 'url_blocked', host);
+      }
+      assert.equal(connections, 0);
+    });
+
+    it('defeats DNS rebinding: a name that was public at registration and is loopback at connect is refused', async () => {
+      let calls = 0;
+      // First answer public (registration passes), every later one loopback (the rebind).
+      const resolve = async () => (calls++ === 0 ? ['93.184.215.14'] : ['127.0.0.1']);
+      const g = new SsrfGuard(loadConfig({ OUTBOUND_ALLOWED_PORTS: String(port), OUTBOUND_CA_FILE: trusted.certFile }).outbound, { resolve });
+      guards.push(g);
+      const url = await g.checkUrl(`https://rebind.example:${port}/echo`);
+      assert.equal(await outboundCode(g.request(url)), 'url_blocked');
+      assert.ok(calls >= 2, 'resolved again at connect time');
+      assert.equal(connections, 0, 'no connection reached the internal server');
+    });
+
+    it('follows no hop of a redirect chain, whatever the next hop is', async () => {
+      const g = local();
+      for (const target of ['https://169.254.169.254/latest/meta-data/', `https://127.0.0.1:${port}/redirect`, 'https://10.0.0.1/']) {
+        seen.length = 0;
+        const res = await g.request(`https://127.0.0.1:${port}/redirect?to=${encodeURIComponent(target)}`);
+        assert.equal(res.status, 302);
+        assert.equal(res.headers.location, target);
+        assert.equal(seen.length, 1, 'only the first URL was requested');
+      }
     });
 
     it('returns error statuses rather than throwing', async () => {

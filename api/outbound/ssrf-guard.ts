@@ -66,11 +66,27 @@ const BLOCKED = 'the URL leads to an address outbound calls may not reach (loopb
  * const res = await guard.request(url, { body: JSON.stringify(event), headers });
  * ```
  */
+/** Name resolution the guard uses: every address of a host name. */
+export type HostResolver = (host: string) => Promise<string[]>;
+
+export interface SsrfGuardOptions {
+  /**
+   * Resolves host names, at registration and again at every connect.
+   * @defaultValue the system resolver (dns.lookup, both families; `localhost` without asking)
+   */
+  resolve?: HostResolver;
+}
+
 export class SsrfGuard {
   private readonly addresses: AddressPolicy;
   private readonly agent: https.Agent;
+  private readonly resolve: HostResolver;
 
-  constructor(private readonly policy: OutboundPolicy) {
+  constructor(
+    private readonly policy: OutboundPolicy,
+    opts: SsrfGuardOptions = {},
+  ) {
+    this.resolve = opts.resolve ?? resolveHost;
     this.addresses = new AddressPolicy(policy.allowCidrs);
     this.agent = new https.Agent({
       keepAlive: true,
@@ -221,7 +237,7 @@ export class SsrfGuard {
 
   /** Every address `host` stands for, when all of them are allowed; else OutboundError `url_blocked`. */
   private async resolveAllowed(host: string): Promise<string[]> {
-    const addresses = net.isIP(host) ? [host] : await resolveHost(host);
+    const addresses = net.isIP(host) ? [host] : await this.resolve(host);
     // Every answer, not just the first: the connection may use any of them (happy eyeballs, retries).
     if (addresses.length === 0 || !addresses.every((a) => this.isAllowedAddress(a))) throw new OutboundError('url_blocked', BLOCKED);
     return addresses;
