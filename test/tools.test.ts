@@ -150,6 +150,12 @@ describe('custom tools (issue 5)', function () {
       }
       const unknownKeyword = await create(def({ inputSchema: { type: 'object', nope: 1 } }));
       assert.match(unknownKeyword.body.error.details.ajv, /strict mode: unknown keyword: "nope"/, "ajv's own message is in details");
+      // A pattern that could backtrack exponentially would run on the event loop at every call.
+      const redos = await create(def({ inputSchema: { type: 'object', properties: { city: { type: 'string', pattern: '^(a+)+$' } } } }));
+      assert.deepEqual(refusal(redos), [400, 'invalid_schema']);
+      assert.match(redos.body.error.message, /exponential/);
+      const plain = await create(def({ name: 'plainpattern', inputSchema: { type: 'object', properties: { city: { type: 'string', pattern: '^[A-Z][a-z]+$' } } } }));
+      assert.equal(plain.status, 201, plain.text);
       const badType = await create(def({ inputSchema: { type: 'object', properties: { city: { type: 'nope' } } } }));
       assert.ok(badType.body.error.details.errors.some((e: any) => e.path === '/inputSchema/properties/city/type'), badType.text);
     });

@@ -1,3 +1,4 @@
+import safeRegex from 'safe-regex2';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { SwitchyardError } from '../../models/errors.js';
@@ -53,7 +54,7 @@ export class InputSchemas {
   }
 
   private compile(schema: Record<string, unknown>): ValidateFunction {
-    const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, allErrors: true, coerceTypes: false, useDefaults: false });
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allowUnionTypes: true, allErrors: true, coerceTypes: false, useDefaults: false, code: { regExp: vettedRegExp } });
     (addFormats as unknown as (a: Ajv2020) => void)(ajv);
     // Against the meta-schema first: its errors name the failing places of the schema.
     if (!ajv.validateSchema(schema)) {
@@ -72,6 +73,19 @@ export class InputSchemas {
     return validate;
   }
 }
+
+/**
+ * Patterns of an account's schema run on V8's backtracking engine when arguments are checked,
+ * on the gateway's event loop: refuse the nested-quantifier shapes (star height > 1) that can
+ * take exponential time, such as `(a+)+$`, when the schema is compiled (at registration).
+ */
+const vettedRegExp = Object.assign(
+  (pattern: string, flags: string) => {
+    if (!safeRegex(pattern)) throw new Error(`the pattern ${JSON.stringify(pattern)} nests quantifiers and could take exponential time; simplify it`);
+    return new RegExp(pattern, flags);
+  },
+  { code: 'new RegExp' },
+);
 
 function invalidSchema(message: string, details: Record<string, unknown> = {}): SwitchyardError {
   return new SwitchyardError('invalid_schema', message, { details: { path: '/inputSchema', ...details } });
