@@ -61,6 +61,8 @@ export interface Config {
   trustProxy: boolean;
   /** @defaultValue 'info' */
   logLevel: string;
+  /** Bearer token required by GET /metrics; unset: /metrics is open (scrape it on a private network). */
+  metricsToken?: string;
   /** Live events (SSE, caller WebSocket). */
   events: {
     /** Events kept per run (oldest trimmed first). @defaultValue 10000 */
@@ -158,6 +160,7 @@ const envSchema = {
     OUTBOUND_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 120_000, default: 5000 },
     OUTBOUND_TOTAL_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000, default: 15000 },
     OUTBOUND_MAX_RESPONSE: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
+    METRICS_TOKEN: { type: 'string', minLength: 16 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
   },
 } as const;
@@ -253,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheTtlMs: raw.KEY_CACHE_TTL_MS as number,
     trustProxy: raw.TRUST_PROXY as boolean,
     logLevel: raw.LOG_LEVEL as string,
+    metricsToken: raw.METRICS_TOKEN as string | undefined,
     events: {
       logMax: raw.EVENT_LOG_MAX as number,
       pingMs: raw.SSE_PING_MS as number,
