@@ -19,6 +19,7 @@ import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
+import { bullBoard } from './admin/bull-board.js'; // Bull Board
 import { CallerSocketServer } from './events/caller-socket-server.js';
 import { RunEventHub } from './events/run-event-hub.js';
 import { RunEventWriter } from './events/run-event-writer.js';
@@ -273,6 +274,10 @@ export class Gateway {
     this.reconciler.start();
 
     const app = createApp(this.services, this.log);
+    // Bull Board (begin): /admin/queues over this process's own Queue objects, behind ADMIN_TOKEN (docs/operations.md).
+    // After the router: no route lives under /admin/queues, so its requests fall through to here.
+    app.use(bullBoard({ adminToken: c.adminToken, queues: [...this.queues.all(), this.webhookQueue.queue] }));
+    // Bull Board (end)
     // No whole-request deadline (a large artifact upload may rightly take minutes); a socket idle
     // for two minutes is closed instead, and headers must arrive within 20 s.
     const server = http.createServer({ requestTimeout: 0, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
