@@ -77,6 +77,21 @@ export interface Config {
     /** Delays before each retry; the number of entries is the number of retries. @defaultValue 5 s, 5 min, 30 min, 2 h, 5 h, 10 h (last try ~17.6 h after the first) */
     retryDelaysMs: number[];
   };
+  /** Private tier: how attestation evidence is checked (docs/confidentiality.md). */
+  attestation: {
+    /** The verifier's JWKS: a file path or an https URL (NVIDIA's attestation service keys in production). Unset: private workers are refused. */
+    jwks?: string;
+    /** Expected `iss` of every token. @defaultValue 'https://nras.attestation.nvidia.com' */
+    issuer: string;
+    /** Allowed GPU driver versions; empty: any. */
+    driverVersions: string[];
+    /** Allowed VBIOS versions; empty: any. */
+    vbiosVersions: string[];
+    /** How long a gateway nonce may be answered. @defaultValue 120000 */
+    nonceTtlMs: number;
+    /** Fresh evidence is asked for this long before the current one expires. @defaultValue 300000 */
+    refreshBeforeMs: number;
+  };
   /** Tools, bots and the agent loop. */
   agents: {
     /** AES-256-GCM key that encrypts tool secrets at rest (TOOL_SECRET_KEY, 32 bytes as base64 or hex). Unset: tools with `auth` are refused (503). */
@@ -148,6 +163,12 @@ const envSchema = {
     SSE_PING_MS: { type: 'integer', minimum: 100, maximum: 15000, default: 15000 },
     EVENT_CLIENT_BUFFER: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     WEBHOOK_RETRY_DELAYS_MS: { type: 'string', pattern: '^\\s*(\\d+\\s*(,\\s*\\d+\\s*)*)?$', default: '5000,300000,1800000,7200000,18000000,36000000' },
+    ATTESTATION_JWKS: { type: 'string', minLength: 1 },
+    ATTESTATION_ISSUER: { type: 'string', minLength: 1, default: 'https://nras.attestation.nvidia.com' },
+    ATTESTATION_DRIVER_VERSIONS: { type: 'string', default: '' },
+    ATTESTATION_VBIOS_VERSIONS: { type: 'string', default: '' },
+    ATTESTATION_NONCE_TTL_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 120000 },
+    ATTESTATION_REFRESH_BEFORE_MS: { type: 'integer', minimum: 1000, maximum: 86_400_000, default: 300000 },
     TOOL_SECRET_KEY: { type: 'string', pattern: '^([A-Za-z0-9+/]{43}=|[0-9a-fA-F]{64})$' },
     AGENT_MAX_STEPS: { type: 'integer', minimum: 1, maximum: 50, default: 8 },
     LLM_STEP_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 600_000, default: 120000 },
@@ -215,7 +236,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const numbers = (text: unknown) => String(text ?? '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
   const allowedPorts = numbers(raw.OUTBOUND_ALLOWED_PORTS);
   if (allowedPorts.some((p) => p < 1 || p > 65535)) problems.push('OUTBOUND_ALLOWED_PORTS must list ports 1-65535');
-  const allowCidrs = String(raw.OUTBOUND_ALLOW_CIDRS ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  const list = (text: unknown) => String(text ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  const allowCidrs = list(raw.OUTBOUND_ALLOW_CIDRS);
   for (const cidr of allowCidrs) {
     try {
       ipaddr.parseCIDR(cidr);
@@ -263,6 +285,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       clientBufferBytes: parseSize(raw.EVENT_CLIENT_BUFFER as string),
     },
     webhooks: { retryDelaysMs: numbers(raw.WEBHOOK_RETRY_DELAYS_MS) },
+    attestation: {
+      jwks: raw.ATTESTATION_JWKS as string | undefined,
+      issuer: raw.ATTESTATION_ISSUER as string,
+      driverVersions: list(raw.ATTESTATION_DRIVER_VERSIONS),
+      vbiosVersions: list(raw.ATTESTATION_VBIOS_VERSIONS),
+      nonceTtlMs: raw.ATTESTATION_NONCE_TTL_MS as number,
+      refreshBeforeMs: raw.ATTESTATION_REFRESH_BEFORE_MS as number,
+    },
     agents: {
       toolSecretKey: raw.TOOL_SECRET_KEY ? Buffer.from(raw.TOOL_SECRET_KEY as string, (raw.TOOL_SECRET_KEY as string).length === 64 ? 'hex' : 'base64') : undefined,
       maxSteps: raw.AGENT_MAX_STEPS as number,

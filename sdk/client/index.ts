@@ -22,3 +22,5 @@ export {
   type SwitchyardErrorCode,
 } from './errors.js';
 export * from './types.js';
+export { verifyAttestation, type JobAttestation, type VerifyAttestationOptions, type VerifiedAttestation } from './verify-attestation.js';
+export { AttestationError, type AttestationErrorCode } from '../attestation/index.js';

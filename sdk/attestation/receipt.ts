@@ -1,0 +1,59 @@
+import { CompactSign, compactVerify, importJWK, type CryptoKey, type JWK, type KeyObject } from 'jose';
+import { AttestationError } from './errors.js';
+
+/** What a private run's worker signs when it reports the run done. */
+export interface ReceiptClaims {
+  run_id: string;
+  worker_id: string;
+  kind: string;
+  /** sha256 (hex) of the canonical JSON of the input the worker was leased. */
+  input_sha256: string;
+  /** sha256 (hex) of each artifact, in upload order. */
+  artifacts: Array<{ name: string; sha256: string }>;
+  /** Seconds since the epoch. */
+  iat: number;
+}
+
+export const RECEIPT_TYP = 'switchyard-receipt+jws';
+const ALGORITHM = 'ES384';
+
+/** Signs a receipt with the worker's receipt key (generated on the worker, never leaves it). */
+export async function signReceipt(key: CryptoKey | KeyObject, claims: ReceiptClaims): Promise<string> {
+  return new CompactSign(new TextEncoder().encode(JSON.stringify(claims))).setProtectedHeader({ alg: ALGORITHM, typ: RECEIPT_TYP }).sign(key);
+}
+
+/**
+ * Verifies a receipt's signature with the receipt key the evidence vouches for, then that it
+ * says what the verifier expects: this run, this worker, this kind, this input, these artifacts.
+ */
+export async function verifyReceipt(
+  receipt: string,
+  receiptKey: JWK,
+  expected: { run_id: string; worker_id: string; kind: string; input_sha256?: string; artifact_sha256s?: string[] },
+): Promise<ReceiptClaims> {
+  let payload: Uint8Array;
+  try {
+    const key = await importJWK(receiptKey, ALGORITHM);
+    ({ payload } = await compactVerify(receipt, key, { algorithms: [ALGORITHM] }));
+  } catch (err) {
+    throw new AttestationError('bad_signature', `the receipt does not verify with the attested receipt key: ${(err as Error).message}`, { cause: err });
+  }
+  let claims: ReceiptClaims;
+  try {
+    claims = JSON.parse(new TextDecoder().decode(payload)) as ReceiptClaims;
+  } catch (err) {
+    throw new AttestationError('malformed', 'the receipt payload is not JSON', { cause: err });
+  }
+  for (const field of ['run_id', 'worker_id', 'kind', 'input_sha256'] as const) {
+    const want = expected[field];
+    if (want !== undefined && claims[field] !== want) throw new AttestationError('receipt_mismatch', `the receipt's ${field} is ${JSON.stringify(claims[field])}, expected ${JSON.stringify(want)}`);
+  }
+  if (expected.artifact_sha256s) {
+    const signed = (Array.isArray(claims.artifacts) ? claims.artifacts : []).map((a) => a.sha256).sort();
+    const actual = [...expected.artifact_sha256s].sort();
+    if (signed.length !== actual.length || signed.some((h, i) => h !== actual[i])) {
+      throw new AttestationError('artifact_mismatch', 'the artifacts do not hash to what the receipt signs');
+    }
+  }
+  return claims;
+}
