@@ -66,7 +66,12 @@ async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
   const { url } = await gateway.start();
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator does not want to wait. What is in flight is recovered
+      // as after a crash (leases lapse and are requeued, the reconciler enqueues).
+      gateway.log.warn({ signal }, 'second signal: exiting without finishing the shutdown');
+      process.exit(1);
+    }
     stopping = true;
     gateway.log.info({ signal }, 'shutting down');
     await hooks.beforeStop?.().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));

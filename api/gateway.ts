@@ -29,6 +29,7 @@ import { RunEventLog } from '../models/run-event-log.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
 import type { Config } from './config.js';
+import { SwitchyardError } from '../models/errors.js';
 import { createLogger } from './logger.js';
 import { FleetService } from './services/fleet-service.js';
 import { JobService } from './services/job-service.js';
@@ -45,6 +46,11 @@ import { BotService } from './bots/bot-service.js'; // bots
 import { BotSocketServer } from './bots/bot-socket-server.js'; // bots
 import { BotTurns } from './bots/bot-turns.js'; // bots
 import { ToolService } from './tools/tool-service.js'; // tools
+
+/** At shutdown, how long in-flight requests may take before their connections are cut. */
+const HTTP_GRACE_MS = 10_000;
+/** /readyz answers 503 when Redis or the store take longer than this. */
+const READY_TIMEOUT_MS = 3_000;
 
 export interface GatewayOptions {
   config: Config;
@@ -96,6 +102,8 @@ export class Gateway {
   sse?: SseStreams;
   private callerServer?: CallerSocketServer;
   private botServer?: BotSocketServer; // bots
+  /** Set when stop() begins: /readyz answers 503 and responses close their connections. */
+  shuttingDown = false;
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -229,7 +237,12 @@ export class Gateway {
       sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
       ready: async () => {
-        await Promise.all([this.redis.ping(), this.stores.ping()]);
+        // Shutdown: load balancers stop routing here as soon as stop() begins.
+        if (this.shuttingDown) throw new SwitchyardError('unavailable', 'not ready: this instance is shutting down', { headers: { 'Retry-After': '1' } });
+        // A backing service that hangs must not hang the probe.
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('readiness check timed out')), READY_TIMEOUT_MS)));
+        await Promise.race([Promise.all([this.redis.ping(), this.stores.ping()]), timeout]).finally(() => clearTimeout(timer));
       },
     };
 
@@ -283,6 +296,11 @@ export class Gateway {
     const server = http.createServer({ requestTimeout: 0, headersTimeout: 20_000, keepAliveTimeout: 65_000 }, app.callback());
     server.setTimeout(120_000);
     server.on('clientError', answerClientError);
+    // Shutdown: answers given while stopping close their connection, so keep-alive clients
+    // open their next one through the load balancer to another instance.
+    server.prependListener('request', (_req, res) => {
+      if (this.shuttingDown) res.setHeader('Connection', 'close');
+    });
     server.on('upgrade', (req, socket, head) => {
       if (!this.workerServer?.handleUpgrade(req, socket, head) && !this.callerServer?.handleUpgrade(req, socket, head) && !this.botServer?.handleUpgrade(req, socket, head)) socket.destroy();
     });
@@ -299,27 +317,26 @@ export class Gateway {
     return { url, port };
   }
 
+  /**
+   * Graceful stop (docs/operations.md, "Graceful shutdown"); resolves once every connection
+   * and Redis client is closed.
+   */
   async stop(): Promise<void> {
-    // Workers first: their leases go back to the queues while Redis is still connected.
-    await this.dispatcher?.stop(this.config.shutdownDrainMs);
+    // Shutdown (begin): new connections are refused at once (the load balancer sends them to
+    // another instance) and /readyz answers 503. Event followers are told to reconnect, and
+    // resume there; workers move their leases to another instance (protocol 2) or finish them
+    // (older ones, up to SHUTDOWN_DRAIN_MS). In-flight requests finish, Redis is still up for them.
+    this.shuttingDown = true;
+    const httpClosed = this.closeHttp();
     this.sse?.stop();
     this.callerServer?.close();
     this.botServer?.close(); // bots
-    this.hub?.stop();
+    await this.dispatcher?.stop(this.config.shutdownDrainMs);
     this.workerServer?.close();
-    await new Promise<void>((resolve) => {
-      const server = this.server;
-      if (!server) return resolve();
-      // In-flight requests get a few seconds to finish; a connection still open after that
-      // (a stuck client, a keep-alive socket mid-request) is cut so shutdown cannot hang.
-      const force = setTimeout(() => server.closeAllConnections(), 3000);
-      force.unref();
-      server.close(() => {
-        clearTimeout(force);
-        resolve();
-      });
-      server.closeIdleConnections();
-    });
+    await httpClosed;
+    // Prefer: wait requests follow runs through the hub: it stops once they are answered.
+    this.hub?.stop();
+    // Shutdown (end)
     await this.reconciler?.stop();
     await this.artifactSweeper?.stop(); // artifacts
     await this.confirmer?.flush();
@@ -331,5 +348,25 @@ export class Gateway {
     await this.stores?.close();
     await this.redis?.quit().catch(() => this.redis.disconnect());
     for (const extra of [this.subscriber, this.bullConnection]) await extra?.quit().catch(() => extra.disconnect());
+    this.log.info('gateway stopped');
+  }
+
+  /**
+   * Stops listening and resolves when every connection has ended: requests in flight finish,
+   * keep-alive connections close as they go idle, and after HTTP_GRACE_MS whatever is still
+   * open (a stuck client) is cut so shutdown cannot hang.
+   */
+  private closeHttp(): Promise<void> {
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const idle = setInterval(() => server.closeIdleConnections(), 100);
+      const force = setTimeout(() => server.closeAllConnections(), HTTP_GRACE_MS);
+      server.close(() => {
+        clearInterval(idle);
+        clearTimeout(force);
+        resolve();
+      });
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { QueuedJobData } from '../queues/job-queues.js';
@@ -48,6 +48,12 @@ export class BullWorkers {
     // A fill still running when the dispatcher stops must not open new connections.
     if (this.closed) return undefined;
     return (await this.worker(queue).getNextJob(token, { block: false })) ?? undefined;
+  }
+
+  /** A job of `queue` read back by id, bound to this process's worker so it can be completed here. */
+  async job(queue: string, jobId: string): Promise<Job<QueuedJobData> | undefined> {
+    if (this.closed) return undefined;
+    return Job.fromId<QueuedJobData>(this.worker(queue), jobId);
   }
 
   /** Extends the locks of leases held under these tokens; returns the job ids whose lock is gone. */

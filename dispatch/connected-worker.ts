@@ -20,6 +20,10 @@ export interface ConnectedWorker {
   refill: boolean;
   /** No new leases (drain requested, or going away). */
   draining: boolean;
+  /** The worker protocol version agreed at registration. @defaultValue 1 */
+  protocol?: number;
+  /** Told to reconnect elsewhere: its leases are handed over when it leaves, not requeued. */
+  handover?: boolean;
 }
 
 export const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };

@@ -10,8 +10,9 @@ import { TIERS } from '../queues/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
-import type { WorkerFrame } from './worker-frames.js';
+import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
 export interface DispatcherOptions {
@@ -58,6 +59,8 @@ interface ActiveLease {
   worker: ConnectedWorker;
   /** Set once a final report is being handled, so a second one is refused. */
   closing: boolean;
+  /** Adopted from another instance after the caller canceled: the worker is told once attached. */
+  cancelOnAttach?: boolean;
 }
 
 /** Channels shared by all gateway instances. */
@@ -71,6 +74,8 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
  */
 export class Dispatcher {
   private readonly bull: BullWorkers;
+  private readonly handover: LeaseHandover;
+  private stopping = false;
   private readonly workers = new Map<string, ConnectedWorker>();
   private readonly active = new Map<string, ActiveLease>();
   private readonly byRun = new Map<string, ActiveLease>();
@@ -86,6 +91,7 @@ export class Dispatcher {
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
     this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
+    this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: this.bull, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs });
   }
 
   async start(): Promise<void> {
@@ -106,18 +112,20 @@ export class Dispatcher {
   }
 
   /**
-   * Drains, then closes: workers are told `drain` (finish what you hold, take nothing new,
-   * reconnect elsewhere) and get up to `drainMs` to finish; whatever is still leased after
-   * that goes back to its queue when the sockets close.
+   * Lets every worker go without losing or repeating work. Workers speaking protocol 2 are
+   * told `reconnect`: they close, come back through the load balancer to another instance and
+   * resume their leases there (`adopt`), so their leases are handed over, never requeued;
+   * they get `handoverMs` to close before their sockets are closed for them. Older workers are
+   * told `drain` (finish, take nothing new, reconnect elsewhere) and get up to `drainMs`;
+   * whatever they still hold then goes back to its queue when the sockets close.
    */
-  async stop(drainMs = 0): Promise<void> {
+  async stop(drainMs = 0, handoverMs = 5_000): Promise<void> {
+    this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    for (const w of this.workers.values()) {
-      w.draining = true;
-      w.send({ type: 'drain' });
-    }
-    const deadline = Date.now() + drainMs;
-    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const w of this.workers.values()) this.letGo(w);
+    const started = Date.now();
+    const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
+    while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect')));
     await this.opts.subscriber.unsubscribe().catch(() => {});
     await this.bull.close();
@@ -126,9 +134,26 @@ export class Dispatcher {
 
   // ---- workers coming and going -------------------------------------------------------------
 
+  /** Asks a worker to leave this stopping instance: to move its leases elsewhere if it can, else to finish them. */
+  private letGo(worker: ConnectedWorker): void {
+    worker.draining = true;
+    if ((worker.protocol ?? 1) >= HANDOVER_PROTOCOL) {
+      worker.handover = true;
+      worker.send({ type: 'reconnect' });
+    } else {
+      worker.send({ type: 'drain' });
+    }
+  }
+
   /** A registered worker joins: it is announced in the registry and offered work. */
   async attach(worker: ConnectedWorker): Promise<void> {
     const { info } = worker;
+    for (const id of worker.leases) {
+      const lease = this.active.get(id);
+      if (lease?.cancelOnAttach) worker.send({ type: 'cancel', lease_id: id, run_id: lease.runId });
+    }
+    if (this.stopping) this.letGo(worker);
+    this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
     const tiers = TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
     worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
     this.workers.set(info.worker_id, worker);
@@ -136,7 +161,48 @@ export class Dispatcher {
     void this.fill(worker);
   }
 
-  /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost. */
+  /**
+   * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
+   * before it is attached, so they count against its slots. Each claim is checked by
+   * `LeaseHandover`; the lost ones are left to lapse and be requeued by the stalled checker.
+   */
+  async adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
+    const resumed: string[] = [];
+    const lost: string[] = [];
+    for (const claim of claims.slice(0, worker.info.slots)) {
+      const outcome = await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
+      if (!('record' in outcome)) {
+        lost.push(claim.lease_id);
+        this.opts.log.info({ runId: outcome.runId ?? null, leaseId: claim.lease_id, workerId: worker.info.worker_id, why: outcome.why }, 'lease not resumed');
+        continue;
+      }
+      const { record, job } = outcome;
+      const lease: ActiveLease = { id: record.lease_id, fence: record.fence, runId: record.run_id, accountId: record.account_id, queue: record.queue, token: record.lock_token, job, worker, closing: false, cancelOnAttach: outcome.cancelRequested };
+      this.active.set(lease.id, lease);
+      this.byRun.set(lease.runId, lease);
+      worker.leases.add(lease.id);
+      resumed.push(lease.id);
+      this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
+    }
+    for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
+    worker.info.busy = worker.leases.size;
+    return { resumed, lost };
+  }
+
+  /**
+   * A lease whose worker is taking it to another instance: forgotten here, while its record
+   * and BullMQ lock stay in Redis for the adopter. One being settled here finishes here.
+   */
+  private handOver(leaseId: string): void {
+    const lease = this.active.get(leaseId);
+    if (!lease || lease.closing) return;
+    this.active.delete(leaseId);
+    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
+    lease.worker.leases.delete(leaseId);
+    this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
+  }
+
+  /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
   async detach(worker: ConnectedWorker, code = 1000, reason = 'bye'): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
     worker.draining = true;
@@ -145,7 +211,9 @@ export class Dispatcher {
     } catch {
       // already closed
     }
-    await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected')));
+    if (worker.handover) for (const id of [...worker.leases]) this.handOver(id);
+    else await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected')));
+    this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
     await this.opts.registry.remove(worker.info.worker_id).catch(() => {});
   }
 
@@ -280,7 +348,21 @@ export class Dispatcher {
     const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
     const uploadToken = randomBytes(32).toString('base64url');
     await this.opts.leases.put(
-      { lease_id: lease.id, run_id: run.run_id, account_id: run.account_id, worker_id: worker.info.worker_id, kind: run.kind, tier: run.confidentiality, fence: attempt, upload_hash: hashSecret(uploadToken), gateway_id: this.opts.gatewayId },
+      {
+        lease_id: lease.id,
+        run_id: run.run_id,
+        account_id: run.account_id,
+        worker_id: worker.info.worker_id,
+        kind: run.kind,
+        tier: run.confidentiality,
+        fence: attempt,
+        upload_hash: hashSecret(uploadToken),
+        gateway_id: this.opts.gatewayId,
+        queue,
+        job_id: job.id!,
+        lock_token: token,
+        owner: ownerKey(worker.info.owner),
+      },
       this.leaseTtlMs,
     );
     this.active.set(lease.id, lease);
@@ -299,6 +381,7 @@ export class Dispatcher {
       upload_token: uploadToken,
       upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
+    this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
     // The worker left while this lease was being made: hand it back now rather than at lock expiry.
     if (!this.workers.has(worker.info.worker_id)) await this.loseLease(lease.id, 'the worker disconnected');
@@ -356,6 +439,7 @@ export class Dispatcher {
       if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
       const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
+      this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome, code: error?.code }, 'lease reported');
       if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
       else {
         const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output);
@@ -437,7 +521,7 @@ export class Dispatcher {
       this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
       await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
     } catch (err) {
-      this.opts.log.warn({ err, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
+      this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
     } finally {
       await this.release(lease);
     }

@@ -15,7 +15,29 @@ export interface LeaseRecord {
   upload_hash: string;
   /** The gateway instance holding the worker's socket. */
   gateway_id: string;
+  /**
+   * What another instance needs to adopt the lease when its worker moves there at a graceful
+   * shutdown (docs/worker-protocol.md, "Moving to another instance"): the BullMQ queue and job,
+   * and the lock token this gateway minted. Never sent to a worker. Absent from records made by
+   * gateways older than protocol 2: those leases cannot move.
+   */
+  queue?: string;
+  job_id?: string;
+  lock_token?: string;
+  /** The worker token's owner: only a worker of the same owner may resume the lease. */
+  owner?: string;
 }
+
+const ADOPT = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local lease = cjson.decode(raw)
+if lease.worker_id ~= ARGV[1] then return 0 end
+lease.worker_id = ARGV[2]
+lease.gateway_id = ARGV[3]
+redis.call('SET', KEYS[1], cjson.encode(lease), 'PX', ARGV[4])
+return 1
+`;
 
 /**
  * Live leases in Redis, each expiring with its lease TTL unless its worker's heartbeats
@@ -45,6 +67,15 @@ export class LeaseStore {
     for (const id of leaseIds) pipeline.pexpire(this.key(id), ttlMs);
     const replies = (await pipeline.exec()) ?? [];
     return replies.filter(([, v]) => v === 1).length;
+  }
+
+  /**
+   * Moves a lease to a new worker and gateway, if it is still held by `fromWorker`: a
+   * compare-and-set, so of two instances offered the same lease only one adopts it.
+   */
+  async adopt(leaseId: string, fromWorker: string, to: { worker_id: string; gateway_id: string }, ttlMs: number): Promise<boolean> {
+    const moved = await this.redis.eval(ADOPT, 1, this.key(leaseId), fromWorker, to.worker_id, to.gateway_id, ttlMs);
+    return moved === 1;
   }
 
   async delete(leaseId: string): Promise<void> {

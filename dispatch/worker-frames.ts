@@ -2,7 +2,9 @@ import { compile, fieldErrors } from '../api/validation.js';
 import { KIND_NAMES, TIERS } from '../queues/kinds.js';
 
 /** The frames a worker may send (docs/worker-protocol.md), as JSON Schemas checked on arrival. */
-export const PROTOCOL_VERSIONS = [1] as const;
+export const PROTOCOL_VERSIONS = [1, 2] as const;
+/** The first version with `reconnect` and `resume`: leases survive a move to another instance. */
+export const HANDOVER_PROTOCOL = 2;
 
 const leaseRef = {
   lease_id: { type: 'string', pattern: '^lse_[A-Za-z0-9]{1,64}$' },
@@ -23,6 +25,17 @@ const frameSchemas = {
       hardware: { type: 'object', maxProperties: 32 },
       software: { type: 'object', maxProperties: 32 },
       attestation: { type: 'object' },
+      // Protocol 2: leases the worker still runs after a `reconnect`, proven by their upload tokens.
+      resume: {
+        type: 'array',
+        maxItems: 64,
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['lease_id', 'fence', 'upload_token'],
+          properties: { ...leaseRef, upload_token: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+      },
     },
   },
   heartbeat: {
@@ -91,6 +104,13 @@ export interface RegisterFrame {
   hardware?: Record<string, unknown>;
   software?: Record<string, unknown>;
   attestation?: Record<string, unknown>;
+  resume?: ResumeClaim[];
+}
+/** A lease a reconnecting worker says it still runs. */
+export interface ResumeClaim {
+  lease_id: string;
+  fence: number;
+  upload_token: string;
 }
 export interface LeaseFrame {
   lease_id: string;

@@ -9,7 +9,7 @@ import type { OperatorTrust } from '../models/types.js';
 import { KIND_NAMES } from '../queues/kinds.js';
 import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
-import { FrameError, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
+import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
 
 export const WORKER_PATH = '/v1/workers/connect';
 
@@ -106,7 +106,11 @@ export class WorkerSocketServer {
     ws.on('close', () => {
       clearTimeout(registerTimer);
       clearInterval(silence);
-      if (worker) void this.opts.dispatcher.detach(worker);
+      // After the frames already received: a report sent just before the close is handled, and
+      // a worker moving to another instance has its leases handed over only once it is quiet.
+      chain = chain.then(() => {
+        if (worker) return this.opts.dispatcher.detach(worker);
+      });
     });
     ws.on('error', () => ws.terminate());
   }
@@ -183,8 +187,18 @@ export class WorkerSocketServer {
       filling: false,
       refill: false,
       draining: false,
+      protocol: version,
     };
-    send({ type: 'registered', worker_id: worker.info.worker_id, protocol: version, heartbeat_ms: this.opts.dispatcher.heartbeatMs, lease_ttl_ms: this.opts.dispatcher.leaseTtlMs });
+    // Protocol 2: leases brought from a stopping instance are adopted before any new one is offered.
+    const moved = version >= HANDOVER_PROTOCOL ? await this.opts.dispatcher.adopt(worker, frame.resume ?? []) : null;
+    send({
+      type: 'registered',
+      worker_id: worker.info.worker_id,
+      protocol: version,
+      heartbeat_ms: this.opts.dispatcher.heartbeatMs,
+      lease_ttl_ms: this.opts.dispatcher.leaseTtlMs,
+      ...(moved ?? {}),
+    });
     await this.opts.dispatcher.attach(worker);
     return worker;
   }

@@ -100,10 +100,19 @@ export class SseStreams {
     this.pinger.unref();
   }
 
-  /** Ends every stream; clients reconnect (elsewhere) after the retry delay. */
+  /**
+   * Ends every stream with a retry hint: EventSource reconnects after it, through the load
+   * balancer to another instance, and resumes with Last-Event-ID.
+   */
   stop(): void {
     clearInterval(this.pinger);
-    for (const slice of this.slices) for (const s of slice) s.end();
+    const hint = `retry: ${this.opts.retryMs ?? 1000}\n\n`;
+    for (const slice of this.slices) {
+      for (const s of slice) {
+        s.write(hint);
+        s.end();
+      }
+    }
   }
 
   /** Takes over `res`: headers, then the run's events until `done` or the client leaves. */

@@ -42,6 +42,7 @@ export function metaRoutes(s: Services, openapi: () => unknown): RouteSpec[] {
         try {
           await s.ready();
         } catch (err) {
+          if (err instanceof SwitchyardError) throw err; // e.g. shutting down: its own message
           throw new SwitchyardError('unavailable', 'not ready: a backing service is unreachable', { cause: err, headers: { 'Retry-After': '1' } });
         }
         ctx.body = { status: 'ready' };

@@ -12,7 +12,7 @@ import { UploadError, uploadArtifact, type UploadOptions } from './upload.js';
  */
 
 export const SDK_VERSION = '0.1.0';
-export const PROTOCOL_VERSIONS = [1] as const;
+export const PROTOCOL_VERSIONS = [1, 2] as const;
 export const WORKER_PATH = '/v1/workers/connect';
 
 export type Tier = 'open' | 'trusted' | 'private';
@@ -163,6 +163,10 @@ const MAX_PROGRESS_MESSAGE = 1_000;
 const MAX_ERROR_MESSAGE = 2_000;
 /** A registration that lasted this long resets the reconnect backoff. */
 const STABLE_AFTER_MS = 10_000;
+/** On `reconnect`, how long the old socket stays open for answers to frames already sent. */
+const MOVE_ANSWER_WAIT_MS = 5_000;
+/** Frames held per lease while it moves to another instance; beyond, log lines are dropped. */
+const MAX_HELD_FRAMES = 1_000;
 
 type AbortCause = 'canceled' | 'stale' | 'disconnected' | 'stopping';
 
@@ -182,6 +186,10 @@ interface Connection {
   refusal?: { code: string; message: string; status?: number };
   /** Closed by us to reconnect at once (after a drain). */
   reconnectNow: boolean;
+  /** The gateway sent `reconnect`: its leases move to the next connection (protocol 2). */
+  moving: boolean;
+  /** The register frame claimed leases (`resume`). */
+  claimed: boolean;
 }
 
 interface LeaseState {
@@ -200,6 +208,12 @@ interface LeaseState {
   lastProgressAt: number;
   pendingProgress: { progress: number; message?: string } | null;
   progressTimer?: NodeJS.Timeout;
+  /** Between connections (a move to another instance): its frames are held until it is resumed. */
+  moving: boolean;
+  held: Record<string, unknown>[];
+  /** The final report, kept so it can go out (again) on the connection the lease moves to. */
+  finalFrame?: Record<string, unknown>;
+  finalTimer?: NodeJS.Timeout;
 }
 
 type Outcome = { type: 'complete'; output: Record<string, unknown> } | { type: 'fail'; error: FailureReport };
@@ -304,6 +318,11 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private reconnectTimer?: NodeJS.Timeout;
   private readonly leases = new Map<string, LeaseState>();
   private readonly pending: LeaseState[] = [];
+  /** Leases on their way to another gateway instance, claimed at the next registration. */
+  private readonly moving = new Set<LeaseState>();
+  private moveTries = 0;
+  private moveDeadline?: NodeJS.Timeout;
+  private leaseTtlMs = 30_000;
   /** Handler calls (and their uploads) in flight, including ones of lost connections still winding down. */
   private busy = 0;
   private started?: { resolve: () => void; reject: (err: Error) => void };
@@ -407,14 +426,15 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       return this.stopping.promise;
     }
     this.state = 'stopping';
-    clearTimeout(this.reconnectTimer);
+    // A move to another instance in progress goes on: its leases finish there.
+    if (this.moving.size === 0) clearTimeout(this.reconnectTimer);
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
     this.stopping = { promise, resolve, forced: false };
     this.started?.reject(new Error('the worker was stopped before it registered'));
     this.started = undefined;
     this.log.info('stopping: no new leases; waiting for running ones', { running: this.busy, held: this.leases.size });
-    if (this.conn && !this.conn.registered) this.conn.ws.terminate();
+    if (this.conn && !this.conn.registered && this.moving.size === 0) this.conn.ws.terminate();
     if (timeoutMs < Infinity) this.scheduleAbort(timeoutMs);
     this.checkIdle();
     this.checkStopped();
@@ -438,18 +458,26 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
 
   // ---- connection -----------------------------------------------------------------------------
 
+  /** Connecting is for a running worker, or a stopping one whose leases are moving to another instance. */
+  private mayConnect(): boolean {
+    return this.state === 'running' || (this.state === 'stopping' && this.moving.size > 0 && !this.stopping?.forced);
+  }
+
   private connect(): void {
-    if (this.state !== 'running') return;
+    if (!this.mayConnect()) return;
     const ws = new WebSocket(this.url, {
       handshakeTimeout: 15_000,
       ...this.opts.webSocket,
       headers: { ...(this.opts.webSocket?.headers ?? {}), authorization: `Bearer ${this.opts.token}` },
     });
-    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false };
+    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false, moving: false, claimed: false };
     this.conn = conn;
     this.log.debug('connecting', { url: this.url });
 
     ws.on('open', () => {
+      // Leases brought from a stopping instance are claimed with the upload token only their lease frame carried.
+      const resume = [...this.moving].map((l) => ({ lease_id: l.info.lease_id, fence: l.info.fence, upload_token: l.info.upload_token }));
+      conn.claimed = resume.length > 0;
       this.sendRaw(conn, {
         type: 'register',
         protocol: [...PROTOCOL_VERSIONS],
@@ -458,6 +486,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         slots: this.slots,
         hardware: this.hardware,
         software: this.software,
+        ...(resume.length ? { resume } : {}),
       });
     });
     ws.on('unexpected-response', (_req, res) => {
@@ -521,6 +550,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         return this.onLease(conn, frame);
       case 'cancel':
         return this.onCancel(frame);
+      case 'reconnect':
+        return this.onReconnect(conn);
       case 'drain':
         conn.draining = true;
         this.log.info('the gateway asked to drain: finishing current leases, then reconnecting');
@@ -548,7 +579,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.workerId = info.worker_id;
     conn.timers.push(setInterval(() => this.heartbeat(conn), info.heartbeat_ms));
     conn.timers.push(setTimeout(() => (this.failedTries = 0), STABLE_AFTER_MS));
+    this.leaseTtlMs = info.lease_ttl_ms;
+    this.moveTries = 0;
     this.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots });
+    if (this.moving.size > 0) this.settleMoves(conn, frame);
     this.emit('registered', info);
     this.started?.resolve();
     this.started = undefined;
@@ -579,6 +613,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     for (const id of conn.leases) {
       const lease = this.leases.get(id);
       if (!lease) continue;
+      if (conn.moving && lease.phase !== 'done') {
+        this.holdForMove(lease);
+        continue;
+      }
       this.abortLease(lease, 'disconnected');
       if (lease.phase === 'pending') this.drop(lease, 'the connection closed before it started');
       else if (lease.phase === 'reporting') lease.onFinalAnswer?.({ ok: false, code: 'disconnected', message: 'the connection closed before the gateway answered' });
@@ -586,10 +624,18 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     conn.leases.clear();
 
     const refusal = conn.refusal;
+    // An instance of protocol 1 refuses `resume` as a bad register: the leases cannot move
+    // there (they lapse and are requeued); register again without them.
+    const claimRefused = conn.claimed && !conn.registered && refusal?.code === 'bad_frame';
+    if (claimRefused) {
+      this.loseMoves('the gateway instance cannot take leases back (protocol 1)');
+      conn.reconnectNow = true;
+    }
     const fatal =
-      FATAL_CLOSE_CODES.has(code) ||
+      !claimRefused &&
+      (FATAL_CLOSE_CODES.has(code) ||
       (refusal?.status !== undefined && (refusal.status === 401 || refusal.status === 403)) ||
-      (!!refusal && refusal.status === undefined && !conn.registered && !TRANSIENT_ERROR_CODES.has(refusal.code));
+      (!!refusal && refusal.status === undefined && !conn.registered && !TRANSIENT_ERROR_CODES.has(refusal.code)));
     if (fatal && this.state === 'running') {
       const status = refusal?.status ?? code;
       const err = new WorkerRefusedError(
@@ -607,8 +653,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       this.finishStop(err);
       return;
     }
-    if (this.state === 'running') {
-      const delay = conn.reconnectNow ? 0 : this.nextDelay();
+    if (this.mayConnect()) {
+      const delay = conn.reconnectNow ? 0 : this.moving.size > 0 ? this.nextMoveDelay() : this.nextDelay();
       const why = refusal?.message ?? (conn as { lastError?: string }).lastError ?? (reason || `close code ${code}`);
       if (conn.registered) this.log.warn('disconnected from the gateway', { code, reason: why, reconnect_in_ms: Math.round(delay) });
       else this.log.warn('could not connect to the gateway', { reason: why, retry_in_ms: Math.round(delay) });
@@ -618,6 +664,13 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       this.emit('disconnected', { code, reason, reconnectInMs: null });
       this.checkStopped();
     }
+  }
+
+  /** While leases are moving, retries are quick: they must be claimed before their TTL runs out. */
+  private nextMoveDelay(): number {
+    const cap = this.moveTries === 0 ? 0 : Math.min(1_000, 100 * 2 ** (this.moveTries - 1));
+    this.moveTries++;
+    return cap / 2 + Math.random() * (cap / 2);
   }
 
   private nextDelay(): number {
@@ -646,6 +699,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       answered: 0,
       lastProgressAt: 0,
       pendingProgress: null,
+      moving: conn.moving,
+      held: [],
     };
     this.leases.set(info.lease_id, lease);
     conn.leases.add(info.lease_id);
@@ -664,7 +719,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private pump(): void {
     while (this.state === 'running' && this.busy < this.slots && this.pending.length) {
       const lease = this.pending.shift()!;
-      if (lease.phase !== 'pending' || lease.conn.closed) continue;
+      if (lease.phase !== 'pending' || (lease.conn.closed && !lease.moving)) continue;
       void this.run(lease);
     }
   }
@@ -726,7 +781,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private async report(lease: LeaseState, outcome: Outcome): Promise<void> {
     const { info } = lease;
     if (lease.cause === 'canceled') outcome = { type: 'fail', error: this.failureOf(lease, null) };
-    if (lease.cause === 'disconnected' || lease.cause === 'stale' || lease.conn.closed) {
+    if (lease.cause === 'disconnected' || lease.cause === 'stale' || (lease.conn.closed && !lease.moving)) {
       return this.drop(lease, lease.cause === 'stale' ? 'the gateway said the lease is stale' : 'the connection was lost');
     }
     let frame: Record<string, unknown> = outcome.type === 'complete' ? { type: 'complete', output: outcome.output } : { type: 'fail', error: outcome.error };
@@ -743,16 +798,13 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
 
     lease.phase = 'reporting';
     const answer = await new Promise<Answer>((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, code: 'no_answer', message: `no answer from the gateway in ${this.reportTimeoutMs} ms` }), this.reportTimeoutMs);
       lease.onFinalAnswer = (a) => {
-        clearTimeout(timer);
+        clearTimeout(lease.finalTimer);
+        lease.onFinalAnswer = undefined;
         resolve(a);
       };
-      if (!this.sendLease(lease, frame)) lease.onFinalAnswer({ ok: false, code: 'disconnected', message: 'the connection was lost' });
-      else {
-        lease.finalIndex = lease.sent;
-        lease.finalType = String(frame.type);
-      }
+      lease.finalFrame = frame;
+      this.sendFinal(lease);
     });
     lease.phase = 'done';
     this.forget(lease);
@@ -770,7 +822,23 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     }
   }
 
+  /** Sends the final report now, or once the lease is resumed if it is moving; then waits for the answer. */
+  private sendFinal(lease: LeaseState): void {
+    if (lease.moving) return;
+    const frame = lease.finalFrame!;
+    if (!this.sendLease(lease, frame)) return lease.onFinalAnswer?.({ ok: false, code: 'disconnected', message: 'the connection was lost' });
+    lease.finalIndex = lease.sent;
+    lease.finalType = String(frame.type);
+    lease.finalTimer = setTimeout(() => lease.onFinalAnswer?.({ ok: false, code: 'no_answer', message: `no answer from the gateway in ${this.reportTimeoutMs} ms` }), this.reportTimeoutMs);
+  }
+
+  /** Sends a lease frame, or holds it while the lease moves to another instance. */
   private sendLease(lease: LeaseState, frame: Record<string, unknown>): boolean {
+    if (lease.moving) {
+      if (lease.held.length < MAX_HELD_FRAMES) lease.held.push(frame);
+      else this.log.warn('too many frames held while moving; dropping one', { lease_id: lease.info.lease_id, type: frame.type });
+      return true;
+    }
     if (lease.conn.closed) return false;
     if (!this.sendRaw(lease.conn, { ...frame, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
@@ -782,6 +850,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     const lease = typeof leaseId === 'string' ? this.leases.get(leaseId) : undefined;
     if (!lease) return;
     lease.answered++;
+    if (lease.conn.moving) queueMicrotask(() => this.closeWhenAnswered(lease.conn));
     if (!answer.ok && answer.code === 'stale_lease' && lease.phase !== 'reporting') {
       this.log.warn('the gateway says this lease is stale; dropping its work', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
       this.abortLease(lease, 'stale');
@@ -884,6 +953,102 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.sendLease(lease, { type: 'progress', ...p });
   }
 
+  // ---- moving to another instance (protocol 2) -------------------------------------------------
+
+  /**
+   * The gateway instance is stopping and hands this worker's leases over: once every frame
+   * already sent on this socket is answered, close it and register again at the same URL
+   * (the load balancer picks another instance), claiming the leases still held. Handlers keep
+   * running meanwhile; their frames are held until the lease is resumed.
+   */
+  private onReconnect(conn: Connection): void {
+    if (conn.moving || conn.closed) return;
+    conn.moving = true;
+    for (const id of conn.leases) {
+      const lease = this.leases.get(id);
+      if (lease && lease.phase !== 'done') lease.moving = true;
+    }
+    this.log.info('the gateway asked to reconnect: moving the leases to another instance', { leases: conn.leases.size });
+    // Answers that never come (an `internal` error carries no lease id) do not hold the move up.
+    conn.timers.push(setTimeout(() => this.closeForMove(conn), MOVE_ANSWER_WAIT_MS));
+    this.closeWhenAnswered(conn);
+  }
+
+  private closeWhenAnswered(conn: Connection): void {
+    if (!conn.moving || conn.closed) return;
+    for (const id of conn.leases) {
+      const lease = this.leases.get(id);
+      if (lease && lease.answered < lease.sent) return;
+    }
+    this.closeForMove(conn);
+  }
+
+  private closeForMove(conn: Connection): void {
+    if (conn.closed || conn.ws.readyState !== WebSocket.OPEN) return;
+    conn.reconnectNow = true;
+    conn.ws.close(1000, 'moving to another instance');
+  }
+
+  /** The socket of a moving lease closed: it waits, still running, to be claimed on the next one. */
+  private holdForMove(lease: LeaseState): void {
+    lease.moving = true;
+    // A final report sent but not answered goes out again on the new socket. If the old
+    // instance did handle it, the run has ended and the new one does not take the lease back.
+    if (lease.phase === 'reporting' && lease.finalIndex !== undefined) {
+      clearTimeout(lease.finalTimer);
+      lease.finalIndex = undefined;
+    }
+    lease.sent = 0;
+    lease.answered = 0;
+    this.moving.add(lease);
+    // Past the lease TTL the old instance's lock has lapsed: nobody could take the lease back.
+    this.moveDeadline ??= setTimeout(() => this.loseMoves(`not taken back within the lease TTL (${this.leaseTtlMs} ms)`), this.leaseTtlMs);
+  }
+
+  /** Applies the new instance's answer to the claims: resumed leases carry on here, the others are lost. */
+  private settleMoves(conn: Connection, frame: Record<string, unknown>): void {
+    const resumed = new Set(Array.isArray(frame.resumed) ? frame.resumed : []);
+    clearTimeout(this.moveDeadline);
+    this.moveDeadline = undefined;
+    const moves = [...this.moving];
+    this.moving.clear();
+    let lost = 0;
+    for (const lease of moves) {
+      lease.moving = false;
+      if (!resumed.has(lease.info.lease_id)) {
+        lost++;
+        this.loseMoved(lease, 'the gateway did not take the lease back');
+        continue;
+      }
+      lease.conn = conn;
+      conn.leases.add(lease.info.lease_id);
+      for (const held of lease.held.splice(0)) this.sendLease(lease, held);
+      if (lease.phase === 'reporting' && lease.finalFrame && lease.finalIndex === undefined) this.sendFinal(lease);
+    }
+    this.log.info('leases moved to another gateway instance', { resumed: moves.length - lost, lost });
+  }
+
+  private loseMoves(reason: string): void {
+    clearTimeout(this.moveDeadline);
+    this.moveDeadline = undefined;
+    const moves = [...this.moving];
+    this.moving.clear();
+    for (const lease of moves) {
+      lease.moving = false;
+      this.loseMoved(lease, reason);
+    }
+    this.checkStopped();
+  }
+
+  /** A lease that did not survive the move: its handler is aborted and nothing more is reported. */
+  private loseMoved(lease: LeaseState, reason: string): void {
+    lease.held = [];
+    this.log.warn('lease lost in the move to another instance', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, reason });
+    if (lease.phase === 'pending') return this.drop(lease, reason);
+    if (lease.phase === 'reporting') return lease.onFinalAnswer?.({ ok: false, code: 'stale_lease', message: reason });
+    this.abortLease(lease, 'stale');
+  }
+
   // ---- stopping and draining ------------------------------------------------------------------
 
   /** Closes the socket once its work is done: when stopping (held leases go back) or drained. */
@@ -904,7 +1069,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private checkStopped(): void {
     if (this.state !== 'stopping' || !this.stopping) return;
     if (this.conn && !this.conn.closed) return;
-    if (this.busy > 0) return;
+    if (this.busy > 0 || this.moving.size > 0) return;
     this.finishStop();
   }
 
@@ -917,6 +1082,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       clearTimeout(this.stopping.giveUpTimer);
     }
     if (this.conn && !this.conn.closed) this.conn.ws.terminate();
+    this.loseMoves('the worker stopped');
     for (const lease of [...this.leases.values()]) {
       this.abortLease(lease, 'stopping');
       if (lease.phase === 'pending') this.drop(lease, 'the worker stopped');

@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { EventSource } from 'eventsource';
+import { Redis } from 'ioredis';
+import { queueName } from '../queues/queue-names.js';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
+import { GatewayProcess } from './helpers/gateway-process.js';
+import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
+import type { SseFrame } from './helpers/sse-client.js';
+import { TcpProxy } from './helpers/tcp-proxy.js';
+
+const IMAGE = 'inference:image:generate';
+const LLM = 'inference:llm:text-generate';
+
+/** JSON over fetch with the account key; network errors surface as status 0. */
+async function call(url: string, key: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: any }> {
+  try {
+    const res = await fetch(url, {
+      method: init.method ?? 'GET',
+      headers: { authorization: `Bearer ${key}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers },
+      body: init.body ? JSON.stringify(init.body) : undefined,
+    });
+    return { status: res.status, body: await res.json().catch(() => null) };
+  } catch {
+    return { status: 0, body: null };
+  }
+}
+
+/**
+ * Submits jobs through the load balancer without pause until stopped. Each submission has
+ * its own Idempotency-Key and is retried with it after a network error or a 5xx, so a request
+ * cut by the shutdown is neither lost nor doubled: every 202 is one accepted run.
+ */
+class LoadGenerator {
+  readonly accepted = new Set<string>();
+  private running = true;
+  private loops: Promise<void>[] = [];
+
+  constructor(private readonly url: string, private readonly key: string) {}
+
+  start(loops: number, pauseMs: number): this {
+    this.loops = Array.from({ length: loops }, () => this.loop(pauseMs));
+    return this;
+  }
+
+  private async loop(pauseMs: number): Promise<void> {
+    while (this.running) {
+      const idempotencyKey = randomUUID();
+      for (let tries = 0; tries < 50; tries++) {
+        const res = await call(`${this.url}/v1/jobs`, this.key, { method: 'POST', body: { kind: IMAGE, input: { prompt: `load ${idempotencyKey}` } }, headers: { 'idempotency-key': idempotencyKey } });
+        if (res.status === 202) {
+          this.accepted.add(res.body.run_id);
+          break;
+        }
+        if (res.status !== 0 && res.status < 500) throw new Error(`submission refused: ${res.status} ${JSON.stringify(res.body)}`);
+        await sleep(100);
+      }
+      await sleep(pauseMs);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+}
+
+/** An EventSource through the load balancer that records every frame and every (re)connection. */
+function follow(url: string, key: string) {
+  const frames: SseFrame[] = [];
+  let opens = 0;
+  const es = new EventSource(url, {
+    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key}` } }),
+  });
+  es.addEventListener('open', () => opens++);
+  for (const name of ['status', 'progress', 'log', 'output', 'done']) {
+    es.addEventListener(name, (e) => {
+      frames.push({ id: Number(e.lastEventId), event: name, data: JSON.parse(e.data) });
+      if (name === 'done') es.close();
+    });
+  }
+  return { es, frames, opens: () => opens };
+}
+
+/** A run's whole event log, read with `?after=0` until the server closes after `done`. */
+async function eventLog(url: string, key: string, runId: string): Promise<Array<{ event: string; data: any }>> {
+  const text = await fetch(`${url}/v1/jobs/${runId}/events?after=0`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+  return text
+    .split('\n\n')
+    .map((block) => ({ event: /^event: (.*)$/m.exec(block)?.[1], data: /^data: (.*)$/m.exec(block)?.[1] }))
+    .filter((f): f is { event: string; data: string } => !!f.event && !!f.data)
+    .map((f) => ({ event: f.event, data: JSON.parse(f.data) }));
+}
+
+describe('graceful shutdown: leases handed over to another instance (issue 6)', function () {
+  this.timeout(120_000);
+
+  it('SIGTERM under load: the instance exits 0, its running leases finish on the other instance, every accepted run succeeds once, and an SSE follower resumes without a gap', async () => {
+    const prefix = uniquePrefix('shutdown');
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-shutdown-'));
+    const lb = await new TcpProxy().listen();
+    // Both instances link through the load balancer (lease upload URLs, artifact URLs) and share the artifacts.
+    const env = { REDIS_PREFIX: prefix, PUBLIC_URL: lb.url, DATA_DIR: dataDir, HEARTBEAT_MS: '500', LEASE_TTL_MS: '20000', SHUTDOWN_DRAIN_MS: '10000' };
+    const a = await new GatewayProcess(env).start();
+    const b = await new GatewayProcess(env).start();
+    // New connections go to A while it listens, then to B.
+    lb.targets = [a.port, b.port];
+    const workers: SwitchyardWorker[] = [];
+    const redis = new Redis(REDIS_URL);
+    let load: LoadGenerator | undefined;
+    try {
+      const created = await call(`${lb.url}/v1/admin/accounts`, ADMIN_TOKEN, { method: 'POST', body: { name: 'load', credits: 1_000_000 } });
+      const key: string = created.body.api_key;
+      const operator = await call(`${lb.url}/v1/admin/operators`, ADMIN_TOKEN, { method: 'POST', body: { name: 'fleet', trust: 'open' } });
+      const lost: string[] = [];
+      const completed: string[] = [];
+      const worker = (kinds: string[], slots: number, delayMs: number) => {
+        const w = new SwitchyardWorker({ gateway: lb.url, token: operator.body.worker_token, kinds, slots, handler: createDemoEngine({ delayMs }), logger: silentLogger });
+        w.on('dropped', (lease, reason) => lost.push(`${lease.run_id}: ${reason}`));
+        w.on('completed', (lease) => completed.push(lease.run_id));
+        workers.push(w);
+        return w.start();
+      };
+      await Promise.all([worker([IMAGE], 3, 1200), worker([IMAGE], 3, 1200), worker([IMAGE], 3, 1200), worker([LLM], 1, 6000)]);
+
+      // A long LLM run, followed over SSE through the load balancer (so on A) while it runs.
+      const llm = await call(`${lb.url}/v1/jobs`, key, { method: 'POST', body: { kind: LLM, input: { prompt: 'tell a long story', max_tokens: 48 } } });
+      assert.equal(llm.status, 202);
+      load = new LoadGenerator(lb.url, key).start(3, 150);
+      const followed = follow(`${lb.url}/v1/jobs/${llm.body.run_id}/events`, key);
+      await until('the followed run to run and some load to be accepted', async () => followed.frames.some((f) => f.data?.status === 'running') && load!.accepted.size >= 10, 20_000);
+      const running = await until('image runs leased on A', async () => {
+        const res = await call(`${b.url}/v1/jobs?status=running&limit=100`, key);
+        return res.body.data.length >= 4 ? (res.body.data as Array<{ run_id: string }>) : null;
+      });
+      assert.ok(running.length >= 4);
+
+      const signaledAt = Date.now();
+      a.signal('SIGTERM');
+      const exit = await Promise.race([a.exited, sleep(30_000).then(() => null)]);
+      assert.deepEqual(exit, { code: 0, signal: null }, 'A exits 0 within 30 s of SIGTERM');
+      assert.ok(Date.now() - signaledAt < 30_000);
+      assert.ok(a.logged('gateway stopped').length === 1, 'A closed its Redis connections and said so');
+      await sleep(1_000); // submissions keep arriving, now on B
+      await load.stop();
+      const accepted = [...load.accepted];
+
+      await until(
+        'every accepted run to end',
+        async () => {
+          for (const id of [...accepted, llm.body.run_id]) if (!(await call(`${b.url}/v1/jobs/${id}`, key)).body?.terminal) return false;
+          return true;
+        },
+        60_000,
+      );
+      for (const id of [...accepted, llm.body.run_id]) {
+        const job = (await call(`${b.url}/v1/jobs/${id}`, key)).body;
+        assert.equal(job.status, 'succeeded', `${id} succeeded`);
+        assert.equal(job.attempts, 1, `${id} ran once: handed over or leased once, never requeued`);
+      }
+
+      // The leases A held when it stopped moved to B; none was requeued.
+      const handedOver = a.logged('lease handed over').map((l) => l.runId as string);
+      const adopted = new Set(b.logged('lease adopted').map((l) => l.runId as string));
+      assert.ok(handedOver.length >= 1, 'A handed leases over');
+      for (const runId of handedOver) assert.ok(adopted.has(runId), `B adopted ${runId}`);
+      assert.deepEqual(a.logged('lease lost'), []);
+      assert.deepEqual(b.logged('lease not resumed'), []);
+      assert.deepEqual(lost, [], 'no worker lost a lease');
+      for (const runId of handedOver) {
+        const log = await eventLog(b.url, key, runId);
+        assert.deepEqual(log.filter((e) => e.event === 'status').map((e) => e.data.status), ['running', 'succeeded'], `${runId}: running once, then succeeded`);
+        assert.equal(log.filter((e) => e.event === 'done').length, 1);
+      }
+
+      // Each run completed once: on the workers, in BullMQ and in the books.
+      assert.equal(completed.length, accepted.length + 1);
+      assert.equal(new Set(completed).size, completed.length, 'no run completed twice');
+      const queues = { [IMAGE]: new Queue(queueName(IMAGE, 'open'), { connection: redis, prefix: `${prefix}:q` }), [LLM]: new Queue(queueName(LLM, 'open'), { connection: redis, prefix: `${prefix}:q` }) };
+      const counts = await queues[IMAGE].getJobCounts('completed', 'failed', 'active', 'wait', 'prioritized', 'delayed');
+      assert.deepEqual(counts, { completed: accepted.length, failed: 0, active: 0, wait: 0, prioritized: 0, delayed: 0 });
+      for (const id of handedOver) {
+        const job = await queues[id === llm.body.run_id ? LLM : IMAGE].getJob(id);
+        assert.equal(await job?.getState(), 'completed');
+        assert.equal(job?.attemptsStarted, 1, `${id}'s job was fetched once`);
+      }
+      const account = (await call(`${b.url}/v1/account`, key)).body;
+      assert.deepEqual([account.credits, account.reserved], [1_000_000 - 4 * accepted.length - 1, 0], 'each run charged once');
+
+      // The SSE follower was told to reconnect, came back through the balancer to B and missed nothing.
+      await until('the followed run’s done event', async () => followed.frames.some((f) => f.event === 'done'), 20_000);
+      assert.ok(followed.opens() >= 2, 'the stream reconnected');
+      const ids = followed.frames.map((f) => f.id);
+      ids.forEach((id, i) => i > 0 && assert.equal(id, ids[i - 1] + 1, `contiguous ids: ${ids.join(',')}`));
+      assert.equal(followed.frames.filter((f) => f.event === 'done').length, 1);
+      assert.ok(followed.frames.some((f) => f.event === 'output'), 'streamed output reached the follower');
+      assert.ok(lb.routed.includes(b.port), 'new connections went to B once A stopped');
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+    } finally {
+      await load?.stop();
+      await Promise.all(workers.map((w) => w.stop({ timeoutMs: 0 })));
+      await a.kill();
+      b.signal('SIGTERM');
+      await b.exited;
+      await lb.close();
+      redis.disconnect();
+      await cleanupPrefix(prefix);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
