@@ -6,6 +6,7 @@ import { authenticateAccount, authenticateAdmin } from './middleware/authenticat
 import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestId } from './middleware/request-id.js';
+import { accessLog } from './middleware/access-log.js';
 import { buildOpenApi } from './openapi.js';
 import { errorStyleOf, koaPath, type RouteMiddleware, type RouteSpec } from './route-spec.js';
 import { accountRoutes } from './routes/account.js';
@@ -64,6 +65,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   }
 
   app.use(requestId());
+  app.use(accessLog(log)); // logs: one line per request (docs/operations.md, "Logs")
   app.use(errorHandler(log, errorStyleOf(routes)));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -41,8 +41,10 @@ export interface Config {
   leaseTtlMs: number;
   /** How often workers send heartbeats; three missed close the socket. @defaultValue 5000 */
   heartbeatMs: number;
-  /** At shutdown, how long workers may take to finish their leases before those are requeued. @defaultValue 10000 */
+  /** At shutdown, how long workers of protocol 1 may take to finish their leases before those are requeued. @defaultValue 10000 */
   shutdownDrainMs: number;
+  /** At shutdown, how long /readyz answers 503 before the instance stops listening, so load balancers that probe it route elsewhere first. @defaultValue 0 */
+  shutdownDelayMs: number;
   /** Largest JSON body accepted. @defaultValue 1 MiB */
   jsonBodyLimitBytes: number;
   /** Deepest nesting accepted in a JSON body. @defaultValue 64 */
@@ -151,6 +153,7 @@ const envSchema = {
     LEASE_TTL_MS: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 30000 },
     HEARTBEAT_MS: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
     SHUTDOWN_DRAIN_MS: { type: 'integer', minimum: 0, maximum: 600_000, default: 10000 },
+    SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, maximum: 60_000, default: 0 },
     JSON_BODY_LIMIT: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
     JSON_MAX_DEPTH: { type: 'integer', minimum: 2, maximum: 1000, default: 64 },
     RATE_LIMIT_PER_SEC: { type: 'number', minimum: 0, default: 50 },
@@ -269,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: raw.LEASE_TTL_MS as number,
     heartbeatMs: raw.HEARTBEAT_MS as number,
     shutdownDrainMs: raw.SHUTDOWN_DRAIN_MS as number,
+    shutdownDelayMs: raw.SHUTDOWN_DELAY_MS as number,
     jsonBodyLimitBytes: parseSize(raw.JSON_BODY_LIMIT as string),
     jsonMaxDepth: raw.JSON_MAX_DEPTH as number,
     rateLimitPerSecond: raw.RATE_LIMIT_PER_SEC as number,

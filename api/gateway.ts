@@ -327,6 +327,8 @@ export class Gateway {
     // resume there; workers move their leases to another instance (protocol 2) or finish them
     // (older ones, up to SHUTDOWN_DRAIN_MS). In-flight requests finish, Redis is still up for them.
     this.shuttingDown = true;
+    // Load balancers that only learn from /readyz get SHUTDOWN_DELAY_MS to notice before the door shuts.
+    if (this.config.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, this.config.shutdownDelayMs));
     const httpClosed = this.closeHttp();
     this.sse?.stop();
     this.callerServer?.close();

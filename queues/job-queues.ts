@@ -49,6 +49,9 @@ export class JobQueues {
           removeOnFail: this.opts.keepFailed ?? { age: 7 * 24 * 3600, count: 5000 },
         },
       });
+      // BullMQ re-emits connection errors here and prints them raw to stderr when nobody
+      // listens; an outage already shows as failed commands (503s) and on /readyz.
+      queue.on('error', () => {});
       this.queues.set(name, queue);
     }
     return queue;

@@ -52,6 +52,8 @@ export class WebhookQueue {
         removeOnFail: { age: KEEP_FINISHED_S },
       },
     });
+    // Connection errors surface on the commands that fail; unheard, BullMQ prints them raw.
+    this.queue.on('error', () => {});
   }
 
   /** Queues a delivery once per run and event: the job id names both (BullMQ ids cannot hold ':'). */

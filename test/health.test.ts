@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { RawWorker } from './helpers/raw-worker.js';
+import { TcpProxy } from './helpers/tcp-proxy.js';
+
+/** True when a TCP connection to the port is refused (nothing listens). */
+const refused = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(true));
+  });
+
+describe('health probes (issue 6)', function () {
+  this.timeout(30_000);
+
+  it('/healthz and /readyz answer without a credential while Redis answers', async () => {
+    const prefix = uniquePrefix('health');
+    const gw = await new TestGateway(prefix).start();
+    try {
+      const alive = await gw.request('GET', '/healthz');
+      assert.deepEqual([alive.status, alive.body], [200, { status: 'ok' }]);
+      const ready = await gw.request('GET', '/readyz');
+      assert.deepEqual([ready.status, ready.body], [200, { status: 'ready' }]);
+      assert.ok(ready.headers.get('x-request-id'));
+    } finally {
+      await gw.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+
+  it('/readyz answers 503 unavailable while Redis cannot be reached and ready again once it can; /healthz stays 200', async () => {
+    const prefix = uniquePrefix('health-cut');
+    // The gateway reaches Redis only through this proxy, which the test cuts like a failed link.
+    const cable = await new TcpProxy([6379]).listen();
+    const gw = await new TestGateway(prefix, { REDIS_URL: `redis://127.0.0.1:${cable.port}` }).start();
+    try {
+      assert.equal((await gw.request('GET', '/readyz')).status, 200);
+      cable.cutAll();
+      const down = await until('/readyz to fail', async () => {
+        const res = await gw.request('GET', '/readyz');
+        return res.status === 503 ? res : null;
+      });
+      assert.equal(errorCode(down), 'unavailable');
+      assert.equal(down.headers.get('retry-after'), '1');
+      assert.equal((await gw.request('GET', '/healthz')).status, 200, 'alive: the process answers');
+      cable.restore();
+      await until('/readyz to recover', async () => (await gw.request('GET', '/readyz')).status === 200);
+    } finally {
+      cable.restore();
+      await gw.stop();
+      await cable.close();
+      await cleanupPrefix(prefix);
+    }
+  });
+
+  it('during shutdown /readyz answers 503 for SHUTDOWN_DELAY_MS, then the instance stops accepting connections while a worker still drains', async () => {
+    const prefix = uniquePrefix('health-stop');
+    const gw = await new TestGateway(prefix, { SHUTDOWN_DELAY_MS: '1500', SHUTDOWN_DRAIN_MS: '10000', HEARTBEAT_MS: '300' }).start();
+    const port = Number(new URL(gw.url).port);
+    let worker: RawWorker | undefined;
+    let stopped: Promise<void> | undefined;
+    try {
+      const { key } = await gw.account(100);
+      const operator = await gw.request('POST', '/v1/admin/operators', { body: { name: 'op', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      // A worker of protocol 1 holding a lease keeps the shutdown going until it reports.
+      worker = await new RawWorker(gw.url, operator.body.worker_token).connect({ protocol: [1] });
+      const run = (await gw.submit(key)).body.run_id;
+      const lease = await worker.lease();
+      stopped = gw.stop();
+
+      const notReady = await gw.request('GET', '/readyz');
+      assert.equal(notReady.status, 503);
+      assert.equal(errorCode(notReady), 'unavailable');
+      assert.match(notReady.body.error.message, /shutting down/);
+      assert.equal(notReady.headers.get('connection'), 'close', 'answers close their connection while stopping');
+      assert.equal((await gw.request('GET', `/v1/jobs/${run}`, { key })).status, 200, 'other requests are still served meanwhile');
+
+      await worker.next((f) => f.type === 'drain');
+      assert.ok(await refused(port), 'no new connection once the worker is told to drain');
+      assert.equal((await worker.complete(lease, ['https://cdn.example/a.png'])).type, 'ack');
+      await stopped;
+      const after = await new TestGateway(prefix).start();
+      assert.equal((await after.gateway.stores.runs.get(run))?.status, 'succeeded', 'the drained lease finished');
+      await after.stop();
+    } finally {
+      worker?.terminate();
+      await (stopped ?? gw.stop());
+      await cleanupPrefix(prefix);
+    }
+  });
+});
