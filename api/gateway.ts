@@ -104,6 +104,8 @@ export class Gateway {
   private botServer?: BotSocketServer; // bots
   /** Set when stop() begins: /readyz answers 503 and responses close their connections. */
   shuttingDown = false;
+  /** Aborted when stop() begins, for requests that would otherwise wait past the shutdown. */
+  private readonly stopping = new AbortController();
 
   constructor(opts: GatewayOptions) {
     this.config = opts.config;
@@ -236,6 +238,7 @@ export class Gateway {
       llm: new LlmRunner({ jobs, follower, registry: this.registry, timeoutMs: c.agents.llmStepTimeoutMs }),
       sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
+      shutdown: this.stopping.signal,
       ready: async () => {
         // Shutdown: load balancers stop routing here as soon as stop() begins.
         if (this.shuttingDown) throw new SwitchyardError('unavailable', 'not ready: this instance is shutting down', { headers: { 'Retry-After': '1' } });
@@ -327,6 +330,7 @@ export class Gateway {
     // resume there; workers move their leases to another instance (protocol 2) or finish them
     // (older ones, up to SHUTDOWN_DRAIN_MS). In-flight requests finish, Redis is still up for them.
     this.shuttingDown = true;
+    this.stopping.abort();
     // Load balancers that only learn from /readyz get SHUTDOWN_DELAY_MS to notice before the door shuts.
     if (this.config.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, this.config.shutdownDelayMs));
     const httpClosed = this.closeHttp();

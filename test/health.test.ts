@@ -55,6 +55,29 @@ describe('health probes (issue 6)', function () {
     }
   });
 
+});
+
+describe('a gateway shutting down (issue 6)', function () {
+  this.timeout(30_000);
+
+  it('a submission waiting with Prefer: wait when the shutdown begins is answered 202 at once instead of being cut', async () => {
+    const prefix = uniquePrefix('health-wait');
+    const gw = await new TestGateway(prefix).start();
+    try {
+      const { id, key } = await gw.account(100);
+      // No worker: the run cannot end, so the answer waits until the shutdown ends the wait.
+      const waiting = gw.submit(key, undefined, { prefer: 'wait=60' });
+      await until('the run to be accepted', async () => (await gw.gateway.stores.runs.list(id, { limit: 1 })).runs.length === 1);
+      const stopped = gw.stop();
+      const answer = await waiting;
+      assert.equal(answer.status, 202);
+      assert.equal(answer.body.status, 'queued');
+      await stopped;
+    } finally {
+      await cleanupPrefix(prefix);
+    }
+  });
+
   it('during shutdown /readyz answers 503 for SHUTDOWN_DELAY_MS, then the instance stops accepting connections while a worker still drains', async () => {
     const prefix = uniquePrefix('health-stop');
     const gw = await new TestGateway(prefix, { SHUTDOWN_DELAY_MS: '1500', SHUTDOWN_DRAIN_MS: '10000', HEARTBEAT_MS: '300' }).start();

@@ -138,6 +138,8 @@ export class RunFollower {
     const unsubscribe = await this.opts.hub.subscribe(runId, (e) => e.terminal && wake());
     const timer = setTimeout(wake, ms);
     signal?.addEventListener('abort', wake, { once: true });
+    // Aborted while subscribing (a shutdown, a caller gone): no event would come.
+    if (signal?.aborted) wake();
     try {
       // Read after subscribing: a run that ended in between is seen here, not missed.
       const run = await this.opts.runs.get(runId);

@@ -81,7 +81,9 @@ export function jobRoutes(s: Services): RouteSpec[] {
           // A caller that hangs up stops the wait, not the run.
           const gone = new AbortController();
           ctx.res.once('close', () => gone.abort());
-          const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, gone.signal);
+          // A gateway shutting down answers 202 now: the run goes on, the caller follows it by id.
+          const stop = s.shutdown ? AbortSignal.any([gone.signal, s.shutdown]) : gone.signal;
+          const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop);
           if (done) {
             ctx.status = 201;
             ctx.body = jobView(done);

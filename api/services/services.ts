@@ -29,6 +29,8 @@ export interface Services {
   leases?: LeaseStore;
   /** Follows runs for callers (SSE, WebSocket, `Prefer: wait`). */
   follower: RunFollower;
+  /** Aborted when the gateway starts to stop: requests that wait answer at once instead of being cut. */
+  shutdown?: AbortSignal;
   /** Runs LLM steps on the fleet (agent loop, OpenAI surface). */
   llm: LlmRunner;
   /** The process's open SSE streams. */
