@@ -10,11 +10,12 @@ import { queueName } from '../queues/queue-names.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
-import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
 import type { SseFrame } from './helpers/sse-client.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
 
 const IMAGE = 'inference:image:generate';
+const image = { kind: IMAGE, input: { prompt: 'a lighthouse' } };
 const LLM = 'inference:llm:text-generate';
 
 /** JSON over fetch with the account key; network errors surface as status 0. */
@@ -209,6 +210,54 @@ describe('graceful shutdown: leases handed over to another instance (issue 6)', 
       await b.exited;
       await lb.close();
       redis.disconnect();
+      await cleanupPrefix(prefix);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('with no other instance, an SDK worker gives its moving lease up after the lease TTL, and the run runs again once an instance is back', async () => {
+    const prefix = uniquePrefix('handover-sdk');
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-handover-'));
+    const lb = await new TcpProxy().listen();
+    const env = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000', DATA_DIR: dataDir, PUBLIC_URL: lb.url };
+    const a = await new TestGateway(prefix, env).start();
+    const b = new TestGateway(prefix, env);
+    lb.targets = [Number(new URL(a.url).port)];
+    const aborted: string[] = [];
+    const runs: string[] = [];
+    const worker = new SwitchyardWorker({
+      gateway: lb.url,
+      token: (await call(`${a.url}/v1/admin/operators`, ADMIN_TOKEN, { method: 'POST', body: { name: 'fleet', trust: 'open' } })).body.worker_token,
+      kinds: ['inference:image:generate'],
+      logger: silentLogger,
+      handler: async (_kind, input, ctx) => {
+        runs.push(String(input.prompt));
+        if (runs.length === 1) {
+          // The first run outlives every instance: it is aborted once its lease is past saving.
+          await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+        }
+        return { artifacts: [] };
+      },
+    });
+    worker.on('dropped', (lease) => aborted.push(lease.run_id));
+    try {
+      const { key } = await a.account(100);
+      await worker.start();
+      const run = (await a.submit(key, image)).body.run_id;
+      await until('the handler to start', async () => runs.length === 1);
+      await a.stop(); // no other instance: the worker cannot move its lease anywhere
+      await until('the lease to be given up', async () => aborted.includes(run), 15_000);
+      await b.start();
+      lb.targets = [Number(new URL(b.url).port)];
+      await until('the run to succeed on its second attempt', async () => {
+        const job = (await b.request('GET', `/v1/jobs/${run}`, { key })).body;
+        return job.status === 'succeeded' && job.attempts === 2;
+      }, 20_000);
+    } finally {
+      await worker.stop({ timeoutMs: 0 });
+      await a.stop();
+      await b.stop();
+      await lb.close();
       await cleanupPrefix(prefix);
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -12,7 +12,7 @@ const refused = (port: number) =>
     socket.once('error', () => resolve(true));
   });
 
-describe('health probes (issue 6)', function () {
+describe('health probes, and a gateway shutting down (issue 6)', function () {
   this.timeout(30_000);
 
   it('/healthz and /readyz answer without a credential while Redis answers', async () => {
@@ -55,10 +55,6 @@ describe('health probes (issue 6)', function () {
     }
   });
 
-});
-
-describe('a gateway shutting down (issue 6)', function () {
-  this.timeout(30_000);
 
   it('a submission waiting with Prefer: wait when the shutdown begins is answered 202 at once instead of being cut', async () => {
     const prefix = uniquePrefix('health-wait');

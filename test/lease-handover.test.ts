@@ -2,10 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
-import { TcpProxy } from './helpers/tcp-proxy.js';
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const image = { kind: 'inference:image:generate', input: { prompt: 'a lighthouse' } };
@@ -132,57 +130,5 @@ describe('lease handover between gateway instances (worker protocol 2)', functio
     const w2 = await connect(b);
     const next = await w2.lease();
     assert.deepEqual([next.run_id, next.fence], [run, 2]);
-  });
-});
-
-describe('worker SDK across a gateway shutdown', function () {
-  this.timeout(60_000);
-
-  it('a lease no instance takes back within the lease TTL is aborted on the worker and runs again once an instance is back', async () => {
-    const prefix = uniquePrefix('handover-sdk');
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-handover-'));
-    const lb = await new TcpProxy().listen();
-    const env = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000', DATA_DIR: dataDir, PUBLIC_URL: lb.url };
-    const a = await new TestGateway(prefix, env).start();
-    const b = new TestGateway(prefix, env);
-    lb.targets = [Number(new URL(a.url).port)];
-    const aborted: string[] = [];
-    const runs: string[] = [];
-    const worker = new SwitchyardWorker({
-      gateway: lb.url,
-      token: await workerToken(a),
-      kinds: ['inference:image:generate'],
-      logger: silentLogger,
-      handler: async (_kind, input, ctx) => {
-        runs.push(String(input.prompt));
-        if (runs.length === 1) {
-          // The first run outlives every instance: it is aborted once its lease is past saving.
-          await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
-        }
-        return { artifacts: [] };
-      },
-    });
-    worker.on('dropped', (lease) => aborted.push(lease.run_id));
-    try {
-      const { key } = await a.account(100);
-      await worker.start();
-      const run = (await a.submit(key, image)).body.run_id;
-      await until('the handler to start', async () => runs.length === 1);
-      await a.stop(); // no other instance: the worker cannot move its lease anywhere
-      await until('the lease to be given up', async () => aborted.includes(run), 15_000);
-      await b.start();
-      lb.targets = [Number(new URL(b.url).port)];
-      await until('the run to succeed on its second attempt', async () => {
-        const job = (await b.request('GET', `/v1/jobs/${run}`, { key })).body;
-        return job.status === 'succeeded' && job.attempts === 2;
-      }, 20_000);
-    } finally {
-      await worker.stop({ timeoutMs: 0 });
-      await a.stop();
-      await b.stop();
-      await lb.close();
-      await cleanupPrefix(prefix);
-      rmSync(dataDir, { recursive: true, force: true });
-    }
   });
 });
