@@ -170,7 +170,11 @@ export class Dispatcher {
     const resumed: string[] = [];
     const lost: string[] = [];
     for (const claim of claims.slice(0, worker.info.slots)) {
-      const outcome = await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
+      // Held here already (by this worker, claimed twice, or by another one): not taken again.
+      const held = this.active.get(claim.lease_id);
+      const outcome = held
+        ? { why: 'the lease is already held on this instance', runId: held.runId }
+        : await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
       if (!('record' in outcome)) {
         lost.push(claim.lease_id);
         this.opts.log.info({ runId: outcome.runId ?? null, leaseId: claim.lease_id, workerId: worker.info.worker_id, why: outcome.why }, 'lease not resumed');

@@ -215,40 +215,40 @@ describe('graceful shutdown: leases handed over to another instance (issue 6)', 
     }
   });
 
-  it('with no other instance, an SDK worker gives its moving lease up after the lease TTL, and the run runs again once an instance is back', async () => {
+  /**
+   * An SDK worker reaching instance A through a balancer; B runs but is put behind the
+   * balancer only when the test says. The worker's first job runs until aborted, later ones at once.
+   */
+  async function workerLeavingA(test: (t: { a: TestGateway; b: TestGateway; lb: TcpProxy; key: string; run: string; leaseId: string; dropped: Map<string, string>; worker: SwitchyardWorker; toB: () => void }) => Promise<void>) {
     const prefix = uniquePrefix('handover-sdk');
     const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-handover-'));
     const lb = await new TcpProxy().listen();
     const env = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000', DATA_DIR: dataDir, PUBLIC_URL: lb.url };
     const a = await new TestGateway(prefix, env).start();
-    const b = new TestGateway(prefix, env);
-    lb.targets = [Number(new URL(a.url).port)];
-    const aborted: string[] = [];
-    const runs: string[] = [];
+    const b = await new TestGateway(prefix, env).start();
+    const port = (gw: TestGateway) => Number(new URL(gw.url).port);
+    lb.targets = [port(a)];
+    const dropped = new Map<string, string>();
+    let started = 0;
     const worker = new SwitchyardWorker({
       gateway: lb.url,
       token: (await call(`${a.url}/v1/admin/operators`, ADMIN_TOKEN, { method: 'POST', body: { name: 'fleet', trust: 'open' } })).body.worker_token,
-      kinds: ['inference:image:generate'],
+      kinds: [IMAGE],
       logger: silentLogger,
-      handler: async (_kind, input, ctx) => {
-        runs.push(String(input.prompt));
-        if (runs.length === 1) {
-          // The first run outlives every instance: it is aborted once its lease is past saving.
-          await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
-        }
+      handler: async (_kind, _input, ctx) => {
+        if (++started === 1) await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
         return { artifacts: [] };
       },
     });
-    worker.on('dropped', (lease) => aborted.push(lease.run_id));
+    worker.on('dropped', (lease, reason) => dropped.set(lease.run_id, reason));
+    let leaseId = '';
+    worker.once('lease', (lease) => (leaseId = lease.lease_id));
     try {
       const { key } = await a.account(100);
       await worker.start();
       const run = (await a.submit(key, image)).body.run_id;
-      await until('the handler to start', async () => runs.length === 1);
-      await a.stop(); // no other instance: the worker cannot move its lease anywhere
-      await until('the lease to be given up', async () => aborted.includes(run), 15_000);
-      await b.start();
-      lb.targets = [Number(new URL(b.url).port)];
+      await until('the handler to start', async () => started === 1);
+      await test({ a, b, lb, key, run, leaseId, dropped, worker, toB: () => (lb.targets = [port(b)]) });
       await until('the run to succeed on its second attempt', async () => {
         const job = (await b.request('GET', `/v1/jobs/${run}`, { key })).body;
         return job.status === 'succeeded' && job.attempts === 2;
@@ -261,5 +261,28 @@ describe('graceful shutdown: leases handed over to another instance (issue 6)', 
       await cleanupPrefix(prefix);
       rmSync(dataDir, { recursive: true, force: true });
     }
+  }
+
+  it('with no other instance, an SDK worker gives its moving lease up after the lease TTL, and the run runs again once an instance is back', async () => {
+    await workerLeavingA(async ({ a, run, dropped, toB }) => {
+      const stopping = a.stop(); // B is not behind the balancer: the lease has nowhere to go
+      await until('the lease to be given up', async () => dropped.get(run), 15_000);
+      assert.match(dropped.get(run)!, /lease TTL/);
+      await stopping;
+      toB();
+    });
+  });
+
+  it('a lease the new instance does not take back is aborted on the SDK worker, and the run runs again', async () => {
+    await workerLeavingA(async ({ a, b, run, leaseId, dropped, worker, toB }) => {
+      const stopping = a.stop();
+      await until('the worker to leave A with its lease', async () => !worker.connected && worker.activeLeases === 1);
+      // As if the lease had lapsed meanwhile: B finds no lease to adopt.
+      await b.gateway.redis.del(`${b.prefix}:lease:${leaseId}`);
+      toB();
+      await until('the lease to be dropped', async () => dropped.get(run));
+      assert.match(dropped.get(run)!, /did not take the lease back/);
+      await stopping;
+    });
   });
 });

@@ -214,6 +214,8 @@ interface LeaseState {
   /** The final report, kept so it can go out (again) on the connection the lease moves to. */
   finalFrame?: Record<string, unknown>;
   finalTimer?: NodeJS.Timeout;
+  /** Why a lease that did not survive a move was lost, for its `dropped` event. */
+  lostInMove?: string;
 }
 
 type Outcome = { type: 'complete'; output: Record<string, unknown> } | { type: 'fail'; error: FailureReport };
@@ -656,7 +658,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     if (this.mayConnect()) {
       const delay = conn.reconnectNow ? 0 : this.moving.size > 0 ? this.nextMoveDelay() : this.nextDelay();
       const why = refusal?.message ?? (conn as { lastError?: string }).lastError ?? (reason || `close code ${code}`);
-      if (conn.registered) this.log.warn('disconnected from the gateway', { code, reason: why, reconnect_in_ms: Math.round(delay) });
+      if (conn.moving) this.log.info('reconnecting to move the leases', { leases: this.moving.size });
+      else if (conn.registered) this.log.warn('disconnected from the gateway', { code, reason: why, reconnect_in_ms: Math.round(delay) });
       else this.log.warn('could not connect to the gateway', { reason: why, retry_in_ms: Math.round(delay) });
       this.emit('disconnected', { code, reason: reason || why, reconnectInMs: delay });
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
@@ -782,7 +785,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     const { info } = lease;
     if (lease.cause === 'canceled') outcome = { type: 'fail', error: this.failureOf(lease, null) };
     if (lease.cause === 'disconnected' || lease.cause === 'stale' || (lease.conn.closed && !lease.moving)) {
-      return this.drop(lease, lease.cause === 'stale' ? 'the gateway said the lease is stale' : 'the connection was lost');
+      return this.drop(lease, lease.lostInMove ?? (lease.cause === 'stale' ? 'the gateway said the lease is stale' : 'the connection was lost'));
     }
     let frame: Record<string, unknown> = outcome.type === 'complete' ? { type: 'complete', output: outcome.output } : { type: 'fail', error: outcome.error };
     let text: string | null = null;
@@ -1043,9 +1046,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   /** A lease that did not survive the move: its handler is aborted and nothing more is reported. */
   private loseMoved(lease: LeaseState, reason: string): void {
     lease.held = [];
+    lease.lostInMove = `lost in the move to another gateway instance: ${reason}`;
     this.log.warn('lease lost in the move to another instance', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, reason });
-    if (lease.phase === 'pending') return this.drop(lease, reason);
-    if (lease.phase === 'reporting') return lease.onFinalAnswer?.({ ok: false, code: 'stale_lease', message: reason });
+    if (lease.phase === 'pending') return this.drop(lease, lease.lostInMove);
+    if (lease.phase === 'reporting') return lease.onFinalAnswer?.({ ok: false, code: 'stale_lease', message: lease.lostInMove });
     this.abortLease(lease, 'stale');
   }
 
