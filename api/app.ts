@@ -18,6 +18,8 @@ import { eventRoutes } from './routes/events.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
+import { metricsRoutes } from './routes/metrics.js'; // metrics
+import { httpMetrics } from './metrics/http-metrics.js'; // metrics
 import { openaiRoutes } from './routes/openai.js'; // OpenAI
 import { webhookRoutes } from './routes/webhooks.js';
 import { toolRoutes } from './routes/tools.js'; // tools
@@ -47,6 +49,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   routes.push(...botPageRoutes(s)); // bot pages: chatUrl's HTML and /embed.js (docs/bots-embed.md)
   routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
+  routes.push(...metricsRoutes(s)); // metrics: GET /metrics, outside /v1 (CONTRACT "Operators' surfaces")
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
 
@@ -66,6 +69,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
 
   app.use(requestId());
   app.use(accessLog(log)); // logs: one line per request (docs/operations.md, "Logs")
+  if (s.metrics) app.use(httpMetrics(s.metrics)); // metrics: outside errorHandler, so it sees the status sent
   app.use(errorHandler(log, errorStyleOf(routes)));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -46,6 +46,7 @@ import { BotService } from './bots/bot-service.js'; // bots
 import { BotSocketServer } from './bots/bot-socket-server.js'; // bots
 import { BotTurns } from './bots/bot-turns.js'; // bots
 import { ToolService } from './tools/tool-service.js'; // tools
+import { GatewayMetrics } from './metrics/gateway-metrics.js'; // metrics
 
 /** At shutdown, how long in-flight requests may take before their connections are cut. */
 const HTTP_GRACE_MS = 10_000;
@@ -87,6 +88,7 @@ export class Gateway {
   runs!: ObservedRunStore;
   queues!: JobQueues;
   services!: Services;
+  metrics!: GatewayMetrics;
   private server?: http.Server;
   private reconciler?: EnqueueReconciler;
   private artifactSweeper?: ArtifactSweeper; // artifacts
@@ -142,6 +144,17 @@ export class Gateway {
       close: () => base.close(),
     };
     this.queues = new JobQueues({ connection: this.redis, prefix: `${c.redisPrefix}:q` });
+    // Metrics (begin): one registry per gateway (docs/operations.md, "Metrics"). The services below
+    // get it in their options; the live gauges read these objects when Prometheus scrapes.
+    this.metrics = new GatewayMetrics({
+      queues: this.queues,
+      localWorkers: () => this.dispatcher?.localWorkers() ?? [],
+      sseConnections: () => this.sse?.size ?? 0,
+      socketConnections: () => ({ caller: this.callerServer?.size ?? 0, worker: this.workerServer?.size ?? 0, bot: this.botServer?.size ?? 0 }),
+      log: this.log,
+    });
+    this.runs.onStatusChange(this.metrics.statusChanged);
+    // Metrics (end)
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
     this.subscriber = createRedis(c.redisUrl, { name: `sub-${this.gatewayId}`, blocking: true });
     this.bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
@@ -170,6 +183,7 @@ export class Gateway {
       leaseTtlMs: c.leaseTtlMs,
       heartbeatMs: c.heartbeatMs,
       events: eventWriter,
+      metrics: this.metrics, // metrics
     });
     await this.dispatcher.start();
     this.workerServer = new WorkerSocketServer({
@@ -190,12 +204,13 @@ export class Gateway {
       accounts: this.stores.accounts,
       outbound,
       log: this.log,
+      metrics: this.metrics, // metrics
     });
     this.runs.onStatusChange(webhooks.statusChanged);
     this.webhookQueue.work({ connection: this.bullConnection, concurrency: 16, log: this.log, deliver: webhooks.deliver });
     // Webhooks (end)
     // Tools (begin): custom tools, secrets sealed with TOOL_SECRET_KEY, every call through the SSRF guard (docs/tools.md).
-    const tools = new ToolService({ store: this.stores.tools, outbound, secretKey: c.agents.toolSecretKey });
+    const tools = new ToolService({ store: this.stores.tools, outbound, secretKey: c.agents.toolSecretKey, metrics: this.metrics });
     // Tools (end)
     const jobs = new JobService({
       runs: this.stores.runs,
@@ -206,6 +221,7 @@ export class Gateway {
       log: this.log,
       dispatch: this.dispatcher,
       outbound, // webhooks: URLs checked at submission
+      metrics: this.metrics, // metrics
     });
     const follower = new RunFollower({ hub: this.hub, log: eventLog, runs: this.runs, position: (run) => jobs.position(run) });
     this.sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
@@ -232,6 +248,7 @@ export class Gateway {
       webhooks, // webhooks
       bots, // bots
       tools, // tools
+      metrics: this.metrics, // metrics
       auth,
       jobs,
       follower,

@@ -9,11 +9,12 @@ import type { QueuedJobData } from '../queues/job-queues.js';
 import { TIERS } from '../queues/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
+import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
-import type { WorkerRegistry } from './worker-registry.js';
+import type { WorkerInfo, WorkerRegistry } from './worker-registry.js';
 
 export interface DispatcherOptions {
   /** Command connection (shared with the API). */
@@ -39,6 +40,8 @@ export interface DispatcherOptions {
   heartbeatMs?: number;
   /** Where workers' progress, log lines and streamed output go (the per-run event log). */
   events?: WorkerReportSink;
+  /** Told about leases sent, lost and requeued (metrics). */
+  metrics?: DispatchObserver;
 }
 
 /** What the dispatcher does with a worker's live reports once their lease checks out. */
@@ -126,7 +129,7 @@ export class Dispatcher {
     const started = Date.now();
     const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
     while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
-    await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect')));
+    await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
     await this.opts.subscriber.unsubscribe().catch(() => {});
     await this.bull.close();
   }
@@ -159,6 +162,11 @@ export class Dispatcher {
     this.workers.set(info.worker_id, worker);
     await this.opts.registry.put(info);
     void this.fill(worker);
+  }
+
+  /** The workers connected to this process, as registered (`busy` kept current). */
+  localWorkers(): WorkerInfo[] {
+    return [...this.workers.values()].map((w) => w.info);
   }
 
   /**
@@ -207,7 +215,7 @@ export class Dispatcher {
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
-  async detach(worker: ConnectedWorker, code = 1000, reason = 'bye'): Promise<void> {
+  async detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
     worker.draining = true;
     try {
@@ -216,7 +224,7 @@ export class Dispatcher {
       // already closed
     }
     if (worker.handover) for (const id of [...worker.leases]) this.handOver(id);
-    else await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected')));
+    else await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected', loss)));
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
     await this.opts.registry.remove(worker.info.worker_id).catch(() => {});
   }
@@ -232,7 +240,7 @@ export class Dispatcher {
       [...byQueue].map(async ([queue, leases]) => {
         const lost = await this.bull.extend(queue, leases.map((l) => l.job.id!), leases.map((l) => l.token));
         await this.opts.leases.touch(leases.map((l) => l.id), this.leaseTtlMs);
-        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed');
+        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed', 'heartbeat');
       }),
     );
   }
@@ -318,21 +326,27 @@ export class Dispatcher {
         const token = randomUUID();
         const job = await this.bull.fetch(queues[k], token);
         if (!job) continue;
+        const fetchedAt = performance.now();
         worker.cursor = (k + 1) % n;
-        await this.startLease(worker, queues[k], job, token);
+        await this.startLease(worker, queues[k], job, token, fetchedAt);
         return true;
       }
     }
     return false;
   }
 
-  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string): Promise<void> {
+  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<void> {
     const run = await this.opts.runs.get(job.data.run_id);
     const attempt = job.attemptsStarted;
     if (!run || isTerminal(run.status)) {
       // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
       await this.discard(job, token, 'the run is no longer queued');
       return;
+    }
+    if (run.status === 'running') {
+      // Still running on its record: the gateway that leased it died and the stalled checker requeued it.
+      this.opts.metrics?.leaseLost('gateway_lost');
+      if (attempt <= this.opts.maxAttempts) this.opts.metrics?.requeued(job.data.kind, job.data.tier);
     }
     if (attempt > this.opts.maxAttempts) {
       // Its earlier leases were lost with their gateway (the stalled checker requeued it).
@@ -386,9 +400,10 @@ export class Dispatcher {
       upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
+    this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
     // The worker left while this lease was being made: hand it back now rather than at lock expiry.
-    if (!this.workers.has(worker.info.worker_id)) await this.loseLease(lease.id, 'the worker disconnected');
+    if (!this.workers.has(worker.info.worker_id)) await this.loseLease(lease.id, 'the worker disconnected', 'disconnect');
   }
 
   private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
@@ -468,6 +483,7 @@ export class Dispatcher {
     }
     const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
     if (!back.ok) return;
+    this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
     try {
       await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
     } catch (err) {
@@ -515,7 +531,7 @@ export class Dispatcher {
   }
 
   /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
-  private async loseLease(leaseId: string, why: string): Promise<void> {
+  private async loseLease(leaseId: string, why: string, reason: LeaseLossReason): Promise<void> {
     const lease = this.active.get(leaseId);
     if (!lease || lease.closing) return;
     lease.closing = true;
@@ -523,6 +539,7 @@ export class Dispatcher {
       const run = await this.opts.runs.get(lease.runId);
       if (!run || run.fence !== lease.fence || run.status !== 'running') return;
       this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
+      this.opts.metrics?.leaseLost(reason);
       await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
     } catch (err) {
       this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');

@@ -43,6 +43,11 @@ export class WorkerSocketServer {
 
   constructor(private readonly opts: WorkerSocketServerOptions) {}
 
+  /** Open worker sockets, registered or not yet. */
+  get size(): number {
+    return this.wss.clients.size;
+  }
+
   /** For the HTTP server's 'upgrade' event; answers only the worker path. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     if (new URL(req.url ?? '/', 'http://x').pathname !== WORKER_PATH) return false;
@@ -77,10 +82,15 @@ export class WorkerSocketServer {
     };
     let worker: ConnectedWorker | null = null;
     let lastSeen = Date.now();
+    // Closed for silence: its lost leases count as missed heartbeats, not as a disconnect.
+    let silent = false;
     const registerTimer = setTimeout(() => ws.close(4400, 'register within 10 s'), this.opts.registerTimeoutMs ?? 10_000);
     const hb = this.opts.dispatcher.heartbeatMs;
     const silence = setInterval(() => {
-      if (Date.now() - lastSeen > 3 * hb) ws.terminate();
+      if (Date.now() - lastSeen > 3 * hb) {
+        silent = true;
+        ws.terminate();
+      }
     }, hb);
 
     // Frames of one socket are handled one after another, in the order they were sent.
@@ -109,7 +119,7 @@ export class WorkerSocketServer {
       // After the frames already received: a report sent just before the close is handled, and
       // a worker moving to another instance has its leases handed over only once it is quiet.
       chain = chain.then(() => {
-        if (worker) return this.opts.dispatcher.detach(worker);
+        if (worker) return this.opts.dispatcher.detach(worker, 1000, 'bye', silent ? 'heartbeat' : 'disconnect');
       });
     });
     ws.on('error', () => ws.terminate());

@@ -64,6 +64,11 @@ export class BotSocketServer {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxMessageBytes });
   }
 
+  /** Open bot sockets (for metrics). */
+  get size(): number {
+    return this.sessions.size;
+  }
+
   /** For the HTTP server's 'upgrade' event; answers only bot socket paths. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://x');

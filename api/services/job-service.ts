@@ -8,6 +8,7 @@ import type { JobQueues } from '../../queues/job-queues.js';
 import { queueName } from '../../queues/queue-names.js';
 import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { assertValid, compile } from '../validation.js';
 import { fingerprint } from './canonical-json.js';
 
@@ -38,6 +39,8 @@ export interface JobServiceOptions {
   dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
   /** Checks webhook URLs at submission (invalid_url, url_blocked). */
   outbound?: Pick<SsrfGuard, 'checkUrl'>;
+  /** Counts new runs and the credits they reserve. */
+  metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
 }
 
 export interface Submission {
@@ -106,6 +109,7 @@ export class JobService {
       if (result.run.account_id !== accountId) throw new SwitchyardError('internal', 'run id collision');
       return { run: result.run, replayed: true };
     }
+    this.opts.metrics?.runSubmitted(result.run);
     await this.enqueue(result.run);
     return { run: result.run, replayed: false };
   }

@@ -15,6 +15,7 @@ import type { BotService } from '../bots/bot-service.js'; // bots
 import type { BotTurns } from '../bots/bot-turns.js'; // bots
 import type { ChatCompletions } from '../openai/chat-completions.js'; // OpenAI
 import type { ToolService } from '../tools/tool-service.js'; // tools
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js'; // metrics
 
 /** What route handlers may use. Built once per gateway by `Gateway`. */
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   botTurns?: BotTurns;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
+  /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md); unset: /metrics answers 503. */
+  metrics?: GatewayMetrics;
   /** Checks every backing service; throws when one is unreachable. */
   ready(): Promise<void>;
 }

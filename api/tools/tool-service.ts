@@ -6,6 +6,7 @@ import { mintWebhookSecret } from '../webhooks/signing.js';
 import { InputSchemas } from './input-schemas.js';
 import { SecretBox } from './secret-box.js';
 import { ToolCaller } from './tool-caller.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
 /** A tool as routes, bots and the agent loop see it: the stored tool without its sealed secrets. */
 export interface ToolRecord extends Omit<StoredTool, 'secrets'> {}
@@ -38,6 +39,8 @@ export interface ToolServiceOptions {
   secretKey?: Buffer;
   /** @defaultValue 100 */
   maxPerAccount?: number;
+  /** Counts calls by outcome. */
+  metrics?: Pick<GatewayMetrics, 'toolCall'>;
 }
 
 export const MAX_TOOLS_PER_ACCOUNT = 100;
@@ -160,12 +163,11 @@ export class ToolService {
    */
   async call(tool: ToolRecord, args: unknown, opts: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
     const started = Date.now();
-    const result = (outcome: Pick<ToolCallResult, 'ok' | 'status' | 'output' | 'error'>): ToolCallResult => ({
-      tool_id: `custom:${tool.id}`,
-      name: tool.name,
-      ...outcome,
-      duration_ms: Date.now() - started,
-    });
+    // Every way out of a call passes here, so this is where it is counted.
+    const result = (outcome: Pick<ToolCallResult, 'ok' | 'status' | 'output' | 'error'>): ToolCallResult => {
+      this.opts.metrics?.toolCall(outcome.ok);
+      return { tool_id: `custom:${tool.id}`, name: tool.name, ...outcome, duration_ms: Date.now() - started };
+    };
     const failed = (code: string, message: string) => result({ ok: false, status: null, output: null, error: { code, message } });
     const stored = await this.opts.store.get(tool.account_id, tool.id);
     if (!stored) return failed('unknown_tool', `the tool ${tool.name} (custom:${tool.id}) no longer exists`);

@@ -7,6 +7,7 @@ import type { WebhookJobData, WebhookQueue } from '../../queues/webhook-queue.js
 import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
 import { jobView } from '../presenters.js';
 import type { WebhookAttempt, WebhookAttemptLog, WebhookOutcome } from './attempt-log.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { mintWebhookSecret, signWebhook } from './signing.js';
 
 export const WEBHOOK_USER_AGENT = 'Switchyard-Webhooks/1';
@@ -19,6 +20,8 @@ export interface WebhookServiceOptions {
   accounts: AccountStore;
   outbound: Pick<SsrfGuard, 'request'>;
   log: Logger;
+  /** Counts attempts by outcome. */
+  metrics?: Pick<GatewayMetrics, 'webhookAttempt'>;
 }
 
 /**
@@ -104,6 +107,7 @@ export class WebhookService {
     const delivered = status !== null && status >= 200 && status < 300;
     const lastAttempt = attempt >= (job.opts.attempts ?? 1);
     const outcome: WebhookOutcome = delivered ? 'delivered' : status === 410 ? 'failed' : lastAttempt ? 'gave_up' : 'retrying';
+    this.opts.metrics?.webhookAttempt(outcome);
     const nextAt = outcome === 'retrying' ? new Date(Date.now() + this.opts.queue.retryDelayMs(attempt)).toISOString() : null;
     await this.opts.attempts
       .record(d.run_id, {
