@@ -34,6 +34,8 @@ Commands:
   run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
                                          submit a job with the client library; --wait follows it to
                                          the end (switchyard run --help for all options)
+  verify <run_id> --jwks FILE|URL        check a private run's attestation chain and artifacts
+                                         with the client library (switchyard verify --help)
 
 Configuration comes from the environment; see README.md.`;
 
@@ -154,6 +156,7 @@ API description: ${url}/v1/openapi.json
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // `run` is a caller of the API with its own options (api/cli-run.ts): no server code runs.
   if (argv[0] === 'run') return (await import('./cli-run.js')).runCommand(argv.slice(1), env);
+  if (argv[0] === 'verify') return (await import('./cli-verify.js')).verifyCommand(argv.slice(1), env);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
