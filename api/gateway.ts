@@ -16,6 +16,7 @@ import { Dispatcher } from '../dispatch/dispatcher.js';
 import { LeaseStore } from '../dispatch/lease-store.js';
 import { WorkerRegistry } from '../dispatch/worker-registry.js';
 import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
+import { TrustEnforcer } from '../dispatch/trust-enforcer.js';
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
@@ -186,12 +187,16 @@ export class Gateway {
       metrics: this.metrics, // metrics
     });
     await this.dispatcher.start();
+    // Operator trust changes reach the workers registered on every instance (docs/confidentiality.md).
+    const trust = new TrustEnforcer({ redis: this.redis, subscriber: this.subscriber, prefix: c.redisPrefix, operators: this.stores.operators, dispatcher: this.dispatcher, log: this.log });
+    await trust.start();
     this.workerServer = new WorkerSocketServer({
       dispatcher: this.dispatcher,
       workerTokens: this.stores.workerTokens,
       operators: this.stores.operators,
       gatewayId: this.gatewayId,
       log: this.log,
+      trust,
     });
     this.confirmer = new EnqueueConfirmer(this.stores.runs, this.log);
     // Webhooks (begin): one SSRF guard for every outbound call; a delivery is queued when a run
@@ -255,6 +260,7 @@ export class Gateway {
       llm: new LlmRunner({ jobs, follower, registry: this.registry, timeoutMs: c.agents.llmStepTimeoutMs }),
       sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
+      trust,
       shutdown: this.stopping.signal,
       ready: async () => {
         // Shutdown: load balancers stop routing here as soon as stop() begins.

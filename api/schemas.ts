@@ -218,6 +218,15 @@ export const adminCreateOperatorBody = {
   properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, trust: { enum: ['open', 'trusted'] } },
 } as const;
 
+export const operatorList = { type: 'object', required: ['data'], properties: { data: { type: 'array', items: operator } } } as const;
+
+export const adminTrustBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['trust'],
+  properties: { trust: { enum: ['open', 'trusted'], description: '`trusted` after vetting; `open` revokes it and disconnects its trusted workers at once.' } },
+} as const;
+
 export const adminOperatorCreated = {
   type: 'object',
   required: ['operator', 'worker_token'],

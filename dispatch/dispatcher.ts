@@ -169,6 +169,11 @@ export class Dispatcher {
     return [...this.workers.values()].map((w) => w.info);
   }
 
+  /** This process's registered workers of one token owner (a trust change closes some: TrustEnforcer). */
+  workersOf(owner: WorkerInfo['owner']): ConnectedWorker[] {
+    return [...this.workers.values()].filter((w) => w.info.owner.type === owner.type && w.info.owner.id === owner.id);
+  }
+
   /**
    * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
    * before it is attached, so they count against its slots. Each claim is checked by

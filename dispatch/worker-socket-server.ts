@@ -9,6 +9,7 @@ import type { OperatorTrust } from '../models/types.js';
 import { KIND_NAMES } from '../queues/kinds.js';
 import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
+import type { TrustEnforcer } from './trust-enforcer.js';
 import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
 
 export const WORKER_PATH = '/v1/workers/connect';
@@ -21,6 +22,8 @@ export interface WorkerSocketServerOptions {
   log: Logger;
   /** A socket must register within this long. @defaultValue 10000 */
   registerTimeoutMs?: number;
+  /** Applies operator trust changes to registered workers (unset: only new sockets see them). */
+  trust?: TrustEnforcer;
 }
 
 interface TokenOwner {
@@ -171,6 +174,8 @@ export class WorkerSocketServer {
       ws.close(4403, 'attestation required');
       return null;
     }
+    // Read again: a socket may have waited since connect, across a demotion its instance has already handled.
+    if (owner.owner.type === 'operator') owner = { ...owner, trust: (await this.opts.operators.get(owner.owner.id))?.trust ?? 'open' };
     if (TIER_RANK[frame.tier] > TIER_RANK[owner.trust]) {
       send({ type: 'error', code: 'forbidden', message: `this token's trust is ${owner.trust}; it cannot register a ${frame.tier} worker` });
       ws.close(4403, 'tier not allowed');
@@ -210,6 +215,8 @@ export class WorkerSocketServer {
       ...(moved ?? {}),
     });
     await this.opts.dispatcher.attach(worker);
+    // A demotion announced between the read above and the attach found no worker to close here: check once more.
+    if (owner.owner.type === 'operator' && worker.info.tier !== 'open') await this.opts.trust?.enforce(owner.owner.id);
     return worker;
   }
 

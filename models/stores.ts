@@ -33,6 +33,8 @@ export interface OperatorStore {
   create(input: { name: string; trust: OperatorTrust }): Promise<Operator>;
   get(id: string): Promise<Operator | null>;
   setTrust(id: string, trust: OperatorTrust): Promise<Operator | null>;
+  /** Every operator, oldest first (operators are few: the admin API lists them whole). */
+  list(): Promise<Operator[]>;
 }
 
 export interface WorkerTokenStore {

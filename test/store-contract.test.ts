@@ -129,6 +129,14 @@ describe('store contract', () => {
           assert.equal(await stores.operators.setTrust('op_01HZZZZZZZZZZZZZZZZZZZZZZZ', 'trusted'), null);
         });
 
+        it('lists every operator oldest first, with its current trust', async () => {
+          const first = await stores.operators.create({ name: 'first', trust: 'trusted' });
+          const second = await stores.operators.create({ name: 'second', trust: 'open' });
+          await stores.operators.setTrust(first.id, 'open');
+          const listed = (await stores.operators.list()).filter((o) => o.id === first.id || o.id === second.id);
+          assert.deepEqual(listed, [{ ...first, trust: 'open' }, second]);
+        });
+
         it('stores worker tokens by lookup id and revokes them', async () => {
           const record = { id: 'wtok_qrstuvwxyzabcdef', owner: { type: 'account' as const, id: 'acct_x' }, trust: 'open' as const, prefix: 'swt_qrstuvwx', hash: 'cd'.repeat(32), created_at: new Date().toISOString(), revoked_at: null };
           await stores.workerTokens.insert(record, 'qrstuvwxyzabcdef');

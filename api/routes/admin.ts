@@ -1,10 +1,9 @@
 import { NotFoundError, SwitchyardError } from '../../models/errors.js';
-import type { OperatorTrust } from '../../models/types.js';
-import { accountView, operatorView } from '../presenters.js';
+import { accountView } from '../presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../schemas.js';
 import type { Services } from '../services/services.js';
-import { issueWorkerToken } from '../services/worker-tokens.js';
+import { operatorRoutes } from './admin-operators.js';
 
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -49,22 +48,6 @@ export function adminRoutes(s: Services): RouteSpec[] {
         ctx.body = { account: accountView(account) };
       },
     },
-    {
-      method: 'post',
-      path: '/v1/admin/operators',
-      operationId: 'adminCreateOperator',
-      summary: 'Register a worker operator and issue its worker token',
-      tag: 'admin',
-      auth: 'admin',
-      body: S.adminCreateOperatorBody,
-      responses: { 201: { description: 'The operator and its worker token (shown once)', schema: S.adminOperatorCreated } },
-      async handler(ctx) {
-        const { name, trust } = ctx.state.body as { name: string; trust: OperatorTrust };
-        const operator = await s.stores.operators.create({ name, trust });
-        const { token } = await issueWorkerToken(s.stores.workerTokens, { type: 'operator', id: operator.id }, trust);
-        ctx.status = 201;
-        ctx.body = { operator: operatorView(operator), worker_token: token };
-      },
-    },
+    ...operatorRoutes(s),
   ];
 }

@@ -9,6 +9,7 @@ import type { FleetService } from './fleet-service.js';
 import type { JobService } from './job-service.js';
 import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
+import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import type { BotService } from '../bots/bot-service.js'; // bots
@@ -50,6 +51,8 @@ export interface Services {
   botTurns?: BotTurns;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
+  /** Announces operator trust changes to every instance, which closes the workers they demote. */
+  trust: TrustEnforcer;
   /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md); unset: /metrics answers 503. */
   metrics?: GatewayMetrics;
   /** Checks every backing service; throws when one is unreachable. */

@@ -41,6 +41,11 @@ export class MongoOperatorStore implements OperatorStore {
     const doc = await this.operators.findOneAndUpdate({ _id: id }, { $set: { trust } }, { returnDocument: 'after' });
     return doc ? toOperator(doc) : null;
   }
+
+  async list(): Promise<Operator[]> {
+    // Ids are ULIDs: sorting by _id is creation order.
+    return (await this.operators.find().sort({ _id: 1 }).toArray()).map(toOperator);
+  }
 }
 
 export class MongoWorkerTokenStore implements WorkerTokenStore {

@@ -27,6 +27,8 @@ export class RedisKeys {
   conversation = (id: string) => `${this.prefix}:conv:${id}`;
   conversationMessages = (id: string) => `${this.prefix}:conv:${id}:msgs`;
   operator = (id: string) => `${this.prefix}:op:${id}`;
+  /** Index of every operator: a sorted set of ids, all scored 0, so in id (creation) order. */
+  operators = () => `${this.prefix}:ops`;
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
   rateLimit = (subject: string) => `${this.prefix}:rl:${subject}`;

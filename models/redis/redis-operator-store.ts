@@ -4,18 +4,34 @@ import type { OperatorStore, WorkerTokenStore } from '../stores.js';
 import type { Operator, OperatorTrust, WorkerTokenRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
 
+const toOperator = (h: Record<string, string>): Operator | null =>
+  h.id ? { id: h.id, name: h.name, trust: h.trust as OperatorTrust, created_at: h.created_at } : null;
+
 export class RedisOperatorStore implements OperatorStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   async create(input: { name: string; trust: OperatorTrust }): Promise<Operator> {
     const op: Operator = { id: newOperatorId(), name: input.name, trust: input.trust, created_at: new Date().toISOString() };
-    await this.redis.hset(this.keys.operator(op.id), { ...op });
+    await this.redis.multi().hset(this.keys.operator(op.id), { ...op }).zadd(this.keys.operators(), 0, op.id).exec();
     return op;
   }
 
   async get(id: string): Promise<Operator | null> {
-    const h = await this.redis.hgetall(this.keys.operator(id));
-    return h.id ? { id: h.id, name: h.name, trust: h.trust as OperatorTrust, created_at: h.created_at } : null;
+    return toOperator(await this.redis.hgetall(this.keys.operator(id)));
+  }
+
+  async list(): Promise<Operator[]> {
+    const ids = await this.redis.zrange(this.keys.operators(), '-', '+', 'BYLEX');
+    if (ids.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const id of ids) pipe.hgetall(this.keys.operator(id));
+    const rows = (await pipe.exec()) ?? [];
+    return rows
+      .map(([err, h]) => {
+        if (err) throw err;
+        return toOperator(h as Record<string, string>);
+      })
+      .filter((o): o is Operator => o !== null);
   }
 
   async setTrust(id: string, trust: OperatorTrust): Promise<Operator | null> {
