@@ -19,6 +19,7 @@ import { fleetRoutes } from './routes/fleet.js';
 import { jobRoutes } from './routes/jobs.js';
 import { metaRoutes } from './routes/meta.js';
 import { metricsRoutes } from './routes/metrics.js'; // metrics
+import { attestationRoutes } from './routes/attestation.js'; // private tier
 import { httpMetrics } from './metrics/http-metrics.js'; // metrics
 import { openaiRoutes } from './routes/openai.js'; // OpenAI
 import { webhookRoutes } from './routes/webhooks.js';
@@ -50,6 +51,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
   routes.push(...metricsRoutes(s)); // metrics: GET /metrics, outside /v1 (CONTRACT "Operators' surfaces")
+  routes.push(...attestationRoutes(s)); // private tier: workers' current evidence, for audits
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
 

@@ -17,6 +17,9 @@ import { LeaseStore } from '../dispatch/lease-store.js';
 import { WorkerRegistry } from '../dispatch/worker-registry.js';
 import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { TrustEnforcer } from '../dispatch/trust-enforcer.js';
+import { PrivateRegistrations } from '../dispatch/private-registration.js'; // private tier
+import { ReceiptChecker } from '../dispatch/receipt-check.js'; // private tier
+import { AttestationService } from './attestation/attestation-service.js'; // private tier
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';
@@ -185,8 +188,15 @@ export class Gateway {
       heartbeatMs: c.heartbeatMs,
       events: eventWriter,
       metrics: this.metrics, // metrics
+      // Private tier: receipts are checked against the artifact store, built further down.
+      receipts: new ReceiptChecker({ artifacts: () => this.services?.artifacts, publicUrl: () => this.config.publicUrl }),
     });
     await this.dispatcher.start();
+    // Private tier (begin): evidence of private workers, checked at registration and refreshed (docs/confidentiality.md).
+    const attestation = new AttestationService({ redis: this.redis, prefix: c.redisPrefix, config: c.attestation });
+    await attestation.start();
+    const privateWorkers = new PrivateRegistrations({ service: attestation, dispatcher: this.dispatcher, log: this.log, refreshBeforeMs: c.attestation.refreshBeforeMs, nonceTtlMs: c.attestation.nonceTtlMs });
+    // Private tier (end)
     // Operator trust changes reach the workers registered on every instance (docs/confidentiality.md).
     const trust = new TrustEnforcer({ redis: this.redis, subscriber: this.subscriber, prefix: c.redisPrefix, operators: this.stores.operators, dispatcher: this.dispatcher, log: this.log });
     await trust.start();
@@ -197,6 +207,7 @@ export class Gateway {
       gatewayId: this.gatewayId,
       log: this.log,
       trust,
+      attestation: privateWorkers, // private tier
     });
     this.confirmer = new EnqueueConfirmer(this.stores.runs, this.log);
     // Webhooks (begin): one SSRF guard for every outbound call; a delivery is queued when a run
@@ -261,6 +272,7 @@ export class Gateway {
       sse: this.sse,
       fleet: new FleetService({ registry: this.registry, queues: this.queues }),
       trust,
+      attestation, // private tier
       shutdown: this.stopping.signal,
       ready: async () => {
         // Shutdown: load balancers stop routing here as soon as stop() begins.

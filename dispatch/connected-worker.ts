@@ -1,4 +1,5 @@
 import type { Tier } from '../queues/kinds.js';
+import type { AttestationSession } from './worker-attestation.js';
 import type { WorkerInfo } from './worker-registry.js';
 
 /** Frames the gateway sends to a worker (docs/worker-protocol.md). */
@@ -24,6 +25,16 @@ export interface ConnectedWorker {
   protocol?: number;
   /** Told to reconnect elsewhere: its leases are handed over when it leaves, not requeued. */
   handover?: boolean;
+  /** Private workers: the connection's attestation; private work only while its evidence is valid. */
+  attestation?: AttestationSession;
+  /**
+   * Tiers it takes work from, strongest first, parallel to `queues`. Default: its tier and every
+   * weaker one; a private worker's lower tiers are those its token's trust allows.
+   */
+  tiers?: Tier[];
 }
+
+/** Whether the worker may be given a private run at `at`: its evidence is valid then (not merely was). */
+export const attestedAt = (worker: ConnectedWorker, at = Date.now()): boolean => worker.attestation?.validAt(at) ?? false;
 
 export const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };

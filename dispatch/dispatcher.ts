@@ -7,12 +7,14 @@ import type { RunStore } from '../models/stores.js';
 import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 import { TIERS } from '../queues/kinds.js';
-import { queueName } from '../queues/queue-names.js';
+import { queueName, queueTier } from '../queues/queue-names.js';
+import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
-import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
+import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
 import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
 import type { WorkerInfo, WorkerRegistry } from './worker-registry.js';
 
@@ -42,6 +44,8 @@ export interface DispatcherOptions {
   events?: WorkerReportSink;
   /** Told about leases sent, lost and requeued (metrics). */
   metrics?: DispatchObserver;
+  /** Checks the receipts of private runs; without it a private run cannot succeed. */
+  receipts?: ReceiptChecker;
 }
 
 /** What the dispatcher does with a worker's live reports once their lease checks out. */
@@ -65,6 +69,13 @@ interface ActiveLease {
   /** Adopted from another instance after the caller canceled: the worker is told once attached. */
   cancelOnAttach?: boolean;
 }
+
+/**
+ * A private job is fetched only for a worker whose evidence stays valid at least this much
+ * longer, so that it is still valid when the lease frame goes out a few milliseconds later
+ * (which is checked again, strictly, right before sending).
+ */
+const PRIVATE_LEASE_MARGIN_MS = 1_000;
 
 /** Channels shared by all gateway instances. */
 export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:queued`, cancel: `${prefix}:chan:cancel` });
@@ -157,11 +168,17 @@ export class Dispatcher {
     }
     if (this.stopping) this.letGo(worker);
     this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
-    const tiers = TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
+    const tiers = worker.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
+    worker.tiers = tiers;
     worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
     this.workers.set(info.worker_id, worker);
     await this.opts.registry.put(info);
     void this.fill(worker);
+  }
+
+  /** Offers work to an attached worker now (a private worker that presented fresh evidence). */
+  offer(worker: ConnectedWorker): void {
+    if (this.workers.get(worker.info.worker_id) === worker) void this.fill(worker);
   }
 
   /** The workers connected to this process, as registered (`busy` kept current). */
@@ -223,6 +240,7 @@ export class Dispatcher {
   async detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
     worker.draining = true;
+    worker.attestation?.close();
     try {
       worker.close(code, reason);
     } catch {
@@ -287,8 +305,9 @@ export class Dispatcher {
    * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
    */
   private wake(queue: string, count: number): void {
+    const now = Date.now();
     const candidates = [...this.workers.values()].filter(
-      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)),
+      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
     for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
   }
@@ -324,7 +343,9 @@ export class Dispatcher {
    * True if it leased a job.
    */
   private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
-    for (const queues of worker.queues) {
+    for (const [t, queues] of worker.queues.entries()) {
+      // Private work only while the worker's evidence is valid: checked now, at every lease.
+      if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
       for (let i = 0; i < n && !worker.draining; i++) {
         const k = (worker.cursor + i) % n;
@@ -392,6 +413,13 @@ export class Dispatcher {
     this.byRun.set(run.run_id, lease);
     worker.leases.add(lease.id);
     worker.info.busy = worker.leases.size;
+    // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
+    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
+    if (run.confidentiality === 'private' && !attestedAt(worker)) {
+      // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
+      await this.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect');
+      return;
+    }
     worker.send({
       type: 'lease',
       lease_id: lease.id,
@@ -401,6 +429,7 @@ export class Dispatcher {
       tier: run.confidentiality,
       attempt,
       input: run.input,
+      ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
       upload_token: uploadToken,
       upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
@@ -443,7 +472,7 @@ export class Dispatcher {
         return null;
       case 'complete':
         lease.closing = true;
-        return this.settle(lease, 'succeeded', null, frame.output);
+        return this.settle(lease, 'succeeded', null, frame.output, frame.receipt);
       case 'fail': {
         lease.closing = true;
         return this.settle(lease, 'fail', frame.error);
@@ -457,21 +486,47 @@ export class Dispatcher {
     reported: 'succeeded' | 'fail',
     error: RunError | null,
     output?: RunRecord['output'],
+    receipt?: string,
   ): Promise<{ code: string; message: string } | null> {
     try {
       const run = await this.opts.runs.get(lease.runId);
       if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      let attestation: RunAttestation | undefined;
+      if (reported === 'succeeded' && run.confidentiality === 'private') {
+        const checked = await this.checkReceipt(run, lease, output, receipt);
+        if ('refused' in checked) return checked.refused;
+        attestation = checked.attestation;
+      }
       // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
       const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
       this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome, code: error?.code }, 'lease reported');
       if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
       else {
-        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output);
+        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation);
         if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       }
       return null;
     } finally {
       await this.release(lease);
+    }
+  }
+
+  /**
+   * A private run's receipt, checked before the run may succeed. A bad or missing one fails the
+   * attempt as retryable (requeued; on the last attempt the run fails with `receipt_invalid`),
+   * and the worker is told why.
+   */
+  private async checkReceipt(run: RunRecord, lease: ActiveLease, output: RunRecord['output'] | undefined, receipt: string | undefined): Promise<{ attestation: RunAttestation } | { refused: { code: string; message: string } }> {
+    try {
+      if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
+      const evidence = lease.worker.attestation?.current ?? null;
+      return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
+    } catch (err) {
+      if (!(err instanceof AttestationError)) throw err;
+      const message = `the receipt was refused (${err.code}): ${err.message}`;
+      this.opts.log.warn({ runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason: err.code }, 'private run receipt refused');
+      await this.requeueOrFail(run, lease, { code: 'receipt_invalid', message, retryable: true });
+      return { refused: { code: 'receipt_invalid', message } };
     }
   }
 
@@ -507,13 +562,16 @@ export class Dispatcher {
     status: 'succeeded' | 'failed' | 'canceled',
     error: RunError | null,
     output?: RunRecord['output'],
+    attestation?: RunAttestation,
   ): Promise<boolean> {
     const now = new Date().toISOString();
+    // A private run's attestation is written by the very transition that makes it succeed.
+    const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}) };
     const t = await this.opts.runs.transition(run, {
       from: ['running', 'queued'],
       fence,
       to: status,
-      set: status === 'succeeded' ? { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null } : { error, finished_at: now },
+      set: status === 'succeeded' ? succeeded : { error, finished_at: now },
     });
     if (!t.ok) return false;
     try {

@@ -1,8 +1,9 @@
 import type { Job } from 'bullmq';
 import type { RunStore } from '../models/stores.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
+import type { Tier } from '../queues/kinds.js';
 import type { BullWorkers } from './bull-workers.js';
-import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseRecord, LeaseStore } from './lease-store.js';
 import type { ResumeClaim } from './worker-frames.js';
 
@@ -58,7 +59,10 @@ export class LeaseHandover {
     // Made by a gateway from before handovers: it kept no lock token to hand over.
     if (!isMovable(record)) return refused('the lease cannot be handed over');
     if (record.owner !== ownerKey(worker.info.owner)) return refused('the lease belongs to another token owner');
-    if (TIER_RANK[worker.info.tier] < TIER_RANK[record.tier as keyof typeof TIER_RANK]) return refused('the worker’s tier is too weak for the run');
+    const serves = worker.tiers ? worker.tiers.includes(record.tier as Tier) : TIER_RANK[worker.info.tier] >= TIER_RANK[record.tier as Tier];
+    if (!serves) return refused('the worker’s tier is too weak for the run');
+    // A private run continues only on a connection that attested afresh (registration does so before adopting).
+    if (record.tier === 'private' && !attestedAt(worker)) return refused('the worker has no valid attestation evidence on this connection');
     // Extending the lock with the minted token proves it is still this lease's (not lapsed and
     // requeued) and restarts its TTL on this instance's clock.
     const lapsed = await this.opts.bull.extend(record.queue, [record.job_id], [record.lock_token]);

@@ -25,6 +25,15 @@ const frameSchemas = {
       hardware: { type: 'object', maxProperties: 32 },
       software: { type: 'object', maxProperties: 32 },
       attestation: { type: 'object' },
+      // Private tier: the worker's receipt signing key (EC P-384 public JWK), bound by its evidence.
+      receipt_key: {
+        type: 'object',
+        required: ['kty', 'crv', 'x', 'y'],
+        maxProperties: 16,
+        properties: { kty: { const: 'EC' }, crv: { const: 'P-384' }, x: { type: 'string', maxLength: 128 }, y: { type: 'string', maxLength: 128 } },
+        // The private half never leaves the worker.
+        not: { required: ['d'] },
+      },
       // Protocol 2: leases the worker still runs after a `reconnect`, proven by their upload tokens.
       resume: {
         type: 'array',
@@ -34,6 +43,24 @@ const frameSchemas = {
           additionalProperties: false,
           required: ['lease_id', 'fence', 'upload_token'],
           properties: { ...leaseRef, upload_token: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+      },
+    },
+  },
+  // Private tier: evidence answering the gateway's latest `attest` nonce (docs/worker-protocol.md).
+  attestation: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'evidence'],
+    properties: {
+      type: { const: 'attestation' },
+      evidence: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['token', 'gpus'],
+        properties: {
+          token: { type: 'string', minLength: 1, maxLength: 65_536 },
+          gpus: { type: 'object', minProperties: 1, maxProperties: 16, additionalProperties: { type: 'string', maxLength: 65_536 } },
         },
       },
     },
@@ -74,6 +101,8 @@ const frameSchemas = {
         required: ['urls'],
         properties: { urls: { type: 'array', maxItems: 256, items: { type: 'string', pattern: '^https?://', maxLength: 4096 } } },
       },
+      // Private runs: the worker's signed receipt (a compact JWS) over the run, input and artifacts.
+      receipt: { type: 'string', minLength: 1, maxLength: 65_536 },
     },
   },
   fail: {
@@ -104,6 +133,7 @@ export interface RegisterFrame {
   hardware?: Record<string, unknown>;
   software?: Record<string, unknown>;
   attestation?: Record<string, unknown>;
+  receipt_key?: Record<string, unknown>;
   resume?: ResumeClaim[];
 }
 /** A lease a reconnecting worker says it still runs. */
@@ -118,11 +148,12 @@ export interface LeaseFrame {
 }
 export type WorkerFrame =
   | RegisterFrame
+  | { type: 'attestation'; evidence: { token: string; gpus: Record<string, string> } }
   | { type: 'heartbeat'; leases?: string[] }
   | (LeaseFrame & { type: 'progress'; progress: number; message?: string })
   | (LeaseFrame & { type: 'log'; line: string })
   | (LeaseFrame & { type: 'output'; delta: string })
-  | (LeaseFrame & { type: 'complete'; output: { urls: string[] } & Record<string, unknown> })
+  | (LeaseFrame & { type: 'complete'; output: { urls: string[] } & Record<string, unknown>; receipt?: string })
   | (LeaseFrame & { type: 'fail'; error: { code: string; message: string; retryable: boolean } });
 
 export class FrameError extends Error {

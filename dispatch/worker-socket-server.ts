@@ -9,7 +9,9 @@ import type { OperatorTrust } from '../models/types.js';
 import { KIND_NAMES } from '../queues/kinds.js';
 import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
+import { privateWorkerTiers, type PrivateRegistrations } from './private-registration.js';
 import type { TrustEnforcer } from './trust-enforcer.js';
+import type { Evidence } from '../sdk/attestation/index.js';
 import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
 
 export const WORKER_PATH = '/v1/workers/connect';
@@ -22,6 +24,8 @@ export interface WorkerSocketServerOptions {
   log: Logger;
   /** A socket must register within this long. @defaultValue 10000 */
   registerTimeoutMs?: number;
+  /** Registers private workers once their evidence checks out; unset or disabled: they are refused. */
+  attestation?: PrivateRegistrations;
   /** Applies operator trust changes to registered workers (unset: only new sockets see them). */
   trust?: TrustEnforcer;
 }
@@ -87,10 +91,12 @@ export class WorkerSocketServer {
     let lastSeen = Date.now();
     // Closed for silence: its lost leases count as missed heartbeats, not as a disconnect.
     let silent = false;
+    // Gathering evidence may take the worker a while, silent: the nonce's life bounds it instead.
+    let attesting = false;
     const registerTimer = setTimeout(() => ws.close(4400, 'register within 10 s'), this.opts.registerTimeoutMs ?? 10_000);
     const hb = this.opts.dispatcher.heartbeatMs;
     const silence = setInterval(() => {
-      if (Date.now() - lastSeen > 3 * hb) {
+      if (!attesting && Date.now() - lastSeen > 3 * hb) {
         silent = true;
         ws.terminate();
       }
@@ -105,7 +111,8 @@ export class WorkerSocketServer {
         this.onFrame(text, owner, worker, send, ws).then(
           (w) => {
             if (w) {
-              worker = w;
+              attesting = w === 'attesting';
+              if (w !== 'attesting') worker = w;
               clearTimeout(registerTimer);
             }
           },
@@ -119,6 +126,7 @@ export class WorkerSocketServer {
     ws.on('close', () => {
       clearTimeout(registerTimer);
       clearInterval(silence);
+      this.opts.attestation?.abandon(ws);
       // After the frames already received: a report sent just before the close is handled, and
       // a worker moving to another instance has its leases handed over only once it is quiet.
       chain = chain.then(() => {
@@ -128,8 +136,8 @@ export class WorkerSocketServer {
     ws.on('error', () => ws.terminate());
   }
 
-  /** Handles one frame; returns the worker when this frame registered it. */
-  private async onFrame(text: string | null, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+  /** Handles one frame; returns the worker when this frame registered it, 'attesting' when it asked a private worker for evidence. */
+  private async onFrame(text: string | null, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | 'attesting' | null> {
     let frame;
     try {
       if (text === null) throw new FrameError('bad_frame', 'frames are JSON text, not binary');
@@ -141,8 +149,9 @@ export class WorkerSocketServer {
       if (!worker) ws.close(4400, 'bad register frame');
       return null;
     }
+    if (frame.type === 'attestation') return this.onAttestation(frame.evidence, owner, worker, send, ws);
     if (frame.type === 'register') {
-      if (worker) {
+      if (worker || this.opts.attestation?.waiting(ws)) {
         send({ type: 'error', code: 'bad_frame', message: 'already registered' });
         return null;
       }
@@ -162,26 +171,61 @@ export class WorkerSocketServer {
     return null;
   }
 
-  private async register(frame: RegisterFrame, owner: TokenOwner, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+  /**
+   * Evidence from a private worker: completes its registration (refused: close 4403), or
+   * refreshes a registered worker's evidence (refused: it keeps serving its other tiers).
+   */
+  private async onAttestation(evidence: Evidence, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+    const gate = this.opts.attestation;
+    const waiting = gate?.waiting(ws);
+    const attesting = waiting?.worker ?? (worker?.attestation ? worker : null);
+    if (!gate || !attesting) {
+      send({ type: 'error', code: 'bad_frame', message: 'attestation frames answer the attest nonces of private workers' });
+      if (!worker) ws.close(4400, 'not registered');
+      return null;
+    }
+    const accepted = await gate.answer(attesting, evidence, send);
+    if (!waiting) {
+      if (accepted) send({ type: 'attested', expires_at: attesting.attestation!.current!.expires_at });
+      return null;
+    }
+    if (!accepted) {
+      ws.close(4403, 'attestation failed');
+      return null;
+    }
+    // Registration resumes with the attested worker, re-reading the token's trust on the way.
+    const registered = await this.register(waiting.frame, owner, send, ws, waiting.worker);
+    if (!registered || registered === 'attesting') return null;
+    gate.settled(ws);
+    return registered;
+  }
+
+  private async register(frame: RegisterFrame, owner: TokenOwner, send: (f: GatewayFrame) => void, ws: WebSocket, attested?: ConnectedWorker): Promise<ConnectedWorker | 'attesting' | null> {
     const version = Math.max(...frame.protocol.filter((v) => (PROTOCOL_VERSIONS as readonly number[]).includes(v)));
     if (!Number.isFinite(version)) {
       send({ type: 'error', code: 'bad_frame', message: `no common protocol version; the gateway speaks ${PROTOCOL_VERSIONS.join(', ')}` });
       ws.close(4400, 'protocol');
       return null;
     }
-    if (frame.tier === 'private') {
-      send({ type: 'error', code: 'forbidden', message: 'private workers must present attestation evidence, which this gateway cannot verify yet' });
+    if (frame.tier === 'private' && !this.opts.attestation?.enabled) {
+      send({ type: 'error', code: 'forbidden', message: 'private workers must present attestation evidence, and this gateway has no attestation verifier configured (ATTESTATION_JWKS)' });
       ws.close(4403, 'attestation required');
+      return null;
+    }
+    if (frame.tier === 'private' && !frame.receipt_key) {
+      send({ type: 'error', code: 'bad_frame', message: 'a private worker registers with receipt_key: the EC P-384 public JWK its receipts verify with' });
+      ws.close(4400, 'bad register frame');
       return null;
     }
     // Read again: a socket may have waited since connect, across a demotion its instance has already handled.
     if (owner.owner.type === 'operator') owner = { ...owner, trust: (await this.opts.operators.get(owner.owner.id))?.trust ?? 'open' };
-    if (TIER_RANK[frame.tier] > TIER_RANK[owner.trust]) {
+    // Private rests on attestation, not on the token's trust (which sets the lower tiers it serves).
+    if (frame.tier !== 'private' && TIER_RANK[frame.tier] > TIER_RANK[owner.trust]) {
       send({ type: 'error', code: 'forbidden', message: `this token's trust is ${owner.trust}; it cannot register a ${frame.tier} worker` });
       ws.close(4403, 'tier not allowed');
       return null;
     }
-    const worker: ConnectedWorker = {
+    const worker: ConnectedWorker = attested ?? {
       info: {
         worker_id: `wkr_${ulid()}`,
         kinds: frame.kinds.includes('all') ? [...KIND_NAMES] : frame.kinds,
@@ -204,6 +248,14 @@ export class WorkerSocketServer {
       draining: false,
       protocol: version,
     };
+    if (frame.tier === 'private') {
+      worker.tiers = privateWorkerTiers(owner.trust);
+      // Evidence first: registration (and adopting any leases it brings) waits for it.
+      if (!attested) {
+        await this.opts.attestation!.begin(ws, worker, frame, send);
+        return 'attesting';
+      }
+    }
     // Protocol 2: leases brought from a stopping instance are adopted before any new one is offered.
     const moved = version >= HANDOVER_PROTOCOL ? await this.opts.dispatcher.adopt(worker, frame.resume ?? []) : null;
     send({
@@ -212,6 +264,7 @@ export class WorkerSocketServer {
       protocol: version,
       heartbeat_ms: this.opts.dispatcher.heartbeatMs,
       lease_ttl_ms: this.opts.dispatcher.leaseTtlMs,
+      ...(worker.attestation?.current ? { attestation: { expires_at: worker.attestation.current.expires_at } } : {}),
       ...(moved ?? {}),
     });
     await this.opts.dispatcher.attach(worker);

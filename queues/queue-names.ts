@@ -7,3 +7,6 @@ import type { Tier } from './kinds.js';
 export function queueName(kind: string, tier: Tier): string {
   return `${kind.replaceAll(':', '.')}.${tier}`;
 }
+
+/** The tier of a queue named by `queueName`. */
+export const queueTier = (queue: string): Tier => queue.slice(queue.lastIndexOf('.') + 1) as Tier;

@@ -11,6 +11,7 @@ import type { ArtifactStore } from '../../models/artifact-store.js'; // artifact
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
+import type { AttestationService } from '../attestation/attestation-service.js'; // private tier
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import type { BotService } from '../bots/bot-service.js'; // bots
 import type { BotTurns } from '../bots/bot-turns.js'; // bots
@@ -51,6 +52,8 @@ export interface Services {
   botTurns?: BotTurns;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
+  /** Private workers' current evidence, for audits (`GET /v1/attestation/workers/{id}`); unset: 503. */
+  attestation?: AttestationService;
   /** Announces operator trust changes to every instance, which closes the workers they demote. */
   trust: TrustEnforcer;
   /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md); unset: /metrics answers 503. */

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import type { WorkerAttestation } from '../api/attestation/attestation-service.js';
+import { ARTIFACT_ID_PATTERN, type ArtifactStore } from '../models/artifact-store.js';
+import type { RunRecord } from '../models/types.js';
+import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation/index.js';
+import type { JobAttestation } from '../sdk/client/verify-attestation.js';
+
+/** A private run's `attestation` once its receipt checked out: what the client library verifies (docs/confidentiality.md, "Receipts"). */
+export type RunAttestation = Required<JobAttestation>;
+
+export interface ReceiptCheckerOptions {
+  /** Read at each check: the gateway builds its artifact store after the dispatcher. */
+  artifacts: () => ArtifactStore | undefined;
+  publicUrl: () => string;
+}
+
+export interface ReceiptToCheck {
+  run: RunRecord;
+  leaseId: string;
+  workerId: string;
+  /** The worker connection's current evidence, null if it has none. */
+  evidence: WorkerAttestation | null;
+  urls: string[];
+  receipt: string | undefined;
+}
+
+/** How far a receipt's `iat` may be from the gateway's clock. */
+const MAX_CLOCK_SKEW_S = 300;
+
+async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of stream) hash.update(chunk);
+  return hash.digest('hex');
+}
+
+/**
+ * Checks the receipt a private run completes with before the run may succeed, trusting
+ * nothing the worker says about its output: the receipt must verify with the receipt key the
+ * worker's current evidence binds, name this run, worker and kind, hash the input as stored,
+ * and sign exactly the artifacts of `output.urls`, each uploaded under this lease, hashed here
+ * from the bytes in storage. Throws `AttestationError` naming the first failed check.
+ */
+export class ReceiptChecker {
+  constructor(private readonly opts: ReceiptCheckerOptions) {}
+
+  async check(c: ReceiptToCheck): Promise<RunAttestation> {
+    if (!c.receipt) throw new AttestationError('malformed', 'a private run completes with a receipt: a JWS over {run_id, worker_id, kind, input_sha256, artifacts, iat} signed with the attested receipt key');
+    const now = Date.now();
+    const evidence = c.evidence;
+    if (!evidence || Date.parse(evidence.expires_at) <= now) throw new AttestationError('expired', 'the worker has no valid attestation evidence: refresh it before completing');
+    const artifacts = await this.storedArtifacts(c);
+    const claims = await verifyReceipt(c.receipt, evidence.receipt_key, {
+      run_id: c.run.run_id,
+      worker_id: c.workerId,
+      kind: c.run.kind,
+      input_sha256: await inputDigest(c.run.input),
+      artifact_sha256s: artifacts.map((a) => a.sha256),
+    });
+    const named = (list: Array<{ name: string; sha256: string }>) => list.map((a) => `${a.sha256} ${a.name}`).sort().join('\n');
+    if (!Array.isArray(claims.artifacts) || named(claims.artifacts) !== named(artifacts)) {
+      throw new AttestationError('artifact_mismatch', 'the receipt names the artifacts differently from their uploads');
+    }
+    // Callers check the evidence as of `iat`: a receipt signed outside it could never verify.
+    if (typeof claims.iat !== 'number' || Math.abs(claims.iat - now / 1000) > MAX_CLOCK_SKEW_S || claims.iat * 1000 >= Date.parse(evidence.expires_at)) {
+      throw new AttestationError('receipt_mismatch', `the receipt's iat must be the signing time (within ${MAX_CLOCK_SKEW_S} s of the gateway's clock) and inside the evidence's validity`);
+    }
+    return {
+      tier: 'private',
+      worker_id: c.workerId,
+      nonce: evidence.nonce,
+      receipt_key: evidence.receipt_key,
+      evidence: evidence.evidence,
+      receipt: c.receipt,
+      evidence_url: `${this.opts.publicUrl()}/v1/attestation/workers/${c.workerId}`,
+      verified_at: new Date(now).toISOString(),
+    };
+  }
+
+  /** Each URL's artifact as stored: uploaded under this lease, its bytes unchanged since. */
+  private async storedArtifacts(c: ReceiptToCheck): Promise<Array<{ name: string; sha256: string }>> {
+    const store = this.opts.artifacts();
+    if (!store) throw new Error('artifact storage is not configured: private runs cannot be checked');
+    const base = `${this.opts.publicUrl()}/v1/artifacts/`;
+    const out: Array<{ name: string; sha256: string }> = [];
+    for (const url of c.urls) {
+      const [id, encoded, ...rest] = url.startsWith(base) ? url.slice(base.length).split('/') : [];
+      let name: string | null = null;
+      try {
+        name = encoded === undefined || rest.length > 0 ? null : decodeURIComponent(encoded);
+      } catch {
+        // not percent-encoded properly: not one of ours
+      }
+      const meta = name !== null && ARTIFACT_ID_PATTERN.test(id) ? await store.get(id) : null;
+      if (!meta || meta.name !== name) throw new AttestationError('artifact_mismatch', `${url} is not an artifact stored by this gateway: a private run's output.urls are its own uploads`);
+      if (meta.run_id !== c.run.run_id || meta.lease_id !== c.leaseId) throw new AttestationError('artifact_mismatch', `${url} was not uploaded under this lease`);
+      // What callers will download is what the receipt must sign, not only what the upload recorded.
+      if ((await sha256Of(await store.open(id))) !== meta.sha256) throw new AttestationError('artifact_mismatch', `the stored bytes of ${url} changed after its upload`);
+      out.push({ name: meta.name, sha256: meta.sha256 });
+    }
+    return out;
+  }
+}
