@@ -24,13 +24,16 @@ Commands:
   accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
   keys create --account ID [--name N]    create another API key for an account; prints it as JSON
   worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
-         [--engine demo] [--demo-delay-ms N] [--models m1,m2]
+         [--engine demo] [--demo-delay-ms N] [--models m1,m2] [--attestation-key FILE]
                                          run a worker that connects to a gateway and runs its jobs with
                                          an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
                                          --models: the LLM models it serves, listed by GET /v1/models
                                          (default for the demo engine: demo-llm);
                                          the token may also come from SWITCHYARD_WORKER_TOKEN; stops
-                                         gracefully on SIGTERM/SIGINT (a second signal aborts running jobs)
+                                         gracefully on SIGTERM/SIGINT (a second signal aborts running jobs);
+                                         --tier private needs --attestation-key: a local verifier's ES384
+                                         private JWK (kid, optional iss) that signs TEST evidence, which
+                                         proves nothing about the hardware (docs/confidentiality.md)
   run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
                                          submit a job with the client library; --wait follows it to
                                          the end (switchyard run --help for all options)
@@ -86,6 +89,9 @@ async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
   await hooks.onReady?.(gateway, url);
 }
 
+/** A path relative to the working directory when it lies below it, else as given. */
+const shortPath = (file: string) => (path.relative('.', file).startsWith('..') ? file : path.relative('.', file));
+
 /** The dev account's key, kept under DATA_DIR so restarts print the same one. */
 async function devKey(gateway: Gateway): Promise<string> {
   const file = path.resolve(gateway.config.dataDir, 'dev-account.json');
@@ -119,6 +125,14 @@ function devToolSecretKey(dataDir: string): string {
 
 async function dev(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.TOOL_SECRET_KEY) env = { ...env, TOOL_SECRET_KEY: devToolSecretKey(loadConfig(env).dataDir) };
+  // The private tier end to end: a local TEST verifier the gateway trusts, unless one is configured.
+  let attestationKeyFile: string | undefined;
+  if (!env.ATTESTATION_JWKS) {
+    const { DEV_VERIFIER_ISSUER, devVerifier } = await import('./dev-attestation.js');
+    const verifier = await devVerifier(loadConfig(env).dataDir);
+    attestationKeyFile = verifier.keyFile;
+    env = { ...env, ATTESTATION_JWKS: verifier.jwksFile, ATTESTATION_ISSUER: env.ATTESTATION_ISSUER || DEV_VERIFIER_ISSUER };
+  }
   let config = loadConfig(env);
   let redisChild: ChildProcess | undefined;
   if (config.redisUrlDefaulted && !(await redisAnswers(config.redisUrl))) {
@@ -134,7 +148,18 @@ async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     cleanup: () => redisChild?.kill(),
     onReady: async (gateway, url) => {
     const key = await devKey(gateway);
-    fleet = await startDevFleet(gateway, url, demoDelayMs);
+    fleet = await startDevFleet(gateway, url, demoDelayMs, attestationKeyFile);
+    const att = gateway.config.attestation;
+    const privateDemo = attestationKeyFile
+      ? `
+A private demo worker attests with TEST evidence from a local verifier key (${shortPath(attestationKeyFile)});
+it proves nothing about this machine, but shows the whole private flow. Submit a private job:
+  curl -s -X POST ${url}/v1/jobs -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\
+    -d '{"kind":"inference:image:generate","confidentiality":"private","input":{"prompt":"a sealed letter"}}'
+and once it has succeeded, check its attestation, receipt and artifacts yourself:
+  npx switchyard verify <run_id> --jwks ${att.jwks} --issuer ${att.issuer} --gateway ${url} --key ${key}
+`
+      : '';
     console.log(`
 Switchyard is running at ${url}
 A demo worker serves all 11 kinds (trusted tier, 4 slots, about ${demoDelayMs} ms a job).
@@ -147,7 +172,7 @@ Submit a job:
 
 Then poll it:  curl -s ${url}/v1/jobs/<run_id> -H "Authorization: Bearer ${key}"
 (output.urls has the image; open it in a browser.)
-API description: ${url}/v1/openapi.json
+${privateDemo}API description: ${url}/v1/openapi.json
 `);
     },
   });
@@ -175,6 +200,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       engine: { type: 'string' },
       'demo-delay-ms': { type: 'string' },
       models: { type: 'string' },
+      'attestation-key': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -229,6 +255,21 @@ interface WorkerFlags {
   engine?: string;
   'demo-delay-ms'?: string;
   models?: string;
+  'attestation-key'?: string;
+}
+
+/** `--attestation-key`: TEST evidence signed by a local verifier key, said plainly on stderr. */
+async function testAttestation(file: string) {
+  const { readVerifierKey, testEvidenceSource } = await import('./dev-attestation.js');
+  let key;
+  try {
+    key = readVerifierKey(file);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const issuer = key.iss ?? 'https://nras.attestation.nvidia.com';
+  console.error(`switchyard worker: presenting TEST attestation evidence signed by the local key ${key.kid} (issuer ${issuer}); it proves nothing about this machine's hardware`);
+  return { evidence: await testEvidenceSource(key, issuer) };
 }
 
 /** `switchyard worker`: an SDK worker with a built-in engine, until SIGTERM/SIGINT. */
@@ -261,6 +302,8 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new UsageError('--demo-delay-ms must be a whole number of milliseconds >= 0');
   const models = flags.models === undefined ? ['demo-llm'] : [...new Set(flags.models.split(',').map((m) => m.trim()).filter(Boolean))];
   if (models.length === 0) throw new UsageError('--models is empty: name at least one model, e.g. --models demo-llm');
+  if ((tier === 'private') !== (flags['attestation-key'] !== undefined)) throw new UsageError('--tier private and --attestation-key go together: a private worker must attest');
+  const attestation = flags['attestation-key'] === undefined ? undefined : await testAttestation(flags['attestation-key']);
 
   const { createDemoEngine } = await import('../sdk/engines/demo/index.js');
   const levels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -275,6 +318,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
     handler: createDemoEngine({ delayMs }),
     software: { name: 'switchyard-demo-engine', engine: engineName, models },
     logger: consoleLogger(level),
+    ...(attestation ? { attestation } : {}),
   });
   let signals = 0;
   const onSignal = (signal: string) => {

@@ -19,6 +19,7 @@ import {
   type EngineResult,
   type SwitchyardWorkerOptions,
 } from '../sdk/worker/index.js';
+import { devVerifier } from '../api/dev-attestation.js';
 import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 const KIND = 'inference:image:generate';
@@ -710,11 +711,13 @@ describe('worker SDK against a gateway', function () {
     assert.ok(trusted.connected);
   });
 
-  it('a bad token, a private tier (no attestation yet) and an unknown kind are refused for good, not retried', async () => {
+  it('a bad token, a private tier on a gateway without an attestation verifier and an unknown kind are refused for good, not retried', async () => {
     const bad = worker({ token: 'swt_notarealtoken', handler: async () => ({ artifacts: [] }) });
     await assert.rejects(bad.start(), (err: unknown) => err instanceof WorkerRefusedError && err.status === 401 && err.code === 'unauthorized');
     const token = await operatorToken(gw, 'trusted');
-    const priv = worker({ token, tier: 'private', handler: async () => ({ artifacts: [] }) });
+    assert.throws(() => worker({ token, tier: 'private', handler: async () => ({ artifacts: [] }) }), /attestation/, 'a private worker must be able to attest');
+    // This gateway has no ATTESTATION_JWKS: it cannot check evidence, so it takes no private worker.
+    const priv = worker({ token, tier: 'private', handler: async () => ({ artifacts: [] }), attestation: { evidence: async () => ({ token: 'unused', gpus: {} }) } });
     await assert.rejects(priv.start(), (err: unknown) => err instanceof WorkerRefusedError && err.status === 4403 && /attestation/.test(err.message));
     const unknown = worker({ token, kinds: ['inference:does-not-exist'], handler: async () => ({ artifacts: [] }) });
     await assert.rejects(unknown.start(), (err: unknown) => err instanceof WorkerRefusedError && err.code === 'bad_frame' && /kinds/.test(err.message));
@@ -751,7 +754,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it("the CLI worker surfaces the gateway's refusal of --tier private and exits non-zero; bad flags exit 2", async function () {
-    this.timeout(40_000); // seven CLI processes, each loading the TypeScript sources
+    this.timeout(40_000); // nine CLI processes, each loading the TypeScript sources
     const token = await operatorToken(gw, 'trusted');
     const run = promisify(execFile);
     const cli = async (args: string[]) =>
@@ -768,8 +771,10 @@ describe('worker SDK against a gateway', function () {
       [['--gateway', gw.url, '--token', token, '--kinds', KIND, '--engine', 'sdxl'], /unknown engine/],
       [['--gateway', gw.url, '--token', token, '--kinds', KIND, '--demo-delay-ms=-5'], /--demo-delay-ms/],
     ];
+    cases.push([['--gateway', gw.url, '--token', token, '--kinds', KIND, '--tier', 'private'], /--attestation-key/]);
+    const { keyFile } = await devVerifier(dataDir);
     const [priv, ...results] = await Promise.all([
-      cli(['--gateway', gw.url, '--token', token, '--kinds', 'all', '--tier', 'private', '--slots', '1', '--engine', 'demo']),
+      cli(['--gateway', gw.url, '--token', token, '--kinds', 'all', '--tier', 'private', '--attestation-key', keyFile, '--slots', '1', '--engine', 'demo']),
       ...cases.map(([args]) => cli(args)),
     ]);
     assert.equal(priv.code, 1, priv.stderr);

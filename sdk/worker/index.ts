@@ -22,5 +22,7 @@ export {
   type ReconnectOptions,
 } from './switchyard-worker.js';
 export { uploadArtifact, UploadError, type UploadedArtifact, type UploadOptions } from './upload.js';
+export { ReceiptSigner, type WorkerAttestationOptions } from './attestation.js';
+export type { Evidence } from '../attestation/index.js';
 export { consoleLogger, silentLogger, type WorkerLogger, type LogLevel } from './logger.js';
 export type { Engine, EngineArtifact, EngineContext, EngineResult } from '../engines/types.js';

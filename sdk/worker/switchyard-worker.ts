@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import WebSocket, { type ClientOptions, type RawData } from 'ws';
 import type { Engine, EngineArtifact, EngineContext, EngineResult } from '../engines/types.js';
+import { ReceiptSigner, type ReceiptSubject, type WorkerAttestationOptions } from './attestation.js';
 import { consoleLogger, type WorkerLogger } from './logger.js';
 import { UploadError, uploadArtifact, type UploadOptions } from './upload.js';
 
@@ -59,6 +60,8 @@ export interface SwitchyardWorkerOptions {
   reportTimeoutMs?: number;
   /** Passed to the `ws` client (agent, TLS options, handshakeTimeout...). */
   webSocket?: ClientOptions;
+  /** Required with `tier: 'private'`: the receipt key and where evidence comes from (docs/confidentiality.md). */
+  attestation?: WorkerAttestationOptions;
 }
 
 /** A lease as the gateway sent it. */
@@ -70,6 +73,8 @@ export interface LeaseInfo {
   tier: Tier;
   attempt: number;
   input: Record<string, unknown>;
+  /** Private leases: the gateway's hash of the input (the receipt signs the worker's own hash of `input`). */
+  input_sha256?: string;
   upload_url: string;
   upload_token: string;
 }
@@ -154,7 +159,7 @@ export function workerSocketUrl(gateway: string): string {
 
 const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403]);
 /** Error codes that, before registration, mean "try again later" rather than "you are refused". */
-const TRANSIENT_ERROR_CODES = new Set(['internal', 'unavailable']);
+const TRANSIENT_ERROR_CODES = new Set(['internal', 'unavailable', 'attestation_timeout']);
 /** The gateway's frame limit is 1 MiB; stay under it with room for the envelope. */
 const MAX_FRAME_BYTES = 1_000_000;
 const MAX_LOG_LINE = 10_000;
@@ -216,9 +221,11 @@ interface LeaseState {
   finalTimer?: NodeJS.Timeout;
   /** Why a lease that did not survive a move was lost, for its `dropped` event. */
   lostInMove?: string;
+  /** Private leases: what the receipt signs, to sign it again under a new worker id after a move. */
+  receiptSubject?: ReceiptSubject;
 }
 
-type Outcome = { type: 'complete'; output: Record<string, unknown> } | { type: 'fail'; error: FailureReport };
+type Outcome = { type: 'complete'; output: Record<string, unknown>; receipt?: string } | { type: 'fail'; error: FailureReport };
 
 function abortError(message: string): Error {
   return new DOMException(message, 'AbortError');
@@ -271,6 +278,7 @@ function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
     tier: (f.tier ?? 'open') as Tier,
     attempt: typeof f.attempt === 'number' ? f.attempt : f.fence,
     input: isRecord(f.input) ? f.input : {},
+    ...(typeof f.input_sha256 === 'string' ? { input_sha256: f.input_sha256 } : {}),
     upload_url: f.upload_url,
     upload_token: f.upload_token,
   };
@@ -313,6 +321,9 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private readonly backoff: Required<ReconnectOptions>;
   private readonly progressIntervalMs: number;
   private readonly reportTimeoutMs: number;
+  /** Private workers: the receipt key and the source of evidence. */
+  private readonly signer?: ReceiptSigner;
+  private receiptJwk?: Record<string, unknown>;
 
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private conn: Connection | null = null;
@@ -374,6 +385,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.backoff = { initialDelayMs: 250, maxDelayMs: 15_000, factor: 2, ...(opts.reconnect ?? {}) };
     this.progressIntervalMs = opts.progressIntervalMs ?? 250;
     this.reportTimeoutMs = opts.reportTimeoutMs ?? 30_000;
+    if (this.tier === 'private' && !opts.attestation) throw new TypeError("a private worker needs attestation: { evidence: (eatNonce) => Promise<{token, gpus}> }");
+    if (opts.attestation) this.signer = new ReceiptSigner(opts.attestation);
     this.finished = new Promise<void>((resolve, reject) => (this.settleFinished = { resolve, reject }));
     this.finished.catch(() => {});
   }
@@ -402,7 +415,21 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.state = 'running';
     const p = new Promise<void>((resolve, reject) => (this.started = { resolve, reject }));
     p.catch(() => {}); // a caller that does not await start() still hears of a refusal: 'refused', wait(), the log
-    this.connect();
+    if (!this.signer) this.connect();
+    else {
+      // The receipt key is registered with the worker, so it exists before the first connection.
+      this.signer.publicJwk().then(
+        (jwk) => {
+          this.receiptJwk = jwk as Record<string, unknown>;
+          this.connect();
+        },
+        (err: Error) => {
+          this.log.error('could not make the receipt key', { err: err.message });
+          this.started?.reject(err);
+          this.finishStop(err);
+        },
+      );
+    }
     return p;
   }
 
@@ -488,6 +515,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         slots: this.slots,
         hardware: this.hardware,
         software: this.software,
+        ...(this.tier === 'private' ? { receipt_key: this.receiptJwk } : {}),
         ...(resume.length ? { resume } : {}),
       });
     });
@@ -552,6 +580,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         return this.onLease(conn, frame);
       case 'cancel':
         return this.onCancel(frame);
+      case 'attest':
+        return this.onAttest(conn, frame);
+      case 'attested':
+        return this.log.info('attestation evidence renewed', { expires_at: frame.expires_at });
       case 'reconnect':
         return this.onReconnect(conn);
       case 'drain':
@@ -583,7 +615,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     conn.timers.push(setTimeout(() => (this.failedTries = 0), STABLE_AFTER_MS));
     this.leaseTtlMs = info.lease_ttl_ms;
     this.moveTries = 0;
-    this.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots });
+    const attested = isRecord(frame.attestation) ? { attestation_expires_at: frame.attestation.expires_at } : {};
+    this.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots, ...attested });
     if (this.moving.size > 0) this.settleMoves(conn, frame);
     this.emit('registered', info);
     this.started?.resolve();
@@ -749,12 +782,16 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       const result = checkResult(await handler(info.kind, info.input, ctx));
       if (lease.cause) throw abortError('aborted');
       const urls: string[] = [];
+      const signed: ReceiptSubject['artifacts'] = [];
       for (const artifact of result.artifacts) {
         const uploaded = await uploadArtifact(info.upload_url, info.upload_token, artifact, { ...this.opts.upload, signal: controller.signal });
         urls.push(uploaded.url);
+        // The upload checked that the gateway stored exactly the bytes hashed here.
+        signed.push({ name: artifact.name, sha256: uploaded.sha256 });
       }
       if (lease.cause) throw abortError('aborted');
-      outcome = { type: 'complete', output: { ...(result.extra ?? {}), urls } };
+      const receipt = info.tier === 'private' ? await this.signReceipt(lease, signed) : undefined;
+      outcome = { type: 'complete', output: { ...(result.extra ?? {}), urls }, ...(receipt ? { receipt } : {}) };
     } catch (err) {
       outcome = { type: 'fail', error: this.failureOf(lease, err) };
     } finally {
@@ -765,6 +802,47 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.pump();
     this.checkIdle();
     this.checkStopped();
+  }
+
+  // ---- private tier (docs/confidentiality.md) -----------------------------------------------------
+
+  /** The gateway asks for evidence (at registration, and before the current evidence expires). */
+  private onAttest(conn: Connection, frame: Record<string, unknown>): void {
+    if (!this.signer || typeof frame.nonce !== 'string') return this.log.warn('ignoring an attest frame: this worker has no attestation set up, or the frame has no nonce');
+    this.signer.evidenceFor(frame.nonce).then(
+      (evidence) => {
+        this.sendRaw(conn, { type: 'attestation', evidence });
+      },
+      (err: Error) => {
+        this.log.error('could not obtain attestation evidence', { err: err.message, registered: conn.registered });
+        // Not registered yet: try again on a new connection (with backoff). Registered: the
+        // gateway asks again later; meanwhile the worker gets no private lease once its evidence lapses.
+        if (!conn.registered && !conn.closed) conn.ws.close(1000, 'no attestation evidence');
+      },
+    );
+  }
+
+  /** A private lease's receipt, over its input as leased and its artifacts as uploaded. */
+  private async signReceipt(lease: LeaseState, artifacts: ReceiptSubject['artifacts']): Promise<string> {
+    const { info } = lease;
+    lease.receiptSubject = { run_id: info.run_id, worker_id: this.workerId ?? '', kind: info.kind, input: info.input, artifacts };
+    try {
+      return await this.signer!.sign(lease.receiptSubject);
+    } catch (err) {
+      throw Object.assign(new Error(`could not sign the receipt: ${(err as Error).message}`), { code: 'receipt_failed', retryable: true });
+    }
+  }
+
+  /** A lease resumed on another instance is held by a new worker id: its receipt must name that one. */
+  private async resignReceipt(lease: LeaseState): Promise<void> {
+    const subject = lease.receiptSubject;
+    if (!subject || !lease.finalFrame?.receipt || !this.workerId || subject.worker_id === this.workerId) return;
+    subject.worker_id = this.workerId;
+    try {
+      lease.finalFrame.receipt = await this.signer!.sign(subject);
+    } catch (err) {
+      this.log.error('could not sign the receipt again after a move; the gateway will refuse it', { lease_id: lease.info.lease_id, err: (err as Error).message });
+    }
   }
 
   private failureOf(lease: LeaseState, err: unknown): FailureReport {
@@ -787,7 +865,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     if (lease.cause === 'disconnected' || lease.cause === 'stale' || (lease.conn.closed && !lease.moving)) {
       return this.drop(lease, lease.lostInMove ?? (lease.cause === 'stale' ? 'the gateway said the lease is stale' : 'the connection was lost'));
     }
-    let frame: Record<string, unknown> = outcome.type === 'complete' ? { type: 'complete', output: outcome.output } : { type: 'fail', error: outcome.error };
+    let frame: Record<string, unknown> = outcome.type === 'complete' ? { type: 'complete', output: outcome.output, ...(outcome.receipt ? { receipt: outcome.receipt } : {}) } : { type: 'fail', error: outcome.error };
     let text: string | null = null;
     try {
       text = JSON.stringify({ ...frame, lease_id: info.lease_id, fence: info.fence });
@@ -1026,7 +1104,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       lease.conn = conn;
       conn.leases.add(lease.info.lease_id);
       for (const held of lease.held.splice(0)) this.sendLease(lease, held);
-      if (lease.phase === 'reporting' && lease.finalFrame && lease.finalIndex === undefined) this.sendFinal(lease);
+      if (lease.phase === 'reporting' && lease.finalFrame && lease.finalIndex === undefined) void this.resignReceipt(lease).then(() => this.sendFinal(lease));
     }
     this.log.info('leases moved to another gateway instance', { resumed: moves.length - lost, lost });
   }
