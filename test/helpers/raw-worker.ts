@@ -15,8 +15,11 @@ export class RawWorker {
 
   private heartbeat?: NodeJS.Timeout;
 
-  /** `heartbeats: false` makes a worker that goes silent, for the missed-heartbeat case. */
-  constructor(readonly gatewayUrl: string, readonly token: string, readonly opts: { heartbeats?: boolean } = {}) {}
+  /**
+   * `heartbeats: false` makes a worker that goes silent, for the missed-heartbeat case.
+   * `attest`: a private worker's answer to each `attest` nonce (the evidence to send, or null to stay silent).
+   */
+  constructor(readonly gatewayUrl: string, readonly token: string, readonly opts: { heartbeats?: boolean; attest?: (nonce: string) => Promise<unknown> } = {}) {}
 
   /** Connects and registers; rejects with the refusal if the gateway says no. */
   async connect(register: Partial<Frame> = {}): Promise<this> {
@@ -25,6 +28,11 @@ export class RawWorker {
     this.ws.on('message', (data) => {
       const frame = JSON.parse(data.toString()) as Frame;
       this.frames.push(frame);
+      if (frame.type === 'attest' && this.opts.attest) {
+        void this.opts.attest(frame.nonce).then((evidence) => {
+          if (evidence && this.ws.readyState === WebSocket.OPEN) this.send({ type: 'attestation', evidence });
+        });
+      }
       const i = this.waiters.findIndex((w) => w.match(frame));
       if (i >= 0) this.waiters.splice(i, 1)[0].resolve(frame);
     });
