@@ -70,6 +70,32 @@ describe('npm run dev (issue 2)', () => {
     assert.equal(/API key:\s+(sy_\S+)/.exec(await devBanner(env))?.[1], key, 'the same key after a restart');
   });
 
+  it("shows the private flow: its private demo worker's run passes the printed `switchyard verify` line", async function () {
+    this.timeout(60_000);
+    const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEMO_DELAY_MS: '0' };
+    await devBanner(env, async (text) => {
+      assert.match(text, /TEST evidence/);
+      const url = /running at (\S+)/.exec(text)![1];
+      const key = /API key:\s+(sy_\S+)/.exec(text)![1];
+      const body = /-d '(.+"confidentiality":"private".+)'/.exec(text)![1];
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const { run_id: runId } = (await (await fetch(`${url}/v1/jobs`, { method: 'POST', headers, body })).json()) as { run_id: string };
+      let status = 'queued';
+      for (let i = 0; i < 200 && status !== 'succeeded'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        status = ((await (await fetch(`${url}/v1/jobs/${runId}`, { headers })).json()) as { status: string }).status;
+      }
+      assert.equal(status, 'succeeded');
+      const args = /npx switchyard (verify .+)$/m.exec(text)![1].replace('<run_id>', runId).split(' ');
+      const verified = spawn(process.execPath, ['api/bin/switchyard.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      verified.stdout!.on('data', (d) => (out += d));
+      verified.stderr!.on('data', (d) => (out += d));
+      assert.equal(await new Promise((r) => verified.once('exit', r)), 0, out);
+      assert.match(out, /^verified: /);
+    });
+  });
+
   it('starts a local redis-server with its data under DATA_DIR when none answers', async function () {
     this.timeout(20_000);
     const port = await freePort();

@@ -33,6 +33,7 @@ describe('OpenAPI document (issue 2)', () => {
       'GET /v1/account', 'POST /v1/account/keys', 'GET /v1/account/keys', 'DELETE /v1/account/keys/{key_id}', 'POST /v1/account/worker-tokens',
       'POST /v1/admin/accounts', 'POST /v1/admin/accounts/{account_id}/credits', 'POST /v1/admin/operators',
       'GET /v1/admin/operators', 'GET /v1/admin/operators/{operator_id}', 'POST /v1/admin/operators/{operator_id}/trust', 'POST /v1/admin/operators/{operator_id}/worker-tokens',
+      'GET /v1/attestation/workers/{worker_id}',
       'GET /v1/openapi.json', 'GET /healthz', 'GET /readyz',
     ]) {
       assert.ok(operations.includes(op), `${op} is documented`);

@@ -232,6 +232,18 @@ describe('store contract', () => {
           assert.deepEqual([acct.credits, acct.reserved, acct.in_flight], [6, 0, 0]);
         });
 
+        it("keeps a private run's attestation, written by the transition that makes it succeed", async () => {
+          const a = await stores.accounts.create({ name: 'a', credits: 10 });
+          const created = await stores.runs.create(newRunSpec(a.id, { confidentiality: 'private' }));
+          const run = created.outcome === 'created' ? created.run : assert.fail();
+          assert.equal(run.attestation, null);
+          await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { attempts: 1, fence: 1, worker_id: 'wkr_1' } });
+          const attestation = { tier: 'private', worker_id: 'wkr_1', nonce: 'n', receipt_key: { kty: 'EC', crv: 'P-384', x: 'x', y: 'y' }, evidence: { token: 't', gpus: { 'GPU-0': 'g' } }, receipt: 'r', evidence_url: 'https://gw/v1/attestation/workers/wkr_1', verified_at: new Date().toISOString() };
+          const done = await stores.runs.transition(run, { from: ['running'], fence: 1, to: 'succeeded', set: { output: { urls: [] }, attestation } });
+          assert.deepEqual([done.ok, done.run?.attestation], [true, attestation]);
+          assert.deepEqual((await stores.runs.get(run.run_id))?.attestation, attestation);
+        });
+
         it('returns the reservation on failure and on cancel exactly once', async () => {
           const a = await stores.accounts.create({ name: 'a', credits: 10 });
           const r1 = await stores.runs.create(newRunSpec(a.id));
