@@ -519,7 +519,7 @@ export class Dispatcher {
   private async checkReceipt(run: RunRecord, lease: ActiveLease, output: RunRecord['output'] | undefined, receipt: string | undefined): Promise<{ attestation: RunAttestation } | { refused: { code: string; message: string } }> {
     try {
       if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
-      const evidence = lease.worker.attestation?.current ?? null;
+      const evidence = lease.worker.attestation?.evidence() ?? [];
       return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
     } catch (err) {
       if (!(err instanceof AttestationError)) throw err;

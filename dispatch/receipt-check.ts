@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { WorkerAttestation } from '../api/attestation/attestation-service.js';
 import { ARTIFACT_ID_PATTERN, type ArtifactStore } from '../models/artifact-store.js';
 import type { RunRecord } from '../models/types.js';
+import { decodeJwt } from 'jose';
 import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation/index.js';
 import type { JobAttestation } from '../sdk/client/verify-attestation.js';
 
@@ -18,14 +19,26 @@ export interface ReceiptToCheck {
   run: RunRecord;
   leaseId: string;
   workerId: string;
-  /** The worker connection's current evidence, null if it has none. */
-  evidence: WorkerAttestation | null;
+  /** The worker connection's evidence, newest first (its current one, and the one before a refresh). */
+  evidence: WorkerAttestation[];
   urls: string[];
   receipt: string | undefined;
 }
 
 /** How far a receipt's `iat` may be from the gateway's clock. */
 const MAX_CLOCK_SKEW_S = 300;
+
+/**
+ * Whether every token of the evidence held at `at` (seconds), as the client library checks it:
+ * not yet expired, and past its `nbf` if it has one (its signatures were checked on arrival).
+ */
+function heldAt(record: WorkerAttestation, at: number): boolean {
+  if (Date.parse(record.expires_at) <= at * 1000) return false;
+  return [record.evidence.token, ...Object.values(record.evidence.gpus)].every((token) => {
+    const { nbf } = decodeJwt(token);
+    return typeof nbf !== 'number' || nbf <= at;
+  });
+}
 
 async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
   const hash = createHash('sha256');
@@ -36,9 +49,10 @@ async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
 /**
  * Checks the receipt a private run completes with before the run may succeed, trusting
  * nothing the worker says about its output: the receipt must verify with the receipt key the
- * worker's current evidence binds, name this run, worker and kind, hash the input as stored,
- * and sign exactly the artifacts of `output.urls`, each uploaded under this lease, hashed here
- * from the bytes in storage. Throws `AttestationError` naming the first failed check.
+ * worker's evidence binds, be signed while that evidence held, name this run, worker and kind,
+ * hash the input as stored, and sign exactly the artifacts of `output.urls`, each uploaded
+ * under this lease, hashed here from the bytes in storage. Throws `AttestationError` naming
+ * the first failed check.
  */
 export class ReceiptChecker {
   constructor(private readonly opts: ReceiptCheckerOptions) {}
@@ -46,10 +60,10 @@ export class ReceiptChecker {
   async check(c: ReceiptToCheck): Promise<RunAttestation> {
     if (!c.receipt) throw new AttestationError('malformed', 'a private run completes with a receipt: a JWS over {run_id, worker_id, kind, input_sha256, artifacts, iat} signed with the attested receipt key');
     const now = Date.now();
-    const evidence = c.evidence;
-    if (!evidence || Date.parse(evidence.expires_at) <= now) throw new AttestationError('expired', 'the worker has no valid attestation evidence: refresh it before completing');
+    // Every piece of evidence of one connection binds the same receipt key.
+    if (c.evidence.length === 0) throw new AttestationError('expired', 'the worker has no attestation evidence on this connection');
     const artifacts = await this.storedArtifacts(c);
-    const claims = await verifyReceipt(c.receipt, evidence.receipt_key, {
+    const claims = await verifyReceipt(c.receipt, c.evidence[0].receipt_key, {
       run_id: c.run.run_id,
       worker_id: c.workerId,
       kind: c.run.kind,
@@ -60,10 +74,13 @@ export class ReceiptChecker {
     if (!Array.isArray(claims.artifacts) || named(claims.artifacts) !== named(artifacts)) {
       throw new AttestationError('artifact_mismatch', 'the receipt names the artifacts differently from their uploads');
     }
-    // Callers check the evidence as of `iat`: a receipt signed outside it could never verify.
-    if (typeof claims.iat !== 'number' || Math.abs(claims.iat - now / 1000) > MAX_CLOCK_SKEW_S || claims.iat * 1000 >= Date.parse(evidence.expires_at)) {
-      throw new AttestationError('receipt_mismatch', `the receipt's iat must be the signing time (within ${MAX_CLOCK_SKEW_S} s of the gateway's clock) and inside the evidence's validity`);
+    if (typeof claims.iat !== 'number' || Math.abs(claims.iat - now / 1000) > MAX_CLOCK_SKEW_S) {
+      throw new AttestationError('receipt_mismatch', `the receipt's iat must be its signing time, within ${MAX_CLOCK_SKEW_S} s of the gateway's clock`);
     }
+    // Callers check the evidence as of `iat`, so the run carries the newest evidence that held
+    // then: the current one, or the one a refresh replaced after the worker signed.
+    const evidence = c.evidence.find((e) => heldAt(e, claims.iat));
+    if (!evidence) throw new AttestationError('expired', "none of the worker's evidence was valid when the receipt was signed");
     return {
       tier: 'private',
       worker_id: c.workerId,

@@ -31,11 +31,18 @@ export interface AttestationSessionOptions {
  */
 export class AttestationSession {
   current: WorkerAttestation | null = null;
+  /** The evidence a refresh replaced: a receipt signed just before the refresh is checked against it. */
+  previous: WorkerAttestation | null = null;
   private nonce: string | null = null;
   private timer?: NodeJS.Timeout;
   private closed = false;
 
   constructor(private readonly opts: AttestationSessionOptions) {}
+
+  /** The connection's evidence, newest first: the current one and the one it replaced. */
+  evidence(): WorkerAttestation[] {
+    return [this.current, this.previous].filter((e): e is WorkerAttestation => e !== null);
+  }
 
   /** Whether the connection's evidence is still good at `at` (ms since the epoch). */
   validAt(at: number): boolean {
@@ -74,6 +81,7 @@ export class AttestationSession {
       throw err;
     }
     if (this.closed) return record;
+    this.previous = this.current;
     this.current = record;
     this.scheduleRefresh(record);
     this.opts.onAttested(record);

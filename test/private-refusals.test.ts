@@ -6,7 +6,7 @@ import { SignJWT, type JWK } from 'jose';
 import { sha256Hex, type Evidence } from '../sdk/attestation/index.js';
 import { SwitchyardWorker, WorkerRefusedError, silentLogger } from '../sdk/worker/index.js';
 import { NRAS_ISSUER, TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const IMAGE = 'inference:image:generate';
@@ -220,6 +220,21 @@ describe('private tier refusals at the gateway (issue 7)', function () {
         assert.deepEqual([finished.status, finished.attempts, finished.attestation.worker_id], ['succeeded', 2, a.worker.workerId]);
       });
     }
+
+    it('refuses a receipt signed after the worker’s evidence lapsed', async () => {
+      let answers = 0;
+      // Two-second evidence, and silence when the gateway asks for fresh evidence.
+      const { worker, keys } = await attested({ answer: async (nonce, jwk) => (answers++ === 0 ? verifier.answer(nonce, jwk, { ttlSeconds: 2 }) : null) });
+      const expiresAt = Date.parse(worker.frames.find((f) => f.type === 'registered')!.attestation.expires_at);
+      const runId = await submit();
+      const lease = await worker.lease();
+      const ok = await good(lease);
+      await until('the evidence to lapse', async () => Date.now() > expiresAt + 1000);
+      const answer = await worker.report(lease, { type: 'complete', output: { urls: [ok.url] }, receipt: await receiptFor(keys, lease, worker.workerId, ok.artifacts) });
+      assert.equal(answer.code, 'receipt_invalid');
+      assert.match(answer.message, /expired/);
+      assert.notEqual((await job(runId)).status, 'succeeded');
+    });
 
     it('fails the run with receipt_invalid after its last attempt', async () => {
       const { worker } = await attested();
