@@ -172,13 +172,21 @@ export class Dispatcher {
     worker.tiers = tiers;
     worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
     this.workers.set(info.worker_id, worker);
+    if (worker.attestation) {
+      info.attested_until = worker.attestation.current?.expires_at ?? null;
+      info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
+    }
     await this.opts.registry.put(info);
     void this.fill(worker);
   }
 
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */
   offer(worker: ConnectedWorker): void {
-    if (this.workers.get(worker.info.worker_id) === worker) void this.fill(worker);
+    if (this.workers.get(worker.info.worker_id) !== worker) return;
+    // The fleet views (capabilities, capacity) count it as private again at once.
+    worker.info.attested_until = worker.attestation?.current?.expires_at ?? null;
+    this.opts.registry.put(worker.info).catch((err) => this.opts.log.warn({ err }, 'registry refresh failed'));
+    void this.fill(worker);
   }
 
   /** The workers connected to this process, as registered (`busy` kept current). */
@@ -271,6 +279,7 @@ export class Dispatcher {
   private async refreshRegistry(): Promise<void> {
     for (const w of this.workers.values()) {
       w.info.busy = w.leases.size;
+      if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
       await this.opts.registry.put(w.info).catch((err) => this.opts.log.warn({ err }, 'registry refresh failed'));
     }
   }

@@ -198,6 +198,8 @@ describe('private tier: attested workers, receipts, verification and routing (is
       const expiresAt = Date.parse(w.frames.find((f) => f.type === 'registered')!.attestation.expires_at);
       await until('a refresh nonce', async () => w.frames.filter((f) => f.type === 'attest').length >= 2);
       await until('the evidence to lapse', async () => Date.now() > expiresAt + 100);
+      const imageTiers = async () => (await gw.request('GET', '/v1/capabilities', { key })).body.kinds.find((k: any) => k.kind === IMAGE).workers_by_tier;
+      assert.deepEqual(await imageTiers(), { open: 0, trusted: 1, private: 0 }, 'a lapsed private worker counts under its token trust');
       const privateRun = await submit('private');
       const openRun = await submit('open');
       assert.equal((await w.lease()).run_id, openRun, 'still serves open work');
@@ -207,6 +209,7 @@ describe('private tier: attested workers, receipts, verification and routing (is
       const renewed = await w.next((f) => f.type === 'attested', 10_000);
       assert.ok(Date.parse(renewed.expires_at) > Date.now());
       assert.equal((await w.lease()).run_id, privateRun);
+      assert.deepEqual(await imageTiers(), { open: 0, trusted: 0, private: 1 }, 'counted as private again once it re-attests');
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { WorkerRegistry, WorkerInfo } from '../../dispatch/worker-registry.js';
+import { effectiveTier, type WorkerRegistry, type WorkerInfo } from '../../dispatch/worker-registry.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import { KINDS, TIERS, type Tier } from '../../queues/kinds.js';
 
@@ -27,7 +27,7 @@ export class FleetService {
       kinds: KINDS.map((spec) => {
         const serving = workers.filter((w) => w.kinds.includes(spec.kind));
         const byTier = zeroByTier();
-        for (const w of serving) byTier[w.tier]++;
+        for (const w of serving) byTier[effectiveTier(w)]++;
         return { kind: spec.kind, rollout: spec.rollout, description: spec.description, workers: serving.length, workers_by_tier: byTier, input_schema: spec.inputSchema };
       }),
     };
@@ -48,7 +48,7 @@ export class FleetService {
     let slots = 0;
     let busy = 0;
     for (const w of workers) {
-      byTier[w.tier]++;
+      byTier[effectiveTier(w)]++;
       slots += w.slots;
       busy += Math.min(w.busy, w.slots);
     }
