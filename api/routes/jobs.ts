@@ -78,16 +78,28 @@ export function jobRoutes(s: Services): RouteSpec[] {
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
         if (wait > 0) {
           ctx.set('Preference-Applied', `wait=${wait}`);
-          // A caller that hangs up stops the wait, not the run.
-          const gone = new AbortController();
-          ctx.res.once('close', () => gone.abort());
-          // A gateway shutting down answers 202 now: the run goes on, the caller follows it by id.
-          const stop = s.shutdown ? AbortSignal.any([gone.signal, s.shutdown]) : gone.signal;
-          const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop);
-          if (done) {
-            ctx.status = 201;
-            ctx.body = jobView(done);
-            return;
+          // A caller that hangs up stops the wait, not the run; so does a gateway shutting down
+          // (202 now, the caller follows the run by id). Listeners, not AbortSignal.any: on Node 20
+          // every any() over the long-lived shutdown signal stays referenced by it (nodejs#55351).
+          const stop = new AbortController();
+          const abort = () => stop.abort();
+          ctx.res.once('close', abort);
+          s.shutdown?.addEventListener('abort', abort, { once: true });
+          if (s.shutdown?.aborted) abort();
+          try {
+            const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
+            if (done) {
+              ctx.status = 201;
+              ctx.body = jobView(done);
+              return;
+            }
+          } catch (err) {
+            // The run is accepted and paid for: answer its 202 rather than an error a client
+            // might retry into a second run.
+            s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
+          } finally {
+            ctx.res.off('close', abort);
+            s.shutdown?.removeEventListener('abort', abort);
           }
         }
         ctx.status = 202;

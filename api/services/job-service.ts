@@ -55,6 +55,11 @@ export interface Submission {
  * dies in between (docs/architecture.md).
  */
 export class JobService {
+  /** For routes that log about runs (the same logger as the service's). */
+  get log(): Logger {
+    return this.opts.log;
+  }
+
   constructor(private readonly opts: JobServiceOptions) {
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
