@@ -178,6 +178,18 @@ describe('SSE events (issue 4)', function () {
     assert.equal(all.at(-1)!.event, 'done');
   });
 
+  it('starts a client afresh whose Last-Event-ID is beyond the log, so it still gets done', async () => {
+    const runId = await submit();
+    const lease = await leaseFor(runId);
+    const client = await new SseClient(eventsUrl(runId), key, { lastEventId: 999 }).open();
+    await client.until((c) => c.frames.length >= 1);
+    assert.equal(client.frames[0].event, 'status');
+    assert.ok(client.frames[0].id < 999);
+    await worker.complete(lease, []);
+    await client.closed;
+    assert.equal(client.frames.at(-1)!.event, 'done');
+  });
+
   it('sends a ": ping" comment while idle', async () => {
     const runId = await submit();
     const client = await new SseClient(eventsUrl(runId), key).open();

@@ -3,6 +3,9 @@ import type { Logger } from 'pino';
 import { RunEventLog, type LoggedRunEvent } from '../../models/run-event-log.js';
 import { LiveEvent } from './live-event.js';
 
+/** Events read back from the log per round trip. */
+const REFILL_PAGE = 1000;
+
 export type RunEventListener = (event: LiveEvent) => void;
 
 interface RunGroup {
@@ -108,9 +111,14 @@ export class RunEventHub {
   /** Hands the followers the logged events between the last delivered one and `before`. */
   private async refill(runId: string, group: RunGroup, before: number): Promise<void> {
     try {
-      for (const event of await this.opts.log.after(runId, group.lastId)) {
-        if (event.id >= before) break;
-        this.deliver(group, event);
+      // Page through: a long outage may have missed more than one read's worth (LLM deltas).
+      for (;;) {
+        const page = await this.opts.log.after(runId, group.lastId, REFILL_PAGE);
+        for (const event of page) {
+          if (event.id >= before) return;
+          this.deliver(group, event);
+        }
+        if (page.length < REFILL_PAGE) return;
       }
     } catch (err) {
       this.opts.logger.warn({ err, runId }, 'could not read missed run events back from the log');

@@ -60,6 +60,12 @@ export class RunFollower {
       sink.end();
     };
     try {
+      // An id beyond the log's end (a made-up Last-Event-ID, or a log that expired and started
+      // again) would hide every later event, `done` included: start such a client afresh.
+      if (after !== null && after > ((await this.opts.log.last(run.run_id))?.id ?? 0)) {
+        after = null;
+        lastSent = -1;
+      }
       if (after === null) await this.snapshot(run.run_id, pass);
       else await this.replay(run.run_id, after, pass, sink, () => ended);
     } catch (err) {
