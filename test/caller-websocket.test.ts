@@ -105,6 +105,20 @@ describe('caller WebSocket /v1/ws (issue 4)', function () {
     c.ws.close();
   });
 
+  it('an unsubscribe sent right behind its subscribe leaves no follower behind', async () => {
+    const c = await new Caller().open(gw.url, { authorization: `Bearer ${key}` });
+    await c.next((m) => m.type === 'authenticated');
+    const runId = (await gw.submit(key)).body.run_id;
+    c.send({ type: 'subscribe', run_id: runId });
+    c.send({ type: 'unsubscribe', run_id: runId });
+    c.send({ type: 'subscribe', run_id: runId, after: 0 });
+    c.send({ type: 'subscribe', run_id: runId, after: 0 });
+    c.send({ type: 'unsubscribe', id: 'last', run_id: runId });
+    await c.next((m) => m.type === 'unsubscribed' && m.id === 'last');
+    await until('no follower left for the run', async () => gw.gateway.hub.followedRuns === 0);
+    c.ws.close();
+  });
+
   it('answers bad messages with clear error frames and stays open', async () => {
     const c = await new Caller().open(gw.url, { authorization: `Bearer ${key}` });
     const cases: Array<[unknown, string, RegExp]> = [

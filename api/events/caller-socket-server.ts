@@ -5,6 +5,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { refuseUpgrade } from '../../dispatch/worker-socket-server.js';
 import { SwitchyardError, UnauthorizedError } from '../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../models/ids.js';
+import type { RunRecord } from '../../models/types.js';
 import type { ApiKeyAuthenticator, Principal } from '../auth/api-key-authenticator.js';
 import type { RequestGate } from '../auth/request-gate.js';
 import { presentedKey } from '../middleware/authenticate.js';
@@ -36,12 +37,16 @@ interface Session {
   ws: WebSocket;
   principal?: Principal;
   subscriptions: Map<string, () => void>;
+  /** Messages are handled one after another, in the order sent (a subscribe's replay runs on its own). */
+  queue: Promise<void>;
 }
 
 /** Close codes beyond RFC 6455's: 4401 no valid key, 4408 no auth in time. 1013 = too slow. */
 const CLOSE_UNAUTHORIZED = 4401;
 const CLOSE_AUTH_TIMEOUT = 4408;
 const CLOSE_TOO_SLOW = 1013;
+/** Runs one socket may follow at once (each holds a hub listener until its run ends). */
+const MAX_SUBSCRIPTIONS = 100;
 
 /**
  * The callers' WebSocket (CONTRACT "Events"): authenticate by header or first message,
@@ -103,11 +108,13 @@ export class CallerSocketServer {
   }
 
   private accept(ws: WebSocket, principal?: Principal): void {
-    const session: Session = { ws, principal, subscriptions: new Map() };
+    const session: Session = { ws, principal, subscriptions: new Map(), queue: Promise.resolve() };
     this.sessions.add(session);
     const timer = principal ? undefined : setTimeout(() => ws.close(CLOSE_AUTH_TIMEOUT, 'send {"type":"auth","key":"..."} first'), this.opts.authTimeoutMs ?? 10_000);
     ws.on('message', (data: RawData, isBinary: boolean) => {
-      void this.onMessage(session, data, isBinary).then(() => session.principal && clearTimeout(timer));
+      session.queue = session.queue.then(() => this.onMessage(session, data, isBinary)).then(() => {
+        if (session.principal) clearTimeout(timer);
+      });
     });
     ws.on('close', () => {
       clearTimeout(timer);
@@ -188,26 +195,47 @@ export class CallerSocketServer {
     const run = await this.opts.jobs.get(session.principal!.accountId, runId).catch((err) => {
       throw err instanceof SwitchyardError && err.code === 'not_found' ? new SwitchyardError('not_found', 'run not found', { details: { run_id: runId } }) : err;
     });
-    // Subscribing again restarts from the new `after`.
+    if (!session.subscriptions.has(runId) && session.subscriptions.size >= MAX_SUBSCRIPTIONS) {
+      throw new SwitchyardError('invalid_request', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe from finished runs`);
+    }
+    // Subscribing again restarts from the new `after`. Messages are handled concurrently, so the
+    // map holds a placeholder while the follow starts: an unsubscribe, a newer subscribe or the
+    // socket closing in that time replaces or clears it, and the late follow is stopped at once.
     session.subscriptions.get(runId)?.();
+    const placeholder = () => {};
+    session.subscriptions.set(runId, placeholder);
     this.send(session, { type: 'subscribed', ...echo, run_id: runId });
+    // The follow (and its replay, paced by the client) runs on its own: later messages of the
+    // socket need not wait for it.
+    void this.follow(session, run, (after as number | undefined) ?? null, placeholder).catch((err) => {
+      this.opts.log.warn({ err, runId }, 'a caller socket subscription failed');
+      if (session.subscriptions.get(runId) === placeholder) session.subscriptions.delete(runId);
+      this.send(session, { type: 'error', code: 'unavailable', message: 'the subscription failed; subscribe again with after', run_id: runId });
+    });
+  }
+
+  private async follow(session: Session, run: RunRecord, after: number | null, placeholder: () => void): Promise<void> {
     const { ws } = session;
+    const runId = run.run_id;
     let replaying = true;
+    let ended = false;
     let stop: (() => void) | undefined;
-    stop = await this.opts.follower.follow(run, (after as number | undefined) ?? null, {
+    stop = await this.opts.follower.follow(run, after, {
       send: (e) => {
         if (ws.readyState !== ws.OPEN) return;
         ws.send(e.wsFrame(runId));
         if (ws.bufferedAmount > this.opts.bufferBytes && !replaying) ws.close(CLOSE_TOO_SLOW, 'too slow: reconnect and subscribe with after');
       },
       end: () => {
-        if (stop && session.subscriptions.get(runId) === stop) session.subscriptions.delete(runId);
+        ended = true;
+        const current = session.subscriptions.get(runId);
+        if (current === placeholder || (stop && current === stop)) session.subscriptions.delete(runId);
       },
       drained: () => (ws.bufferedAmount > this.opts.bufferBytes && ws.readyState === ws.OPEN ? drain(ws, this.opts.bufferBytes) : undefined),
     });
     replaying = false;
-    if (ws.readyState === ws.OPEN && stop) session.subscriptions.set(runId, stop);
-    else stop?.();
+    if (!ended && ws.readyState === ws.OPEN && session.subscriptions.get(runId) === placeholder) session.subscriptions.set(runId, stop);
+    else stop();
   }
 
   private send(session: Session, frame: object): void {
