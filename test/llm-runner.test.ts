@@ -4,6 +4,7 @@ import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { LLM_KIND } from '../api/services/llm-runner.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { RawWorker } from './helpers/raw-worker.js';
 
 describe('LLM steps on the fleet (LlmRunner, issue 5)', function () {
   const prefix = uniquePrefix('llm');
@@ -49,5 +50,25 @@ describe('LLM steps on the fleet (LlmRunner, issue 5)', function () {
     assert.equal(withTool.finish_reason, 'tool_calls');
     assert.equal(withTool.tool_calls[0].function.name, 'weather');
     assert.ok(typeof JSON.parse(withTool.tool_calls[0].function.arguments).city === 'string');
+  });
+
+  it("keeps only well-formed tool calls from a worker's output (any account can run an llm worker)", async () => {
+    await worker?.stop();
+    worker = undefined;
+    const token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'raw-llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    const raw = await new RawWorker(gw.url, token).connect({ kinds: [LLM_KIND] });
+    try {
+      const pending = gw.gateway.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] });
+      const lease = await raw.lease();
+      const toolCalls = [{}, { function: 7 }, { id: 'c1', function: { name: 'weather', arguments: { city: 'Paris' } } }, { function: { name: 'clock', arguments: '{}' } }];
+      await raw.report(lease, { type: 'complete', output: { urls: [], text: '', tool_calls: toolCalls, finish_reason: 'tool_calls' } });
+      const out = await pending;
+      assert.deepEqual(out.tool_calls, [
+        { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+        { id: 'call_3', type: 'function', function: { name: 'clock', arguments: '{}' } },
+      ]);
+    } finally {
+      raw.close();
+    }
   });
 });

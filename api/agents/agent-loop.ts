@@ -78,8 +78,10 @@ export class AgentLoop {
       if (result.tool_calls.length === 0) return { reply: result.text, steps };
       messages.push({ role: 'assistant', content: result.text || null, tool_calls: result.tool_calls });
       // One after another, in the LLM's order: the steps stream in the order they are listed.
-      for (const call of result.tool_calls) {
-        const step = await this.callTool(call, byName, result.run_id, hooks.signal);
+      for (const [n, call] of result.tool_calls.entries()) {
+        // An LLM (or whoever steers it through a public bot) may ask for many calls at once;
+        // past the cap the call is answered as refused instead of made.
+        const step = n < MAX_CALLS_PER_STEP ? await this.callTool(call, byName, result.run_id, hooks.signal) : tooMany(call, byName, result.run_id);
         steps.push(step);
         hooks.onStep?.(step);
         messages.push({ role: 'tool', tool_call_id: call.id, content: toolMessage(step) });
@@ -134,4 +136,22 @@ export class AgentLoop {
 function toolMessage(step: AgentStep): string {
   const text = JSON.stringify({ ok: step.ok, status: step.status, output: step.output ?? null, error: step.error });
   return text.length <= TOOL_MESSAGE_MAX_CHARS ? text : `${text.slice(0, TOOL_MESSAGE_MAX_CHARS)}... (cut: the result was ${text.length} characters)`;
+}
+
+/** Tool calls made per LLM step; more in one answer are refused (the LLM sees why). */
+const MAX_CALLS_PER_STEP = 8;
+
+function tooMany(call: LlmToolCall, byName: Map<string, { id: string; record: ToolRecord }>, runId: string): AgentStep {
+  return {
+    type: 'tool_call',
+    tool_id: byName.get(call.function.name)?.id ?? null,
+    name: call.function.name,
+    llm_run_id: runId,
+    arguments: call.function.arguments,
+    ok: false,
+    status: null,
+    output: null,
+    error: { code: 'too_many_calls', message: `at most ${MAX_CALLS_PER_STEP} tool calls are made per step; ask for the rest in the next one` },
+    duration_ms: 0,
+  };
 }

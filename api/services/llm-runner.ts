@@ -88,8 +88,9 @@ export class LlmRunner {
     await this.assertAvailable();
     const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input: request as unknown as Record<string, unknown>, class: 'interactive' });
     opts.onAccepted?.(run.run_id);
-    const stopDeltas = opts.onDelta ? await this.forwardDeltas(run, opts.onDelta) : undefined;
+    let stopDeltas: (() => void) | undefined;
     try {
+      if (opts.onDelta) stopDeltas = await this.forwardDeltas(run, opts.onDelta);
       const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);
       if (!done) {
         await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
@@ -97,6 +98,10 @@ export class LlmRunner {
         throw new SwitchyardError('unavailable', 'the LLM step did not finish in time; retry later', { details: { run_id: run.run_id } });
       }
       return resultOf(done);
+    } catch (err) {
+      // Whatever went wrong here (Redis, the caller), the paid step must not run on unwatched.
+      if (!(err instanceof SwitchyardError && err.code === 'unavailable')) await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
+      throw err;
     } finally {
       stopDeltas?.();
     }
@@ -125,9 +130,24 @@ function resultOf(run: RunRecord): LlmResult {
   return {
     run_id: run.run_id,
     text: typeof out.text === 'string' ? out.text : '',
-    tool_calls: Array.isArray(out.tool_calls) ? (out.tool_calls as LlmToolCall[]) : [],
+    tool_calls: toolCallsOf(out.tool_calls),
     finish_reason: typeof out.finish_reason === 'string' ? out.finish_reason : 'stop',
     usage: usage && typeof usage === 'object' ? usage : null,
     model: typeof out.model === 'string' ? out.model : null,
   };
+}
+
+/**
+ * Tool calls as a worker reported them, kept only in the shape callers rely on: any account can
+ * run an llm worker, so its output is input like any other.
+ */
+function toolCallsOf(raw: unknown): LlmToolCall[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((c, i): LlmToolCall[] => {
+    const fn = c && typeof c === 'object' ? (c as { function?: unknown }).function : undefined;
+    if (!fn || typeof fn !== 'object' || typeof (fn as { name?: unknown }).name !== 'string') return [];
+    const args = (fn as { arguments?: unknown }).arguments;
+    const id = (c as { id?: unknown }).id;
+    return [{ id: typeof id === 'string' && id ? id : `call_${i}`, type: 'function', function: { name: (fn as { name: string }).name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) } }];
+  });
 }
