@@ -3,6 +3,9 @@ import type { RunEventLog } from '../../models/run-event-log.js';
 import { isTerminal, type RunRecord } from '../../models/types.js';
 import { jobView } from '../presenters.js';
 
+/** Background retries of a terminal event that could not be logged (about 1 min in all). */
+const RETRIES = 6;
+
 /**
  * Turns what happens to a run into logged events. Status changes come from the run store's
  * hook, the rest from workers' frames. A failure to log is reported, not thrown: the run's
@@ -37,6 +40,19 @@ export class RunEventWriter {
       await this.log.append(runId, events);
     } catch (err) {
       this.logger.warn({ err, runId }, 'could not log a run event');
+      // A lost `done` would leave live followers waiting: terminal events are retried in the
+      // background (a short Redis outage), progress and output are not worth it.
+      if (events.some((e) => e.event === 'done')) this.retry(runId, events, 1);
     }
+  }
+
+  private retry(runId: string, events: Parameters<RunEventLog['append']>[1], attempt: number): void {
+    if (attempt > RETRIES) return;
+    setTimeout(() => {
+      this.log.append(runId, events).then(
+        () => this.logger.info({ runId, attempt }, 'logged a run end on retry'),
+        () => this.retry(runId, events, attempt + 1),
+      );
+    }, 500 * 2 ** attempt).unref();
   }
 }
