@@ -141,7 +141,8 @@ export class Dispatcher {
     const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
     while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
-    await this.opts.subscriber.unsubscribe().catch(() => {});
+    // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
+    await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel).catch(() => {});
     await this.bull.close();
   }
 
@@ -176,7 +177,8 @@ export class Dispatcher {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
-    await this.opts.registry.put(info);
+    // Not fatal: the worker is attached and told so already; refreshRegistry puts it again.
+    await this.opts.registry.put(info).catch((err) => this.opts.log.warn({ err, workerId: info.worker_id }, 'registry put failed; the refresh retries it'));
     void this.fill(worker);
   }
 
@@ -426,7 +428,7 @@ export class Dispatcher {
     const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
     if (run.confidentiality === 'private' && !attestedAt(worker)) {
       // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
-      await this.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect');
+      await this.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);
       return;
     }
     worker.send({
@@ -531,9 +533,10 @@ export class Dispatcher {
       const evidence = lease.worker.attestation?.evidence() ?? [];
       return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
     } catch (err) {
-      if (!(err instanceof AttestationError)) throw err;
-      const message = `the receipt was refused (${err.code}): ${err.message}`;
-      this.opts.log.warn({ runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason: err.code }, 'private run receipt refused');
+      // Any failure refuses the receipt (requeued, not left running): only a check's own reason reaches the worker.
+      const reason = err instanceof AttestationError ? err.code : 'unchecked';
+      const message = err instanceof AttestationError ? `the receipt was refused (${err.code}): ${err.message}` : 'the receipt was refused (unchecked): the gateway could not check it';
+      this.opts.log.warn({ err, runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason }, 'private run receipt refused');
       await this.requeueOrFail(run, lease, { code: 'receipt_invalid', message, retryable: true });
       return { refused: { code: 'receipt_invalid', message } };
     }
@@ -603,7 +606,7 @@ export class Dispatcher {
   }
 
   /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
-  private async loseLease(leaseId: string, why: string, reason: LeaseLossReason): Promise<void> {
+  private async loseLease(leaseId: string, why: string, reason: LeaseLossReason, sent = true): Promise<void> {
     const lease = this.active.get(leaseId);
     if (!lease || lease.closing) return;
     lease.closing = true;
@@ -616,6 +619,10 @@ export class Dispatcher {
     } catch (err) {
       this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
     } finally {
+      // A worker still attached (lock lapsed under it) stops computing a run that now runs elsewhere.
+      if (sent && this.workers.get(lease.worker.info.worker_id) === lease.worker) {
+        lease.worker.send({ type: 'error', code: 'stale_lease', lease_id: lease.id, run_id: lease.runId, message: `this lease was lost (${why}): drop its work` });
+      }
       await this.release(lease);
     }
   }

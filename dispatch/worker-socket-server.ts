@@ -267,9 +267,17 @@ export class WorkerSocketServer {
       ...(worker.attestation?.current ? { attestation: { expires_at: worker.attestation.current.expires_at } } : {}),
       ...(moved ?? {}),
     });
-    await this.opts.dispatcher.attach(worker);
-    // A demotion announced between the read above and the attach found no worker to close here: check once more.
-    if (owner.owner.type === 'operator' && worker.info.tier !== 'open') await this.opts.trust?.enforce(owner.owner.id);
+    try {
+      await this.opts.dispatcher.attach(worker);
+      // A demotion announced between the read above and the attach found no worker to close here: check once more.
+      if (owner.owner.type === 'operator' && worker.info.tier !== 'open') await this.opts.trust?.enforce(owner.owner.id);
+    } catch (err) {
+      // Told `registered` already: no ghost left attached; the worker reconnects (1011 is retryable).
+      this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'attaching a worker failed; closing it');
+      await this.opts.dispatcher.detach(worker, 1011, 'registration failed; reconnect');
+      ws.close(1011, 'registration failed; reconnect');
+      return null;
+    }
     return worker;
   }
 

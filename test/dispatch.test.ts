@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -250,6 +250,70 @@ describe('dispatch to remote workers (issue 3)', function () {
     b.close();
     await until('the workers to leave the registry', async () => (await caps()).every((k) => k.workers === 0));
     assert.equal((await gw.request('GET', '/v1/capabilities')).status, 401, 'capabilities need a key');
+  });
+
+  it('a registry write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
+    const registry = gw.gateway.registry;
+    const put = registry.put;
+    const known = new Set(gw.gateway.dispatcher.localWorkers().map((w) => w.worker_id));
+    // The first put of a new worker (its attach) fails, as if Redis had blipped then.
+    registry.put = async function (this: typeof registry, info) {
+      if (known.has(info.worker_id)) return put.call(this, info);
+      registry.put = put;
+      throw new Error('simulated Redis failure');
+    };
+    try {
+      const w = await worker(openToken);
+      const { body } = await gw.submit(key, image('registry'));
+      const lease = await w.lease();
+      assert.equal(lease.run_id, body.run_id);
+      // Reports are still those of a registered worker.
+      assert.equal((await w.complete(lease)).type, 'ack');
+      assert.equal((await job(body.run_id)).status, 'succeeded');
+      assert.equal(w.frames.filter((f) => f.type === 'error').length, 0, JSON.stringify(w.frames));
+    } finally {
+      registry.put = put;
+    }
+  });
+
+  it('tells a still-connected worker stale_lease when one of its leases is lost (its lock lapsed)', async () => {
+    const w = await worker(openToken, { slots: 2 });
+    const kept = (await gw.submit(key, image('kept'))).body.run_id;
+    const lost = (await gw.submit(key, image('lost'))).body.run_id;
+    const leases = [await w.lease(), await w.lease()];
+    const lostLease = leases.find((l) => l.run_id === lost)!;
+    const keptLease = leases.find((l) => l.run_id === kept)!;
+    // The lost run's BullMQ lock disappears: the next heartbeat cannot extend it.
+    let queue;
+    for (const q of gw.gateway.queues.all()) if (await q.getJob(lost)) queue = q;
+    assert.ok(queue);
+    const redis = new Redis(REDIS_URL);
+    try {
+      assert.equal(await redis.del(queue.toKey(`${lost}:lock`)), 1);
+    } finally {
+      redis.disconnect();
+    }
+    const told = await w.next((f) => f.type === 'error' && f.lease_id === lostLease.lease_id);
+    assert.deepEqual([told.code, told.run_id], ['stale_lease', lost]);
+    await until('the lost run to be requeued or leased again', async () => (await job(lost)).fence === 2 || (await job(lost)).status === 'queued');
+    assert.equal((await w.complete(keptLease)).type, 'ack', 'the other lease is untouched');
+    assert.equal(w.frames.filter((f) => f.type === 'error' && f.lease_id === keptLease.lease_id).length, 0);
+  });
+
+  it('stopping the dispatcher unsubscribes only its own channels from the shared subscriber', async () => {
+    const p = uniquePrefix('dispatch-stop');
+    const other = await new TestGateway(p, FAST).start();
+    const redis = new Redis(REDIS_URL);
+    try {
+      const numsub = async () => (await redis.pubsub('NUMSUB', `${p}:chan:operators`, `${p}:chan:queued`, `${p}:chan:cancel`)) as Array<string | number>;
+      assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 1, 1]);
+      await other.gateway.dispatcher.stop();
+      assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 0, 0], 'the trust channel stays subscribed');
+    } finally {
+      redis.disconnect();
+      await other.stop();
+      await cleanupPrefix(p);
+    }
   });
 
   it('does not poll Redis while idle', async () => {

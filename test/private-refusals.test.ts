@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SignJWT, type JWK } from 'jose';
-import { sha256Hex, type Evidence } from '../sdk/attestation/index.js';
+import { sha256Hex, signReceipt, type Evidence } from '../sdk/attestation/index.js';
 import { SwitchyardWorker, WorkerRefusedError, silentLogger } from '../sdk/worker/index.js';
 import { NRAS_ISSUER, TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
@@ -197,6 +197,14 @@ describe('private tier refusals at the gateway (issue 7)', function () {
         const { artifacts } = await good(lease);
         return { urls: ['https://cdn.example/out.png'], receipt: await receiptFor(keys, lease, worker.workerId, artifacts) };
       }, /artifact_mismatch/],
+      ['a receipt whose payload is JSON null', async ({ lease, keys }) => {
+        const { url } = await good(lease);
+        return { urls: [url], receipt: await signReceipt(keys.privateKey, null as never) };
+      }, /malformed/],
+      ['a receipt whose artifacts list holds null', async ({ lease, worker, keys }) => {
+        const { url } = await good(lease);
+        return { urls: [url], receipt: await receiptFor(keys, lease, worker.workerId, [null as never]) };
+      }, /malformed/],
     ];
 
     for (const [what, bad, why] of cases) {
@@ -234,6 +242,28 @@ describe('private tier refusals at the gateway (issue 7)', function () {
       assert.equal(answer.code, 'receipt_invalid');
       assert.match(answer.message, /expired/);
       assert.notEqual((await job(runId)).status, 'succeeded');
+    });
+
+    it('refuses a receipt it cannot check (artifact store read error): receipt_invalid, the run is requeued, not left running', async () => {
+      const { worker, keys } = await attested();
+      const runId = await submit();
+      const lease = await worker.lease();
+      const ok = await good(lease);
+      const store = gw.gateway.services.artifacts!;
+      const open = store.open;
+      store.open = async () => {
+        store.open = open;
+        throw new Error('simulated storage failure');
+      };
+      try {
+        const answer = await worker.report(lease, { type: 'complete', output: { urls: [ok.url] }, receipt: await receiptFor(keys, lease, worker.workerId, ok.artifacts) });
+        assert.equal(answer.code, 'receipt_invalid', JSON.stringify(answer));
+        assert.doesNotMatch(answer.message, /simulated/, 'the cause is logged, not told');
+      } finally {
+        store.open = open;
+      }
+      const retry = await worker.lease();
+      assert.deepEqual([retry.run_id, retry.fence], [runId, lease.fence + 1]);
     });
 
     it('fails the run with receipt_invalid after its last attempt', async () => {

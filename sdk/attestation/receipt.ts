@@ -44,6 +44,11 @@ export async function verifyReceipt(
   } catch (err) {
     throw new AttestationError('malformed', 'the receipt payload is not JSON', { cause: err });
   }
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(claims)) throw new AttestationError('malformed', 'the receipt payload is not a JSON object');
+  if (claims.artifacts !== undefined && (!Array.isArray(claims.artifacts) || !claims.artifacts.every((a) => isObject(a) && typeof a.name === 'string' && typeof a.sha256 === 'string'))) {
+    throw new AttestationError('malformed', 'the receipt artifacts must be a list of {name, sha256} strings');
+  }
   for (const field of ['run_id', 'worker_id', 'kind', 'input_sha256'] as const) {
     const want = expected[field];
     if (want !== undefined && claims[field] !== want) throw new AttestationError('receipt_mismatch', `the receipt's ${field} is ${JSON.stringify(claims[field])}, expected ${JSON.stringify(want)}`);
