@@ -86,9 +86,9 @@ export class PrivateRegistrations {
    * Checks an `attestation` frame; true if the evidence was accepted. A refused answer gets an
    * `error` frame with code `attestation_failed` and the check's own code in `reason`.
    */
-  async answer(worker: ConnectedWorker, evidence: Evidence, send: (f: GatewayFrame) => void): Promise<boolean> {
+  async answer(worker: ConnectedWorker, evidence: Evidence, send: (f: GatewayFrame) => void, nonce?: string): Promise<boolean> {
     try {
-      const record = await worker.attestation!.answer(evidence);
+      const record = await worker.attestation!.answer(evidence, nonce);
       this.opts.log.info({ workerId: worker.info.worker_id, expiresAt: record.expires_at, gpus: record.gpus.length }, 'worker attested');
       return true;
     } catch (err) {

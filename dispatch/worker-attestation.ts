@@ -67,9 +67,11 @@ export class AttestationSession {
    *
    * @throws AttestationError
    */
-  async answer(evidence: Evidence): Promise<WorkerAttestation> {
+  async answer(evidence: Evidence, answers?: string): Promise<WorkerAttestation> {
     const nonce = this.nonce;
     if (!nonce) throw new AttestationError('wrong_nonce', 'no attest nonce is outstanding: evidence is taken only in answer to an attest frame, once');
+    // A late answer to a nonce this session has replaced: refused without spending the current one.
+    if (answers !== undefined && answers !== nonce) throw new AttestationError('wrong_nonce', 'this evidence answers an older nonce; answer the latest attest frame');
     this.nonce = null;
     clearTimeout(this.timer);
     let record: WorkerAttestation;

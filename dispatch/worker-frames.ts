@@ -54,6 +54,9 @@ const frameSchemas = {
     required: ['type', 'evidence'],
     properties: {
       type: { const: 'attestation' },
+      // The nonce it answers (optional for older workers): a late answer to a nonce the gateway
+      // has since replaced is then ignored instead of spending the new one.
+      nonce: { type: 'string', minLength: 1, maxLength: 100 },
       evidence: {
         type: 'object',
         additionalProperties: false,
@@ -148,7 +151,7 @@ export interface LeaseFrame {
 }
 export type WorkerFrame =
   | RegisterFrame
-  | { type: 'attestation'; evidence: { token: string; gpus: Record<string, string> } }
+  | { type: 'attestation'; nonce?: string; evidence: { token: string; gpus: Record<string, string> } }
   | { type: 'heartbeat'; leases?: string[] }
   | (LeaseFrame & { type: 'progress'; progress: number; message?: string })
   | (LeaseFrame & { type: 'log'; line: string })

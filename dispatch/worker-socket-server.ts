@@ -149,7 +149,7 @@ export class WorkerSocketServer {
       if (!worker) ws.close(4400, 'bad register frame');
       return null;
     }
-    if (frame.type === 'attestation') return this.onAttestation(frame.evidence, owner, worker, send, ws);
+    if (frame.type === 'attestation') return this.onAttestation(frame.evidence, owner, worker, send, ws, frame.nonce);
     if (frame.type === 'register') {
       if (worker || this.opts.attestation?.waiting(ws)) {
         send({ type: 'error', code: 'bad_frame', message: 'already registered' });
@@ -175,7 +175,14 @@ export class WorkerSocketServer {
    * Evidence from a private worker: completes its registration (refused: close 4403), or
    * refreshes a registered worker's evidence (refused: it keeps serving its other tiers).
    */
-  private async onAttestation(evidence: Evidence, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | null> {
+  private async onAttestation(
+    evidence: Evidence,
+    owner: TokenOwner,
+    worker: ConnectedWorker | null,
+    send: (f: GatewayFrame) => void,
+    ws: WebSocket,
+    nonce?: string,
+  ): Promise<ConnectedWorker | null> {
     const gate = this.opts.attestation;
     const waiting = gate?.waiting(ws);
     const attesting = waiting?.worker ?? (worker?.attestation ? worker : null);
@@ -184,7 +191,7 @@ export class WorkerSocketServer {
       if (!worker) ws.close(4400, 'not registered');
       return null;
     }
-    const accepted = await gate.answer(attesting, evidence, send);
+    const accepted = await gate.answer(attesting, evidence, send, nonce);
     if (!waiting) {
       if (accepted) send({ type: 'attested', expires_at: attesting.attestation!.current!.expires_at });
       return null;

@@ -190,6 +190,26 @@ describe('private tier: attested workers, receipts, verification and routing (is
       assert.equal((await trustedPrivate.lease()).run_id, trustedRun);
     });
 
+    it('a late answer to a replaced nonce is ignored and does not spend the current one', async () => {
+      const nonces: string[] = [];
+      let jwkSeen: any;
+      const w = await attested(trustedToken, {
+        answer: async (nonce, jwk) => {
+          nonces.push(nonce);
+          jwkSeen = jwk;
+          return nonces.length === 1 ? verifier.answer(nonce, jwk, { ttlSeconds: 3 }) : null;
+        },
+      });
+      await until('a refresh nonce', async () => nonces.length >= 2);
+      const [first, current] = nonces;
+      w.send({ type: 'attestation', nonce: first, evidence: await verifier.answer(first, jwkSeen) });
+      const refused = await w.next((f) => f.type === 'error' && /older nonce/.test(f.message));
+      assert.match(refused.message, /older nonce/);
+      w.send({ type: 'attestation', nonce: current, evidence: await verifier.answer(current, jwkSeen) });
+      const renewed = await w.next((f) => f.type === 'attested');
+      assert.ok(Date.parse(renewed.expires_at) > Date.now());
+    });
+
     it('an attested worker whose evidence lapses gets no private lease but keeps its open work, and gets private work again once it attests afresh', async () => {
       let answering = true;
       // Evidence good for two seconds; the gateway asks for fresh evidence before then, and is ignored.

@@ -809,9 +809,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   /** The gateway asks for evidence (at registration, and before the current evidence expires). */
   private onAttest(conn: Connection, frame: Record<string, unknown>): void {
     if (!this.signer || typeof frame.nonce !== 'string') return this.log.warn('ignoring an attest frame: this worker has no attestation set up, or the frame has no nonce');
-    this.signer.evidenceFor(frame.nonce).then(
+    const nonce = frame.nonce;
+    this.signer.evidenceFor(nonce).then(
       (evidence) => {
-        this.sendRaw(conn, { type: 'attestation', evidence });
+        this.sendRaw(conn, { type: 'attestation', nonce, evidence });
       },
       (err: Error) => {
         this.log.error('could not obtain attestation evidence', { err: err.message, registered: conn.registered });
