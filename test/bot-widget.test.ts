@@ -58,6 +58,7 @@ describe('Bot chat page and embeddable widget in Chromium (issue 5)', function (
   let other: Host;
   let bot: { id: string; embedToken: string; chatUrl: string };
   const hosts: Host[] = [];
+  let key: string;
 
   // A host page as the docs advise: a CSP that lets in the gateway's script and socket and no
   // inline style, plus hostile CSS that would wreck the widget if it were not isolated.
@@ -75,7 +76,7 @@ describe('Bot chat page and embeddable widget in Chromium (issue 5)', function (
   before(async () => {
     assert.ok(existsSync(CHROMIUM), `the browser tests need Debian's Chromium at ${CHROMIUM}: apt-get install -y chromium`);
     gw = await new TestGateway(prefix).start();
-    const { key } = await gw.account(1000);
+    ({ key } = await gw.account(1000));
     const operator = await gw.request('POST', '/v1/admin/operators', { body: { name: 'llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     worker = new SwitchyardWorker({
       gateway: gw.url,
@@ -147,6 +148,25 @@ describe('Bot chat page and embeddable widget in Chromium (issue 5)', function (
     assert.equal(errorCode(wrong), 'unauthorized');
     const none = await gw.request('GET', `/v1/bots/${bot.id}/chat`);
     assert.equal(none.status, 401);
+  });
+
+  it("opens a secure bot's chat page with the owner's key on a session token, never the key itself", async () => {
+    const created = await gw.request('POST', '/v1/bots', { key, body: { name: 'secure', model: 'demo-llm', greeting: 'hi', allowedOrigins: [allowed.origin], secure: true } });
+    assert.equal(created.status, 201, created.text);
+    const page = await gw.request('GET', `/v1/bots/${created.body.id}/chat`, { key });
+    assert.equal(page.status, 200, page.text);
+    assert.ok(!page.text.includes(key), 'the account key is not in the page');
+    const wsUrl = /data-ws="([^"]+)"/.exec(page.text)![1].replace(/&amp;/g, '&');
+    assert.ok(!wsUrl.includes(created.body.embedToken), 'a secure bot refuses its embed token; the page carries a session token');
+    const { default: WebSocket } = await import('ws');
+    const socket = new WebSocket(wsUrl, { headers: { origin: new URL(gw.url).origin } });
+    const hello = await new Promise<any>((resolve, reject) => {
+      socket.once('message', (d) => resolve(JSON.parse(d.toString())));
+      socket.once('unexpected-response', (_req, res) => reject(new Error(`refused ${res.statusCode}`)));
+      socket.once('error', reject);
+    });
+    assert.equal(hello.type, 'hello');
+    socket.close();
   });
 
   it('serves the chat page uncached, with a strict CSP framing it only to allowed origins and the name escaped', async () => {

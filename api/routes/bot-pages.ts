@@ -50,9 +50,11 @@ export function botPageRoutes(s: Services): RouteSpec[] {
         await s.bots.authorize(bot, { ...creds, origin: new URL(publicUrl).origin });
 
         const nonce = randomBytes(16).toString('base64');
-        // The socket takes the token that opened the page (a secure bot's session token); a page
-        // opened with the owner's account key uses the publishable embed token instead.
-        const ws = socketUrl(publicUrl, bot.id, creds.token ?? bot.embed_token);
+        // The socket takes the token that opened the page (a secure bot's session token). A page
+        // opened with the owner's account key uses the publishable embed token, or for a secure
+        // bot (which refuses that) a session token minted here: the key never reaches the page.
+        const token = creds.token ?? (bot.secure ? (await s.bots.createSession(bot)).token : bot.embed_token);
+        const ws = socketUrl(publicUrl, bot.id, token);
         ctx.set('Content-Security-Policy', chatPageCsp({ nonce, wsOrigin: `${ws.protocol}//${ws.host}`, frameAncestors: s.bots.allowedOrigins(bot) }));
         // The URL carries the token: it must not travel on in a Referer.
         ctx.set('Referrer-Policy', 'no-referrer');
