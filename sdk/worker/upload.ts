@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EngineArtifact } from '../engines/types.js';
+import { sleep } from '../client/deadline.js';
 
 /** What the gateway answers to an artifact upload (docs/worker-protocol.md, "Leases"). */
 export interface UploadedArtifact {
@@ -44,21 +45,6 @@ export class UploadError extends Error {
 }
 
 const TRANSIENT_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** Seconds (or an HTTP date) from Retry-After, in ms, capped; null when absent or unreadable. */
 function retryAfterMs(header: string | null, capMs: number): number | null {
