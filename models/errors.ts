@@ -83,3 +83,16 @@ export class AlreadyTerminalError extends SwitchyardError {
     super('already_terminal', `run ${runId} is already ${status}`, { details: { status } });
   }
 }
+
+/**
+ * True for a datastore that is unreachable or not ready (Redis down or restarting, MongoDB
+ * without a primary): the operation may work if tried again shortly. The API answers these
+ * 503 `unavailable`; the worker protocol answers `unavailable` naming the lease, and the
+ * worker sends the frame again.
+ */
+export function isDatastoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN/i.test(
+    `${err.name} ${err.message}`,
+  );
+}

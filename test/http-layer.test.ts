@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
 describe('HTTP layer (issue 2)', () => {
@@ -41,6 +42,39 @@ describe('HTTP layer (issue 2)', () => {
     assert.equal(res.status, 413);
     assert.equal(errorCode(res), 'payload_too_large');
   });
+
+  // 11 MB (past the limit) written in full before the answer is read, as most HTTP clients do
+  // (python's http.client, requests, ...): the gateway answers first and closes only after the
+  // caller stopped sending, so no RST throws the unread answer away (EPIPE instead of a 413).
+  for (const framing of ['Transfer-Encoding: chunked', 'Content-Length'] as const) {
+    it(`answers an oversized body (${framing}) with 413 payload_too_large that a caller still writing can read`, async () => {
+      const url = new URL(gw.url);
+      const total = 11 * 1024 * 1024;
+      const chunked = framing !== 'Content-Length';
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(url.port), url.hostname);
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (d) => (text += d));
+        socket.on('error', (err) => reject(new Error(`${err.message} after reading ${JSON.stringify(text.slice(0, 80))}`)));
+        socket.on('end', () => resolve(text));
+        socket.on('connect', async () => {
+          // Read nothing until the whole body is written.
+          socket.pause();
+          const write = (data: string | Buffer) => (socket.write(data) ? undefined : new Promise((r) => socket.once('drain', r)));
+          await write(`POST /v1/jobs HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${chunked ? framing : `Content-Length: ${total}`}\r\n\r\n`);
+          const chunk = Buffer.alloc(64 * 1024, 0x20);
+          const head = Buffer.from(`${chunk.length.toString(16)}\r\n`);
+          for (let sent = 0; sent < total; sent += chunk.length) await write(chunked ? Buffer.concat([head, chunk, Buffer.from('\r\n')]) : chunk);
+          socket.end(chunked ? '0\r\n\r\n' : '');
+          socket.resume();
+        });
+      });
+      assert.match(reply, /^HTTP\/1\.1 413 /);
+      assert.match(reply, /\r\nconnection: close\r\n/i);
+      assert.equal(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).error.code, 'payload_too_large');
+    });
+  }
 
   it('answers a non-JSON body with 415 unsupported_media_type', async () => {
     const res = await gw.request('POST', '/v1/jobs', { key, raw: 'kind=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });

@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { ERROR_STATUS, SwitchyardError, type ErrorCode } from '../../models/errors.js';
+import { ERROR_STATUS, SwitchyardError, isDatastoreUnavailable, type ErrorCode } from '../../models/errors.js';
 import type { RequestState } from '../context.js';
+import { lingerBeforeClose } from './lingering-close.js';
 import { openAiErrorBody } from '../openai/openai-error.js';
 import type { ErrorStyle } from '../route-spec.js';
 
@@ -24,13 +25,6 @@ const MESSAGE_BY_STATUS: Record<number, string> = {
   415: 'unsupported content type or charset: send application/json in UTF-8',
 };
 
-/** Errors from the datastores mean "try again later", not "we are broken". */
-function isUnavailable(err: Error): boolean {
-  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN/i.test(
-    `${err.name} ${err.message}`,
-  );
-}
-
 /** Converts anything thrown into a `SwitchyardError`; never exposes internals. */
 export function toSwitchyardError(err: unknown): SwitchyardError {
   if (err instanceof SwitchyardError) return err;
@@ -42,7 +36,8 @@ export function toSwitchyardError(err: unknown): SwitchyardError {
     const message = (e as { expose?: boolean }).expose && status !== 400 ? e.message : MESSAGE_BY_STATUS[status] ?? e.message;
     return new SwitchyardError(code, message);
   }
-  if (isUnavailable(e)) return new SwitchyardError('unavailable', 'a backing service is unavailable; retry shortly', { headers: { 'Retry-After': '1' } });
+  // Errors from the datastores mean "try again later", not "we are broken".
+  if (isDatastoreUnavailable(e)) return new SwitchyardError('unavailable', 'a backing service is unavailable; retry shortly', { headers: { 'Retry-After': '1' } });
   return new SwitchyardError('internal', 'internal error', { cause: e });
 }
 
@@ -79,7 +74,10 @@ export function errorHandler(log: Logger, styleOf: (path: string) => ErrorStyle 
         log.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
       }
       // Body parsers may leave the request half-read; closing the connection keeps it from being misparsed.
-      if (err.code === 'payload_too_large') ctx.set('Connection', 'close');
+      if (err.code === 'payload_too_large') {
+        ctx.set('Connection', 'close');
+        lingerBeforeClose(ctx.req);
+      }
       renderError(ctx, err, styleOf(ctx.path));
     }
   };
