@@ -6,8 +6,9 @@ import { ValidationError } from '../models/errors.js';
  * One ajv instance (JSON Schema 2020-12, the dialect of OpenAPI 3.1) compiles every request
  * schema; the OpenAPI document is generated from the very same schema objects.
  */
+// verbose: errors carry their schema, so a pattern error can say what the field is for.
 // strictRequired is off so `anyOf: [{required: [a]}, {required: [b]}]` ("a or b") stays legal.
-export const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, coerceTypes: false, useDefaults: false });
+export const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, coerceTypes: false, useDefaults: false, verbose: true });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
 
 const cache = new WeakMap<object, ValidateFunction>();
@@ -33,7 +34,9 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, pathPrefix
   return (errors ?? []).slice(0, 50).map((e) => {
     const missing = e.keyword === 'required' ? `/${(e.params as { missingProperty: string }).missingProperty}` : '';
     const extra = e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
-    return { path: `${pathPrefix}${e.instancePath}${missing}${extra}` || '/', message: e.message ?? 'is invalid', keyword: e.keyword, params: e.params };
+    // A pattern says nothing to a caller; the schema's description says what the field must be.
+    const described = e.keyword === 'pattern' && typeof e.parentSchema?.description === 'string' ? `must be ${e.parentSchema.description}` : undefined;
+    return { path: `${pathPrefix}${e.instancePath}${missing}${extra}` || '/', message: described ?? e.message ?? 'is invalid', keyword: e.keyword, params: e.params };
   });
 }
 

@@ -16,7 +16,17 @@ export interface KindSpec {
 
 const prompt = { type: 'string', minLength: 1, maxLength: 10_000 };
 const model = { type: 'string', minLength: 1, maxLength: 200 };
-const url = { type: 'string', minLength: 1, maxLength: 4096, description: 'https URL or data: URI' };
+/**
+ * A file the worker fetches: an https URL or a data: URI, nothing else (a `file:`, `http:` or
+ * relative value would be a paid run that can only fail, or a worker reading its own disk).
+ */
+const url = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 4096,
+  pattern: '^(?:https://[^\\s/?#@]+(?:[/?#]\\S*)?|data:[^,\\s]*,\\S*)$',
+  description: 'an https URL or a data: URI',
+};
 const seed = { type: 'integer', minimum: 0, maximum: 4294967295 };
 const durationS = (max: number) => ({ type: 'number', exclusiveMinimum: 0, maximum: max });
 

@@ -355,7 +355,7 @@ const jobsPost: Case[] = [
   { name: 'POST /v1/jobs with confidentiality as a number', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, confidentiality: 2 }) },
   { name: 'POST /v1/jobs with class "urgent"', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, class: 'urgent' }) },
   { name: 'POST /v1/jobs with class null', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, class: null }) },
-  { name: 'POST /v1/jobs with a webhook that is not https', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, webhook: 'http://example.com/hook' }) },
+  { name: 'POST /v1/jobs with a webhook that is not https', status: 400, code: 'invalid_url', send: (w) => submitBody(w, { ...VALID_JOB, webhook: 'http://example.com/hook' }) },
   { name: 'POST /v1/jobs with a webhook that is not a URL', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, webhook: 'not a url' }) },
   { name: 'POST /v1/jobs with a javascript: webhook', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, webhook: 'javascript:alert(1)' }) },
   { name: 'POST /v1/jobs with a webhook as a number', status: 400, code: 'invalid_request', send: (w) => submitBody(w, { ...VALID_JOB, webhook: 443 }) },
@@ -393,6 +393,25 @@ const jobsPost: Case[] = [
     send: (w) => submitRaw(w, `{"kind":"${KIND}","input":{"prompt":"a cat","\\u005f\\u005fproto__":{"polluted":true}}}`),
     check: () => assert.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype was polluted'),
   },
+  // File inputs: only an https URL or a data: URI, refused naming the field, never a paid run
+  ...[
+    ['inference:3d:image-to-mesh', 'image'],
+    ['inference:video:generate', 'image'],
+    ['inference:texture:generate', 'mesh'],
+    ['inference:rig', 'mesh'],
+    ['inference:audio:transcribe', 'audio'],
+    ['inference:audio:text-to-speech', 'reference_audio'],
+  ].flatMap(([kind, field]) =>
+    ['file:///etc/passwd', 'not a url', 'http://example.com/cat.png', 'ftp://example.com/cat.png', 'https://', '/etc/passwd'].map(
+      (value): Case => ({
+        name: `POST /v1/jobs ${kind} with ${field} ${JSON.stringify(value)}`,
+        status: 400,
+        code: 'invalid_request',
+        send: (w) => submitBody(w, { kind, input: { prompt: 'a cat', text: 'hello', [field]: value } }),
+        check: (res) => assert.match(String(res.body.error.message), new RegExp(`/input/${field} must be an https URL or a data: URI`)),
+      }),
+    ),
+  ),
   // Size and depth
   { name: 'POST /v1/jobs with a 2 MiB body', status: 413, code: 'payload_too_large', send: (w) => submitRaw(w, bigJob()) },
   {
