@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
+import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 
 /**
@@ -14,7 +14,6 @@ import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until
  * origins differ: http://127.0.0.1:<A> is in the bot's allowedOrigins, http://localhost:<B> is not.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const NAME = 'Ada <script>window.__pwned = 1</script>';
 const GREETING = 'Hello! <img src=x onerror="window.__pwned = 2"> Ask me anything.';
 
@@ -73,8 +72,8 @@ describe('Bot chat page and embeddable widget in Chromium (issue 5)', function (
   };
   const framePage = (): HostPage => [`<!doctype html><html><body><iframe src="${bot.chatUrl.replace(/&/g, '&amp;')}" width="400" height="500"></iframe></body></html>`];
 
-  before(async () => {
-    assert.ok(existsSync(CHROMIUM), `the browser tests need Debian's Chromium at ${CHROMIUM}: apt-get install -y chromium`);
+  before(async function () {
+    const executablePath = requireProgram(this, CHROMIUM);
     gw = await new TestGateway(prefix).start();
     ({ key } = await gw.account(1000));
     const operator = await gw.request('POST', '/v1/admin/operators', { body: { name: 'llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -99,7 +98,7 @@ describe('Bot chat page and embeddable widget in Chromium (issue 5)', function (
     });
     assert.equal(created.status, 201, created.text);
     bot = created.body;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
   });
 
   after(async () => {

@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { BASIC_CHALLENGE } from '../api/admin/bull-board.js';
 import { KINDS, TIERS } from '../queues/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { WEBHOOK_QUEUE } from '../queues/webhook-queue.js';
+import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
 /** Bull Board at /admin/queues (issue 6): a real gateway, real Redis, Debian's Chromium. */
 
-const CHROMIUM = '/usr/bin/chromium';
 const BEARER = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
@@ -21,22 +20,22 @@ describe('Bull Board at /admin/queues (issue 6)', function () {
   let browser: Browser;
   let runId: string;
 
-  /** A browser context that reaches only the gateway (the board's page links web fonts). */
+  /** A browser context that reaches only the gateway. */
   async function context(httpCredentials?: { username: string; password: string }): Promise<BrowserContext> {
     const ctx = await browser.newContext(httpCredentials ? { httpCredentials } : {});
     await ctx.route((url) => !url.href.startsWith(gw.url), (route) => route.abort());
     return ctx;
   }
 
-  before(async () => {
-    assert.ok(existsSync(CHROMIUM), `the browser tests need Debian's Chromium at ${CHROMIUM}: apt-get install -y chromium`);
+  before(async function () {
+    const executablePath = requireProgram(this, CHROMIUM);
     gw = await new TestGateway(prefix).start();
     // No worker: the job stays in its queue, so the board has a count to show.
     const { key } = await gw.account(100);
     const submitted = await gw.submit(key);
     assert.equal(submitted.status, 202, submitted.text);
     runId = submitted.body.run_id;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
   });
 
   after(async () => {

@@ -10,6 +10,7 @@ import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { PROMETHEUS_SYNTHETIC, dashboardQueries, exportedTypes, familyOf, metricNames } from './helpers/promql-names.js';
+import { PROMETHEUS, PROMTOOL, requireProgram } from './helpers/optional-program.js';
 import { PrometheusServer } from './helpers/prometheus-server.js';
 
 const run = promisify(execFile);
@@ -17,7 +18,6 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const DASHBOARD = path.join(ROOT, 'dashboards/grafana/switchyard.json');
 const PROMETHEUS_YML = path.join(ROOT, 'dashboards/prometheus/prometheus.yml');
 const ALERTS_YML = path.join(ROOT, 'dashboards/prometheus/alerts.yml');
-const PROMTOOL = process.env.PROMTOOL_BIN ?? '/usr/bin/promtool';
 const IMAGE = 'inference:image:generate';
 // A kind the tests' worker does not serve, so its job stays queued.
 const UNSERVED = 'inference:audio:sfx-generate';
@@ -126,12 +126,17 @@ describe('Operations dashboards (dashboards/)', function () {
   });
 
   describe('promtool', () => {
+    let promtool: string;
+    before(function () {
+      promtool = requireProgram(this, PROMTOOL);
+    });
+
     it('accepts the alert rules', async () => {
-      await run(PROMTOOL, ['check', 'rules', ALERTS_YML]);
+      await run(promtool, ['check', 'rules', ALERTS_YML]);
     });
 
     it('passes the alert rules\' unit tests (test/prometheus/alerts.promtool.yml)', async () => {
-      await run(PROMTOOL, ['test', 'rules', path.join(ROOT, 'test/prometheus/alerts.promtool.yml')]);
+      await run(promtool, ['test', 'rules', path.join(ROOT, 'test/prometheus/alerts.promtool.yml')]);
     });
 
     it('accepts prometheus.yml, its commented bearer_token option included, with the rules path pointing at the repo file', async () => {
@@ -140,7 +145,7 @@ describe('Operations dashboards (dashboards/)', function () {
         const text = (await readFile(PROMETHEUS_YML, 'utf8')).replace('/etc/prometheus/alerts.yml', ALERTS_YML).replace(/# (bearer_token: .*)/, '$1');
         assert.match(text, /^\s+bearer_token: /m, 'the bearer_token option is there to uncomment');
         await writeFile(path.join(dir, 'prometheus.yml'), text);
-        await run(PROMTOOL, ['check', 'config', path.join(dir, 'prometheus.yml')]);
+        await run(promtool, ['check', 'config', path.join(dir, 'prometheus.yml')]);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -155,7 +160,8 @@ describe('Operations dashboards (dashboards/)', function () {
     let prom: PrometheusServer | undefined;
     const IMAGE_JOBS = 3;
 
-    before(async () => {
+    before(async function () {
+      const prometheus = requireProgram(this, PROMETHEUS);
       fleet = await startFleet(prefix, { METRICS_TOKEN });
       // The repo's config, pointed at this gateway, scraping and evaluating every second.
       const config = parseYaml(await readFile(PROMETHEUS_YML, 'utf8'));
@@ -163,7 +169,7 @@ describe('Operations dashboards (dashboards/)', function () {
       config.rule_files = [ALERTS_YML];
       const job = config.scrape_configs.find((s: { job_name: string }) => s.job_name === 'switchyard');
       Object.assign(job, { scrape_interval: '1s', bearer_token: METRICS_TOKEN, static_configs: [{ targets: [new URL(fleet.gw.url).host] }] });
-      prom = await PrometheusServer.start(stringifyYaml(config));
+      prom = await PrometheusServer.start(prometheus, stringifyYaml(config));
     });
     after(async () => {
       await prom?.stop();

@@ -1,4 +1,4 @@
-// A real Prometheus (Debian's /usr/bin/prometheus) as a child process on a free loopback port,
+// A real Prometheus (Debian's package; see optional-program.ts) as a child process on a free loopback port,
 // with its config and TSDB in a temp dir that stop() removes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -6,8 +6,6 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { until } from './harness.js';
-
-export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN ?? '/usr/bin/prometheus';
 
 async function freePort(): Promise<number> {
   const srv = net.createServer();
@@ -32,13 +30,13 @@ export class PrometheusServer {
     child.once('exit', () => (this.exited = true));
   }
 
-  /** Starts Prometheus with `configYaml` and resolves once it reports ready. */
-  static async start(configYaml: string): Promise<PrometheusServer> {
+  /** Starts Prometheus (the executable `bin`) with `configYaml` and resolves once it reports ready. */
+  static async start(bin: string, configYaml: string): Promise<PrometheusServer> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-prometheus-'));
     const config = path.join(dir, 'prometheus.yml');
     await writeFile(config, configYaml);
     const port = await freePort();
-    const child = spawn(PROMETHEUS_BIN, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
+    const child = spawn(bin, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const prom = new PrometheusServer(`http://127.0.0.1:${port}`, child, dir);

@@ -1,0 +1,60 @@
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import type { Context, Suite } from 'mocha';
+
+/**
+ * System programs some tests drive for real (a browser, Prometheus, a Redis to kill). `npm test`
+ * must pass on a machine with only Node and Redis, so a test whose program is missing reports
+ * pending with the command that installs it; under `CI=true` (where .ci/run installs them all)
+ * a missing program fails instead, so CI can never go green by skipping.
+ */
+export interface OptionalProgram {
+  /** Executable name looked up on PATH. */
+  name: string;
+  /** Environment variable that may name the executable instead (e.g. PROMETHEUS_BIN). */
+  env?: string;
+  /** The exact command that installs it on Debian. */
+  install: string;
+}
+
+export const CHROMIUM: OptionalProgram = { name: 'chromium', env: 'CHROMIUM_BIN', install: 'apt-get install -y chromium' };
+export const PROMETHEUS: OptionalProgram = { name: 'prometheus', env: 'PROMETHEUS_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
+export const PROMTOOL: OptionalProgram = { name: 'promtool', env: 'PROMTOOL_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
+export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS_SERVER_BIN', install: 'apt-get install -y redis-server' };
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The program's path (its env variable, else the first match on PATH), or undefined. */
+export function findProgram(program: OptionalProgram, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const named = program.env ? env[program.env] : undefined;
+  if (named) return executable(named) ? named : undefined;
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (dir && executable(path.join(dir, program.name))) return path.join(dir, program.name);
+  }
+  return undefined;
+}
+
+function markPending(suite: Suite, note: string): void {
+  for (const test of suite.tests) test.title += ` (pending: ${note})`;
+  for (const child of suite.suites) markPending(child, note);
+}
+
+/**
+ * For a `before` hook (called with mocha's `this`): the program's path, or, when it is missing,
+ * every test of the suite pending with the install command (outside CI) or a failure (CI=true).
+ */
+export function requireProgram(ctx: Context, program: OptionalProgram): string {
+  const found = findProgram(program);
+  if (found) return found;
+  const note = `${program.name} is not installed; ${program.install}`;
+  if (process.env.CI === 'true') throw new Error(`CI=true requires ${note}`);
+  markPending(ctx.test!.parent!, note);
+  ctx.skip();
+}
