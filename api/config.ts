@@ -96,7 +96,7 @@ export interface Config {
   };
   /** Tools, bots and the agent loop. */
   agents: {
-    /** AES-256-GCM key that encrypts tool secrets at rest (TOOL_SECRET_KEY, 32 bytes as base64 or hex). Unset: tools with `auth` are refused (503). */
+    /** AES-256-GCM key that encrypts tool secrets at rest (TOOL_SECRET_KEY, 32 bytes as base64 or hex). Unset: the gateway makes one under DATA_DIR (api/tools/tool-secret-key.ts). */
     toolSecretKey?: Buffer;
     /** LLM steps per agent turn before it stops with `max_steps`. @defaultValue 8 */
     maxSteps: number;

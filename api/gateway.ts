@@ -49,6 +49,7 @@ import { BotRateLimiter } from './bots/bot-rate-limiter.js'; // bots
 import { BotService } from './bots/bot-service.js'; // bots
 import { BotSocketServer } from './bots/bot-socket-server.js'; // bots
 import { BotTurns } from './bots/bot-turns.js'; // bots
+import { loadToolSecretKey, verifyToolSecretKey } from './tools/tool-secret-key.js';
 import { ToolService } from './tools/tool-service.js'; // tools
 import { GatewayMetrics } from './metrics/gateway-metrics.js'; // metrics
 
@@ -131,6 +132,19 @@ export class Gateway {
       retentionSeconds: c.runRetentionSeconds,
       fairShareStep: c.fairShareStep,
     });
+    // Before anything starts: a key that cannot open the stored tool secrets stops the start here.
+    const toolKey = loadToolSecretKey(c.agents.toolSecretKey, c.dataDir);
+    await verifyToolSecretKey(this.stores.tools, toolKey).catch(async (err: unknown) => {
+      await this.stores.close();
+      this.redis.disconnect();
+      throw err;
+    });
+    if (toolKey.origin !== 'environment') {
+      this.log.warn(
+        { file: toolKey.file, created: toolKey.origin === 'created' },
+        'TOOL_SECRET_KEY is not set: tool secrets are sealed with the key kept in this file. Every gateway instance sharing this store must use the same key: set TOOL_SECRET_KEY to its contents on each of them',
+      );
+    }
     // Every status change, whoever makes it, reaches the event log and webhooks through this.
     const base = this.stores;
     this.runs = new ObservedRunStore(base.runs);
@@ -226,7 +240,7 @@ export class Gateway {
     this.webhookQueue.work({ connection: this.bullConnection, concurrency: 16, log: this.log, deliver: webhooks.deliver });
     // Webhooks (end)
     // Tools (begin): custom tools, secrets sealed with TOOL_SECRET_KEY, every call through the SSRF guard (docs/tools.md).
-    const tools = new ToolService({ store: this.stores.tools, outbound, secretKey: c.agents.toolSecretKey, metrics: this.metrics });
+    const tools = new ToolService({ store: this.stores.tools, outbound, secretKey: toolKey.key, metrics: this.metrics });
     // Tools (end)
     const jobs = new JobService({
       runs: this.stores.runs,

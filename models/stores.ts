@@ -131,6 +131,26 @@ export interface ToolStore {
   list(accountId: string): Promise<StoredTool[]>;
   /** Removes the account's tool and frees its name; null when the account has no such tool. */
   delete(accountId: string, id: string): Promise<StoredTool | null>;
+  /**
+   * The key check: a value sealed with the tool secret key, stored by the first gateway that
+   * starts on this store. Stores `sealed` unless one is stored already, in one atomic step, and
+   * returns the value stored, so a gateway can tell at start whether its key opens the secrets.
+   */
+  claimKeyCheck(sealed: string): Promise<string>;
+  /** The stored key check; null before any gateway claimed one. */
+  keyCheck(): Promise<string | null>;
+  /**
+   * One sealed secret of any tool, with what it was sealed for, or null when no tool holds one:
+   * a store with secrets but no key check yet (made before there was one) is checked with it.
+   */
+  sampleSecret(): Promise<SampledSecret | null>;
+}
+
+/** A sealed tool secret and the tool and role it was sealed for (its context: `<tool id>:<role>`). */
+export interface SampledSecret {
+  toolId: string;
+  role: 'bearer_token' | 'signing_secret';
+  sealed: string;
 }
 
 export interface Stores {

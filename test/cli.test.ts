@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 const run = promisify(execFile);
 const BIN = 'api/bin/switchyard.mjs';
@@ -19,7 +19,7 @@ async function cli(args: string[], env: Record<string, string> = {}) {
 
 describe('switchyard CLI (issue 2)', () => {
   const prefix = uniquePrefix('cli');
-  const env = { REDIS_URL, REDIS_PREFIX: prefix };
+  const env = { REDIS_URL, REDIS_PREFIX: prefix, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY };
   after(async () => cleanupPrefix(prefix));
 
   it('creates an account whose key works on the gateway, then another key for it', async () => {

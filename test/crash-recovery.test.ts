@@ -3,12 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { newRunId } from '../models/ids.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, newRunSpec, sleep, uniquePrefix, until } from './helpers/harness.js';
 
 /** A gateway in its own process, so it can really be killed with SIGKILL. */
 async function spawnGateway(prefix: string): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'serve'], {
-    env: { ...process.env, PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0' },
+    env: { ...process.env, PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, ADMIN_TOKEN, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });

@@ -395,6 +395,38 @@ describe('store contract', () => {
           await stores.tools.delete('acct_t5', one.id);
           assert.equal(await stores.tools.create(tool('acct_t5', 'again'), 3), 'created', 'a delete makes room');
         });
+
+        it('keeps the first key check of concurrent claims and returns it to every later claim', async () => {
+          const claims = await Promise.all(['v1.a', 'v1.b', 'v1.c'].map((sealed) => stores.tools.claimKeyCheck(sealed)));
+          assert.equal(new Set(claims).size, 1, 'one winner');
+          assert.ok(['v1.a', 'v1.b', 'v1.c'].includes(claims[0]));
+          assert.equal(await stores.tools.claimKeyCheck('v1.d'), claims[0]);
+        });
+
+        it('reads the key check: none on a new store, then the one claimed', async () => {
+          const fresh = await target.open();
+          try {
+            assert.equal(await fresh.stores.tools.keyCheck(), null);
+            await fresh.stores.tools.claimKeyCheck('v1.first');
+            assert.equal(await fresh.stores.tools.keyCheck(), 'v1.first');
+          } finally {
+            await fresh.teardown();
+          }
+        });
+
+        it('samples a sealed secret of some tool with what it was sealed for, or null when no tool holds one', async () => {
+          const fresh = await target.open();
+          try {
+            assert.equal(await fresh.stores.tools.sampleSecret(), null, 'no tools');
+            await fresh.stores.tools.create({ ...tool('acct_t6', 'plain'), auth: null, secrets: {} }, 10);
+            assert.equal(await fresh.stores.tools.sampleSecret(), null, 'tools without secrets');
+            const hook = { ...tool('acct_t6', 'hook'), kind: 'webhook' as const, auth: null, secrets: { signing_secret: 'v1.signing' } };
+            await fresh.stores.tools.create(hook, 10);
+            assert.deepEqual(await fresh.stores.tools.sampleSecret(), { toolId: hook.id, role: 'signing_secret', sealed: 'v1.signing' });
+          } finally {
+            await fresh.teardown();
+          }
+        });
       });
 
       describe('idempotency', () => {

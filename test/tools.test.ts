@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
+import { SecretBox } from '../api/tools/secret-box.js';
 import type { ToolRecord } from '../api/tools/tool-service.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, type Res } from './helpers/harness.js';
 import { ToolServer } from './helpers/tool-server.js';
@@ -256,24 +257,92 @@ describe('custom tools (issue 5)', function () {
 
   describe('without TOOL_SECRET_KEY', () => {
     const bare = uniquePrefix('tools-nokey');
+    let keyDir: string;
     let nokey: TestGateway;
     let key: string;
+    let accountId: string;
+    const outboundEnv = () => ({ OUTBOUND_CA_FILE: server.caFile, OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', OUTBOUND_ALLOWED_PORTS: String(server.port) });
     before(async () => {
-      nokey = await new TestGateway(bare, { DATA_DIR: dir, OUTBOUND_CA_FILE: server.caFile, OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32', OUTBOUND_ALLOWED_PORTS: String(server.port) }).start();
-      key = (await nokey.account()).key;
+      keyDir = mkdtempSync(path.join(os.tmpdir(), 'sy-tools-key-'));
+      nokey = await new TestGateway(bare, { DATA_DIR: keyDir, TOOL_SECRET_KEY: '', ...outboundEnv() }).start();
+      ({ key, id: accountId } = await nokey.account());
     });
     after(async () => {
       await nokey?.stop();
       await cleanupPrefix(bare);
+      rmSync(keyDir, { recursive: true, force: true });
     });
 
-    it('answers 503 unavailable naming TOOL_SECRET_KEY for tools that need a secret, and registers the others', async () => {
-      for (const body of [def({ auth: { type: 'bearer', token: 'abc' } }), def({ kind: 'webhook', method: 'POST' })]) {
-        const res = await nokey.request('POST', '/v1/tools/definitions', { body, key });
-        assert.deepEqual(refusal(res), [503, 'unavailable']);
-        assert.match(res.body.error.message, /TOOL_SECRET_KEY/);
+    it('makes a key once under DATA_DIR, readable by its owner only, and seals and uses tool secrets with it', async () => {
+      const file = path.join(keyDir, 'tool-secret.key');
+      assert.equal(statSync(file).mode & 0o777, 0o600);
+      assert.equal(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64').length, 32);
+      const token = `tok-${randomBytes(8).toString('hex')}`;
+      const res = await nokey.request('POST', '/v1/tools/definitions', { body: def({ auth: { type: 'bearer', token } }), key });
+      assert.equal(res.status, 201, res.text);
+      const webhook = await nokey.request('POST', '/v1/tools/definitions', { body: def({ kind: 'webhook', method: 'POST' }), key });
+      assert.equal(webhook.status, 201, webhook.text);
+      assert.match(webhook.body.signing_secret, /^whsec_/);
+      const [tool] = await nokey.gateway.services.tools.resolve(accountId, [res.body.tool_id]);
+      const result = await nokey.gateway.services.tools.call(tool, { city: 'Lyon' });
+      assert.equal(result.ok, true, JSON.stringify(result));
+      assert.equal(server.at(new URL(res.body.url).pathname).at(-1)?.headers.authorization, `Bearer ${token}`);
+    });
+
+    it('answers a bad URL or schema with its 400 before anything about secrets', async () => {
+      const auth = { type: 'bearer', token: 'abc' };
+      assert.deepEqual(refusal(await nokey.request('POST', '/v1/tools/definitions', { body: def({ auth, url: server.url('/x').replace('https:', 'http:') }), key })), [400, 'invalid_url']);
+      assert.deepEqual(refusal(await nokey.request('POST', '/v1/tools/definitions', { body: def({ auth, url: `https://10.1.2.3:${server.port}/x` }), key })), [400, 'url_blocked']);
+      assert.deepEqual(refusal(await nokey.request('POST', '/v1/tools/definitions', { body: def({ auth, inputSchema: { type: 'nonsense' } }), key })), [400, 'invalid_schema']);
+    });
+
+    it('lets TOOL_SECRET_KEY win over the file, and refuses to start with a key that does not open the stored secrets', async () => {
+      const envKey = randomBytes(32).toString('base64');
+      const store = uniquePrefix('tools-envkey');
+      const withEnv = await new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: envKey, ...outboundEnv() }).start();
+      try {
+        const acct = await withEnv.account();
+        assert.equal((await withEnv.request('POST', '/v1/tools/definitions', { body: def({ auth: { type: 'bearer', token: 'abc' } }), key: acct.key })).status, 201);
+      } finally {
+        await withEnv.stop();
       }
-      assert.equal((await nokey.request('POST', '/v1/tools/definitions', { body: def(), key })).status, 201);
+      try {
+        // Same store, no TOOL_SECRET_KEY: the file's key did not seal these secrets.
+        await assert.rejects(new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: '', ...outboundEnv() }).start(), (err: Error) => /does not open the tool secrets.*TOOL_SECRET_KEY/s.test(err.message));
+        // And the file's store refuses the environment's key.
+        await assert.rejects(new TestGateway(bare, { DATA_DIR: keyDir, TOOL_SECRET_KEY: envKey, ...outboundEnv() }).start(), (err: Error) => /from TOOL_SECRET_KEY does not open/.test(err.message));
+        // The right key still starts.
+        await (await new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: envKey, ...outboundEnv() }).start()).stop();
+      } finally {
+        await cleanupPrefix(store);
+      }
+    });
+
+    it('checks a store whose tool secrets predate the key check against one of them, and claims no check for a key that does not open it', async () => {
+      const [sealedWith, other] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+      const store = uniquePrefix('tools-oldstore');
+      const redis = new Redis(REDIS_URL);
+      try {
+        const first = await new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: sealedWith, ...outboundEnv() }).start();
+        try {
+          const acct = await first.account();
+          assert.equal((await first.request('POST', '/v1/tools/definitions', { body: def({ auth: { type: 'bearer', token: 'abc' } }), key: acct.key })).status, 201);
+        } finally {
+          await first.stop();
+        }
+        // As a store written before gateways kept a key check.
+        await redis.del(`${store}:tools:key-check`);
+        await assert.rejects(
+          new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: other, ...outboundEnv() }).start(),
+          (err: Error) => /from TOOL_SECRET_KEY does not open the tool secrets.*key id/s.test(err.message),
+        );
+        assert.equal(await redis.exists(`${store}:tools:key-check`), 0, 'the wrong key claimed no check');
+        await (await new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: sealedWith, ...outboundEnv() }).start()).stop();
+        assert.equal(await redis.exists(`${store}:tools:key-check`), 1, 'the right key claimed it');
+      } finally {
+        redis.disconnect();
+        await cleanupPrefix(store);
+      }
     });
   });
 
@@ -376,6 +445,24 @@ describe('custom tools (issue 5)', function () {
       const result = await tools().call(tool, { city: 'Rome' });
       assert.deepEqual([result.ok, result.error?.code], [false, 'unknown_tool']);
       assert.equal(server.at(new URL(tool.url).pathname).length, 0);
+    });
+
+    it('reports a secret sealed under a previous key id as unavailable, naming both key ids, and sends nothing', async () => {
+      const tool = await record({ auth: { type: 'bearer', token: 'current' } });
+      const previous = new SecretBox(randomBytes(32));
+      const redis = new Redis(REDIS_URL);
+      try {
+        // As if a store kept a tool from before a key change (the key check stops such a start; this is the call's own guard).
+        const doc = JSON.parse(await redis.hget(`${prefix}:tool:${tool.id}`, 'doc') as string);
+        doc.secrets.bearer_token = previous.seal('old', `${tool.id}:bearer_token`);
+        await redis.hset(`${prefix}:tool:${tool.id}`, 'doc', JSON.stringify(doc));
+      } finally {
+        redis.disconnect();
+      }
+      const result = await tools().call(tool, { city: 'Rome' });
+      assert.deepEqual([result.ok, result.status, result.error?.code], [false, null, 'unavailable']);
+      assert.match(result.error!.message, new RegExp(`another TOOL_SECRET_KEY \\(key id ${previous.keyId}; this gateway's key has id [0-9a-f]{8}\\)`));
+      assert.equal(server.at(new URL(tool.url).pathname).length, 0, 'nothing reached the tool');
     });
 
     it('reports a call aborted by its signal as aborted', async () => {

@@ -21,7 +21,6 @@ export function toolRoutes(s: Services): RouteSpec[] {
         201: { description: 'The tool; a webhook tool also carries `signing_secret`, shown only now', schema: T.createdTool, headers: { Location: 'The tool' } },
         400: { description: 'invalid_request, invalid_schema (inputSchema does not compile or is not an object schema), invalid_url, url_blocked' },
         409: { description: 'name_conflict (the account has a tool of that name), conflict (the account has 100 tools)' },
-        503: { description: 'unavailable: the tool needs a stored secret (auth, webhook) and the gateway has no TOOL_SECRET_KEY' },
       },
       async handler(ctx) {
         const { tool, signing_secret } = await s.tools.create(ctx.state.principal!.accountId, ctx.state.body as CreateToolInput);

@@ -3,7 +3,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 const VERSION = 'v1';
 const IV_BYTES = 12;
 
-/** Why a sealed secret cannot be opened: no key, another key, or bytes that fail authentication. */
+/** Why a sealed secret cannot be opened: another key sealed it, or its bytes fail authentication. */
 export class SecretUnavailableError extends Error {
   constructor(message: string) {
     super(message);
@@ -12,7 +12,8 @@ export class SecretUnavailableError extends Error {
 }
 
 /**
- * Seals tool secrets at rest with AES-256-GCM under TOOL_SECRET_KEY.
+ * Seals tool secrets at rest with AES-256-GCM under TOOL_SECRET_KEY (or the key the gateway keeps
+ * under DATA_DIR when it is unset: tool-secret-key.ts), so there is always a key.
  *
  * @remarks
  * A sealed value reads `v1.<key id>.<iv>.<tag>.<ciphertext>` (base64url parts): a random 12-byte
@@ -22,20 +23,15 @@ export class SecretUnavailableError extends Error {
  * onto another tool or into another field no longer opens.
  */
 export class SecretBox {
-  private readonly keyId?: string;
+  /** The first 8 hex digits of the key's sha256: names the key in sealed values and errors, reveals nothing of it. */
+  readonly keyId: string;
 
-  constructor(private readonly key?: Buffer) {
-    if (key && key.length !== 32) throw new Error('the tool secret key must be 32 bytes');
-    this.keyId = key ? createHash('sha256').update(key).digest('hex').slice(0, 8) : undefined;
-  }
-
-  /** False without TOOL_SECRET_KEY: nothing can be sealed or opened. */
-  get available(): boolean {
-    return this.key !== undefined;
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error('the tool secret key must be 32 bytes');
+    this.keyId = createHash('sha256').update(key).digest('hex').slice(0, 8);
   }
 
   seal(plaintext: string, context: string): string {
-    if (!this.key) throw new SecretUnavailableError('TOOL_SECRET_KEY is not set');
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv).setAAD(Buffer.from(context));
     const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
@@ -43,10 +39,9 @@ export class SecretBox {
   }
 
   open(sealed: string, context: string): string {
-    if (!this.key) throw new SecretUnavailableError('TOOL_SECRET_KEY is not set, so the tool\'s secret cannot be decrypted');
     const [version, keyId, iv, tag, data] = sealed.split('.');
     if (version !== VERSION || data === undefined) throw new SecretUnavailableError('the tool\'s secret is not in a format this gateway reads');
-    if (keyId !== this.keyId) throw new SecretUnavailableError(`the tool's secret was encrypted with another TOOL_SECRET_KEY (key id ${keyId})`);
+    if (keyId !== this.keyId) throw new SecretUnavailableError(`the tool's secret was encrypted with another TOOL_SECRET_KEY (key id ${keyId}; this gateway's key has id ${this.keyId})`);
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'), { authTagLength: 16 }).setAAD(Buffer.from(context));
       // authTagLength above: a truncated tag is refused, not checked on fewer bytes.

@@ -29,7 +29,7 @@ export const createToolBody = {
         type: { const: 'bearer' },
         token: { type: 'string', minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$', description: 'Sent as `Authorization: Bearer <token>`; stored encrypted, never returned.' },
       },
-      description: '`http` tools only. Needs TOOL_SECRET_KEY on the gateway (503 otherwise).',
+      description: '`http` tools only. The token is sealed with the gateway\'s tool secret key.',
     },
   },
 } as const;

@@ -35,8 +35,8 @@ export interface CreateToolInput {
 export interface ToolServiceOptions {
   store: ToolStore;
   outbound: Pick<SsrfGuard, 'checkUrl' | 'request'>;
-  /** TOOL_SECRET_KEY; without it, tools that need a secret are refused. */
-  secretKey?: Buffer;
+  /** The key that seals tool secrets (TOOL_SECRET_KEY, or the one kept under DATA_DIR: tool-secret-key.ts). */
+  secretKey: Buffer;
   /** @defaultValue 100 */
   maxPerAccount?: number;
   /** Counts calls by outcome. */
@@ -76,19 +76,11 @@ export class ToolService {
    * Registers a tool. A webhook tool's answer carries its signing secret, this once.
    *
    * @throws SwitchyardError invalid_request, invalid_schema, invalid_url, url_blocked (400),
-   * name_conflict or conflict (409: the account has `maxPerAccount` tools), unavailable (503:
-   * the tool needs a secret and TOOL_SECRET_KEY is not set).
+   * name_conflict or conflict (409: the account has `maxPerAccount` tools).
    */
   async create(accountId: string, input: CreateToolInput): Promise<{ tool: ToolRecord; signing_secret: string | null }> {
     const method = this.methodOf(input);
     this.schemas.check(input.inputSchema);
-    if ((input.auth || input.kind === 'webhook') && !this.secrets.available) {
-      throw new SwitchyardError(
-        'unavailable',
-        'this gateway has no TOOL_SECRET_KEY, so it cannot store tool secrets: tools with auth and webhook tools cannot be registered (tools without auth can)',
-        { details: { setting: 'TOOL_SECRET_KEY' } },
-      );
-    }
     const url = await this.checkUrl(input.url);
     const id = `tool_${newToolId()}`;
     const signingSecret = input.kind === 'webhook' ? mintWebhookSecret().secret : null;
@@ -158,8 +150,8 @@ export class ToolService {
    * @remarks
    * The stored tool is read again, so a deleted tool is not called (`unknown_tool`) and the URL,
    * method and secrets are the registered ones. `args` may be the LLM's JSON text; none (undefined,
-   * null, '') counts as `{}`. A secret that cannot be decrypted (TOOL_SECRET_KEY unset or
-   * changed) is `unavailable`; an aborted `signal` is `aborted`.
+   * null, '') counts as `{}`. A secret that cannot be decrypted (sealed under another key id,
+   * or altered) is `unavailable`; an aborted `signal` is `aborted`.
    */
   async call(tool: ToolRecord, args: unknown, opts: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
     const started = Date.now();

@@ -1,5 +1,5 @@
 import type { ClientSession, Collection, MongoClient } from 'mongodb';
-import type { CreateToolResult, StoredTool, ToolStore } from '../stores.js';
+import type { CreateToolResult, SampledSecret, StoredTool, ToolStore } from '../stores.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
 /** A tool as stored: the tool id is the `_id`; `{account_id, name}` has a unique index. */
@@ -8,8 +8,13 @@ export type ToolDoc = Omit<StoredTool, 'id'> & { _id: string };
 /** How many tools an account has; every create and delete writes it, which serializes them per account. */
 export interface ToolCountDoc {
   _id: string;
-  count: number;
+  count?: number;
+  /** Only on the key check document. */
+  sealed?: string;
 }
+
+/** The key check lives in `tool_counts` under an `_id` no account id can take. */
+const KEY_CHECK_ID = '$key-check';
 
 /** Thrown inside the create transaction to roll it back when the account is at its limit. */
 class LimitReached extends Error {}
@@ -72,6 +77,27 @@ export class MongoToolStore implements ToolStore {
   async list(accountId: string): Promise<StoredTool[]> {
     // Ids are ULIDs, so _id order is creation order.
     return (await this.tools.find({ account_id: accountId }).sort({ _id: 1 }).toArray()).map(toTool);
+  }
+
+  async claimKeyCheck(sealed: string): Promise<string> {
+    const doc = await this.counts
+      .findOneAndUpdate({ _id: KEY_CHECK_ID }, { $setOnInsert: { sealed } }, { upsert: true, returnDocument: 'after' })
+      .catch(async (err: unknown) => {
+        if (!isDuplicateKey(err)) throw err; // a concurrent first claim made it
+        return this.counts.findOne({ _id: KEY_CHECK_ID });
+      });
+    return doc?.sealed ?? sealed;
+  }
+
+  async keyCheck(): Promise<string | null> {
+    return (await this.counts.findOne({ _id: KEY_CHECK_ID }))?.sealed ?? null;
+  }
+
+  async sampleSecret(): Promise<SampledSecret | null> {
+    const doc = await this.tools.findOne({ $or: [{ 'secrets.bearer_token': { $exists: true } }, { 'secrets.signing_secret': { $exists: true } }] });
+    if (!doc) return null;
+    const role = doc.secrets.bearer_token ? 'bearer_token' : 'signing_secret';
+    return { toolId: doc._id, role, sealed: doc.secrets[role]! };
   }
 
   async delete(accountId: string, id: string): Promise<StoredTool | null> {

@@ -16,6 +16,8 @@ export class RedisKeys {
   tool = (id: string) => `${this.prefix}:tool:${id}`;
   /** An account's tools by name (name -> tool id): the name is unique per account, HLEN counts them. */
   accountTools = (id: string) => `${this.prefix}:acct:${id}:tools`;
+  /** A value sealed with the tool secret key, so a gateway started with another key notices. */
+  toolKeyCheck = () => `${this.prefix}:tools:key-check`;
   /** A bot as JSON; `accountBots` indexes an account's bots (a sorted set of ids, all scored 0, so in id order). */
   bot = (id: string) => `${this.prefix}:bot:${id}`;
   accountBots = (id: string) => `${this.prefix}:acct:${id}:bots`;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CreateToolResult, StoredTool, ToolStore } from '../stores.js';
+import type { CreateToolResult, SampledSecret, StoredTool, ToolStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { LuaScript } from './lua-script.js';
 
@@ -53,6 +53,38 @@ export class RedisToolStore implements ToolStore {
       .map(([, doc]) => (typeof doc === 'string' ? (JSON.parse(doc) as StoredTool) : null))
       .filter((t): t is StoredTool => t !== null && t.account_id === accountId)
       .sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  async claimKeyCheck(sealed: string): Promise<string> {
+    // SET NX GET (Redis 7): one round trip, and the first writer's value wins.
+    const before = await this.redis.set(this.keys.toolKeyCheck(), sealed, 'NX', 'GET');
+    return before ?? sealed;
+  }
+
+  async keyCheck(): Promise<string | null> {
+    return this.redis.get(this.keys.toolKeyCheck());
+  }
+
+  async sampleSecret(): Promise<SampledSecret | null> {
+    // A scan of the tool keys, but only on a store without a key check: once, at the first start.
+    const match = this.keys.tool('*').replace(/[?[\]\\]|\*(?=.)/g, '\\$&');
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', match, 'COUNT', 500);
+      cursor = next;
+      if (keys.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.hget(key, 'doc');
+      for (const [, doc] of (await pipeline.exec()) ?? []) {
+        if (typeof doc !== 'string') continue;
+        const tool = JSON.parse(doc) as StoredTool;
+        for (const role of ['bearer_token', 'signing_secret'] as const) {
+          const sealed = tool.secrets?.[role];
+          if (sealed) return { toolId: tool.id, role, sealed };
+        }
+      }
+    } while (cursor !== '0');
+    return null;
   }
 
   async delete(accountId: string, id: string): Promise<StoredTool | null> {

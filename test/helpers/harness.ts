@@ -7,6 +7,13 @@ import type { NewRun } from '../../models/types.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/**
+ * One tool secret key for every test gateway, as every instance on one store must share one in
+ * production: without it, two gateways of a test on one prefix but different DATA_DIRs would each
+ * make a key file and the second would (rightly) refuse to start. Tests of the key file pass
+ * `TOOL_SECRET_KEY: ''` (an empty setting is unset).
+ */
+export const TEST_TOOL_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 
 /** A key prefix no other test file uses; everything under it is deleted by `cleanupPrefix`. */
 export function uniquePrefix(name: string): string {
@@ -24,6 +31,7 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
     RATE_LIMIT_PER_SEC: '0',
     // Tests that exercise the shutdown drain set it; elsewhere a stop should not wait on leases.
     SHUTDOWN_DRAIN_MS: '0',
+    TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY,
     ...env,
   });
 }
