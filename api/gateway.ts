@@ -14,7 +14,6 @@ import { JobQueues } from '../queues/job-queues.js';
 import { queueName } from '../queues/queue-names.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
 import { LeaseStore } from '../dispatch/lease-store.js';
-import { WorkerRegistry } from '../dispatch/worker-registry.js';
 import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { TrustEnforcer } from '../dispatch/trust-enforcer.js';
 import { PrivateRegistrations } from '../dispatch/private-registration.js'; // private tier
@@ -100,7 +99,6 @@ export class Gateway {
   private webhookQueue?: WebhookQueue; // webhooks
   readonly gatewayId = `gw_${randomBytes(6).toString('hex')}`;
   dispatcher!: Dispatcher;
-  registry!: WorkerRegistry;
   private workerServer?: WorkerSocketServer;
   private subscriber?: Redis;
   private bullConnection?: Redis;
@@ -176,7 +174,6 @@ export class Gateway {
     const gate = new RequestGate({ redis: this.redis, keys: new RedisKeys(c.redisPrefix), perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
     this.subscriber = createRedis(c.redisUrl, { name: `sub-${this.gatewayId}`, blocking: true });
     this.bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
-    this.registry = new WorkerRegistry({ redis: this.redis, prefix: c.redisPrefix, ttlMs: Math.max(3 * c.heartbeatMs, 3000) });
     const leases = new LeaseStore(this.redis, c.redisPrefix);
     // Live events (begin): the per-run log, its fan-out on the shared subscriber, SSE streams.
     const eventLog = new RunEventLog({ redis: this.redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
@@ -192,7 +189,7 @@ export class Gateway {
       prefix: c.redisPrefix,
       queuePrefix: `${c.redisPrefix}:q`,
       runs: this.stores.runs,
-      registry: this.registry,
+      fleetTtlMs: Math.max(3 * c.heartbeatMs, 3000),
       leases,
       log: this.log,
       publicUrl: () => this.config.publicUrl,
@@ -282,9 +279,9 @@ export class Gateway {
       auth,
       jobs,
       follower,
-      llm: new LlmRunner({ jobs, follower, registry: this.registry, timeoutMs: c.agents.llmStepTimeoutMs }),
+      llm: new LlmRunner({ jobs, follower, fleet: this.dispatcher.fleet, timeoutMs: c.agents.llmStepTimeoutMs }),
       sse: this.sse,
-      fleet: new FleetService({ registry: this.registry, queues: this.queues }),
+      fleet: new FleetService({ fleet: this.dispatcher.fleet, queues: this.queues }),
       trust,
       attestation, // private tier
       shutdown: this.stopping.signal,

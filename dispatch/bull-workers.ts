@@ -12,6 +12,13 @@ export interface BullWorkersOptions {
   log: Logger;
 }
 
+/** Takes back the attempt a fetch counted (BullMQ's `ats`), if the lock is still the caller's. KEYS: job. ARGV: token. */
+const UNCOUNT_ATTEMPT = `
+if redis.call('GET', KEYS[1] .. ':lock') ~= ARGV[1] then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'ats') or '0') > 0 then redis.call('HINCRBY', KEYS[1], 'ats', -1) end
+return 1
+`;
+
 /**
  * BullMQ's consumer side with manual fetching: one `Worker` per queue this gateway has a
  * capable worker for (created on first use, never per remote worker), no processor, no
@@ -62,6 +69,21 @@ export class BullWorkers {
     return this.worker(queue).extendJobLocks(jobIds, tokens, this.opts.lockMs);
   }
 
+  /**
+   * Puts a job fetched under `token` back at the head of its wait list as if never fetched:
+   * its started-attempts count is taken back (only while `token` still holds its lock), so a
+   * hand-over that failed on the gateway's side costs the run no attempt. On this connection
+   * commands wait out a Redis outage, so this completes once Redis answers again.
+   */
+  async handBack(queue: string, job: Job<QueuedJobData>, token: string): Promise<void> {
+    await this.opts.connection.eval(UNCOUNT_ATTEMPT, 1, this.worker(queue).toKey(job.id!), token);
+    try {
+      await job.moveToWait(token);
+    } catch (err) {
+      // Its lock lapsed meanwhile: the stalled checker has moved it back already.
+      if (!isLockLost(err)) throw err;
+    }
+  }
 
   async close(): Promise<void> {
     this.closed = true;

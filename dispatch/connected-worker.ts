@@ -1,6 +1,6 @@
 import type { Tier } from '../queues/kinds.js';
 import type { AttestationSession } from './worker-attestation.js';
-import type { WorkerInfo } from './worker-registry.js';
+import type { WorkerInfo } from './worker-info.js';
 
 /** Frames the gateway sends to a worker (docs/worker-protocol.md). */
 export type GatewayFrame = Record<string, unknown> & { type: string };

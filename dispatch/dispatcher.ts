@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { hashSecret } from '../models/credentials.js';
+import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
@@ -10,13 +12,14 @@ import { TIERS } from '../queues/kinds.js';
 import { queueName, queueTier } from '../queues/queue-names.js';
 import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
+import { FleetCounters } from './fleet-counters.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
 import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
 import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
-import type { WorkerInfo, WorkerRegistry } from './worker-registry.js';
+import type { WorkerInfo } from './worker-info.js';
 
 export interface DispatcherOptions {
   /** Command connection (shared with the API). */
@@ -28,7 +31,8 @@ export interface DispatcherOptions {
   prefix: string;
   queuePrefix: string;
   runs: RunStore;
-  registry: WorkerRegistry;
+  /** A dead instance's workers leave the fleet counts this long after its last refresh. @defaultValue 15000 */
+  fleetTtlMs?: number;
   leases: LeaseStore;
   log: Logger;
   /** Read at each lease: with PORT=0 the public URL is only known once the server listens. */
@@ -53,6 +57,13 @@ export interface WorkerReportSink {
   progress(runId: string, progress: number, message?: string): Promise<void>;
   logLine(runId: string, line: string): Promise<void>;
   output(runId: string, delta: string): Promise<void>;
+}
+
+/** How far a lease got before it went out: what a failed hand-over must undo. */
+interface LeaseProgress {
+  /** The run as it was before this lease moved it to `running` (fenced with `fence`). */
+  started?: { run: RunRecord; fence: number };
+  sent: boolean;
 }
 
 interface ActiveLease {
@@ -89,6 +100,8 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
 export class Dispatcher {
   private readonly bull: BullWorkers;
   private readonly handover: LeaseHandover;
+  /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
+  readonly fleet: FleetCounters;
   private stopping = false;
   private readonly workers = new Map<string, ConnectedWorker>();
   private readonly active = new Map<string, ActiveLease>();
@@ -106,6 +119,7 @@ export class Dispatcher {
     this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: this.bull, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs });
+    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.workers.values(), log: opts.log });
   }
 
   async start(): Promise<void> {
@@ -120,7 +134,7 @@ export class Dispatcher {
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.wakeAll());
     const sweep = setInterval(() => this.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
-    const refresh = setInterval(() => void this.refreshRegistry(), Math.max(500, Math.floor(this.opts.registry.ttlMs / 3)));
+    const refresh = setInterval(() => this.refreshFleet(), Math.max(500, Math.floor((this.opts.fleetTtlMs ?? 15_000) / 3)));
     this.timers = [sweep, refresh];
     for (const t of this.timers) t.unref();
   }
@@ -143,6 +157,7 @@ export class Dispatcher {
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
     await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel).catch(() => {});
+    await this.fleet.stop();
     await this.bull.close();
   }
 
@@ -160,7 +175,7 @@ export class Dispatcher {
     }
   }
 
-  /** A registered worker joins: it is announced in the registry and offered work. */
+  /** A registered worker joins: it is counted in the fleet and offered work. */
   async attach(worker: ConnectedWorker): Promise<void> {
     const { info } = worker;
     for (const id of worker.leases) {
@@ -177,8 +192,7 @@ export class Dispatcher {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
-    // Not fatal: the worker is attached and told so already; refreshRegistry puts it again.
-    await this.opts.registry.put(info).catch((err) => this.opts.log.warn({ err, workerId: info.worker_id }, 'registry put failed; the refresh retries it'));
+    this.fleet.changed();
     void this.fill(worker);
   }
 
@@ -187,7 +201,7 @@ export class Dispatcher {
     if (this.workers.get(worker.info.worker_id) !== worker) return;
     // The fleet views (capabilities, capacity) count it as private again at once.
     worker.info.attested_until = worker.attestation?.current?.expires_at ?? null;
-    this.opts.registry.put(worker.info).catch((err) => this.opts.log.warn({ err }, 'registry refresh failed'));
+    this.fleet.changed();
     void this.fill(worker);
   }
 
@@ -230,6 +244,7 @@ export class Dispatcher {
     }
     for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
     worker.info.busy = worker.leases.size;
+    this.fleet.changed();
     return { resumed, lost };
   }
 
@@ -243,12 +258,16 @@ export class Dispatcher {
     this.active.delete(leaseId);
     if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
     lease.worker.leases.delete(leaseId);
+    lease.worker.info.busy = lease.worker.leases.size;
+    this.fleet.changed();
     this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
   async detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
+    // Gone from the fleet's counts now, before its leases are settled.
+    this.fleet.changed();
     worker.draining = true;
     worker.attestation?.close();
     try {
@@ -259,10 +278,9 @@ export class Dispatcher {
     if (worker.handover) for (const id of [...worker.leases]) this.handOver(id);
     else await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected', loss)));
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
-    await this.opts.registry.remove(worker.info.worker_id).catch(() => {});
   }
 
-  /** Heartbeat: extends the worker's leases and its registry entry. */
+  /** Heartbeat: extends the worker's leases. */
   async heartbeat(worker: ConnectedWorker): Promise<void> {
     const byQueue = new Map<string, ActiveLease[]>();
     for (const id of worker.leases) {
@@ -278,12 +296,10 @@ export class Dispatcher {
     );
   }
 
-  private async refreshRegistry(): Promise<void> {
-    for (const w of this.workers.values()) {
-      w.info.busy = w.leases.size;
-      if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
-      await this.opts.registry.put(w.info).catch((err) => this.opts.log.warn({ err }, 'registry refresh failed'));
-    }
+  /** Rewrites this instance's fleet counts before they expire (and with any evidence renewed meanwhile). */
+  private refreshFleet(): void {
+    for (const w of this.workers.values()) if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
+    this.fleet.changed();
   }
 
   // ---- filling free slots ---------------------------------------------------------------------
@@ -372,7 +388,50 @@ export class Dispatcher {
     return false;
   }
 
+  /**
+   * Leases a fetched job to `worker`. If that fails before the lease went out (Redis failing
+   * under it), the job goes back to its queue at once, its attempt not counted: no worker had it.
+   */
   private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<void> {
+    const progress: LeaseProgress = { sent: false };
+    try {
+      await this.leaseJob(worker, queue, job, token, fetchedAt, progress);
+    } catch (err) {
+      if (!progress.sent) await this.handBack(queue, job, token, progress.started, err);
+      throw err;
+    }
+  }
+
+  /** Puts back a job whose lease never reached a worker: its record as before, its job at the head of its queue. */
+  private async handBack(queue: string, job: Job<QueuedJobData>, token: string, started: LeaseProgress['started'], cause: unknown): Promise<void> {
+    this.opts.log.warn({ err: cause, runId: job.data.run_id, queue }, 'could not hand a job to its worker; it goes back to its queue without counting an attempt');
+    try {
+      if (started) {
+        const { run, fence } = started;
+        const undo = { worker_id: run.worker_id ?? null, attempts: run.attempts, fence: run.fence, started_at: run.started_at, progress: run.progress };
+        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: run.status, set: undo }));
+      }
+      await this.bull.handBack(queue, job, token);
+      await this.whileUnavailable(() => this.announce(queue));
+    } catch (err) {
+      this.opts.log.warn({ err, runId: job.data.run_id }, 'could not hand the job back; its lock will lapse and the stalled checker requeues it');
+    }
+  }
+
+  /** Runs `fn` again while the datastore is unavailable, for at most a lease TTL (then locks lapse anyway). */
+  private async whileUnavailable<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.leaseTtlMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!isDatastoreUnavailable(err) || this.stopping || Date.now() + delay > deadline) throw err;
+        await sleep(delay);
+      }
+    }
+  }
+
+  private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<void> {
     const run = await this.opts.runs.get(job.data.run_id);
     const attempt = job.attemptsStarted;
     if (!run || isTerminal(run.status)) {
@@ -400,6 +459,7 @@ export class Dispatcher {
       await this.discard(job, token, 'the run changed state while being leased');
       return;
     }
+    progress.started = { run, fence: attempt };
     const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
     const uploadToken = randomBytes(32).toString('base64url');
     await this.opts.leases.put(
@@ -424,6 +484,7 @@ export class Dispatcher {
     this.byRun.set(run.run_id, lease);
     worker.leases.add(lease.id);
     worker.info.busy = worker.leases.size;
+    this.fleet.changed();
     // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
     const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
     if (run.confidentiality === 'private' && !attestedAt(worker)) {
@@ -444,6 +505,7 @@ export class Dispatcher {
       upload_token: uploadToken,
       upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
     });
+    progress.sent = true;
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
     this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
@@ -499,8 +561,15 @@ export class Dispatcher {
     output?: RunRecord['output'],
     receipt?: string,
   ): Promise<{ code: string; message: string } | null> {
+    // On a datastore error the lease stays open: the worker sends its report again (docs/worker-protocol.md).
+    let retryable = false;
     try {
       const run = await this.opts.runs.get(lease.runId);
+      if (run && run.fence === lease.fence && run.status === 'succeeded' && reported === 'succeeded') {
+        // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
+        await lease.job.moveToCompleted(output ?? null, lease.token, false).catch(() => {});
+        return null;
+      }
       if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       let attestation: RunAttestation | undefined;
       if (reported === 'succeeded' && run.confidentiality === 'private') {
@@ -517,8 +586,12 @@ export class Dispatcher {
         if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       }
       return null;
+    } catch (err) {
+      retryable = isDatastoreUnavailable(err);
+      if (retryable) lease.closing = false;
+      throw err;
     } finally {
-      await this.release(lease);
+      if (!retryable) await this.release(lease);
     }
   }
 
@@ -533,7 +606,9 @@ export class Dispatcher {
       const evidence = lease.worker.attestation?.evidence() ?? [];
       return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
     } catch (err) {
-      // Any failure refuses the receipt (requeued, not left running): only a check's own reason reaches the worker.
+      // The datastore failing is no verdict on the receipt: the worker sends its report again.
+      if (isDatastoreUnavailable(err)) throw err;
+      // Any other failure refuses the receipt (requeued, not left running): only a check's own reason reaches the worker.
       const reason = err instanceof AttestationError ? err.code : 'unchecked';
       const message = err instanceof AttestationError ? `the receipt was refused (${err.code}): ${err.message}` : 'the receipt was refused (unchecked): the gateway could not check it';
       this.opts.log.warn({ err, runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason }, 'private run receipt refused');
@@ -601,6 +676,7 @@ export class Dispatcher {
     if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
     lease.worker.leases.delete(lease.id);
     lease.worker.info.busy = lease.worker.leases.size;
+    this.fleet.changed();
     await this.opts.leases.delete(lease.id).catch(() => {});
     void this.fill(lease.worker);
   }

@@ -4,6 +4,7 @@ import { ulid } from 'ulid';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import { hashSecret, lookupIdOf, sameHash } from '../models/credentials.js';
+import { isDatastoreUnavailable } from '../models/errors.js';
 import type { OperatorStore, WorkerTokenStore } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
 import { KIND_NAMES } from '../queues/kinds.js';
@@ -163,11 +164,29 @@ export class WorkerSocketServer {
       return null;
     }
     if (frame.type === 'heartbeat') {
-      await this.opts.dispatcher.heartbeat(worker);
+      // Heartbeats get no answer; one lost to a datastore outage is made up by the next.
+      await this.opts.dispatcher.heartbeat(worker).catch((err: unknown) => {
+        if (!isDatastoreUnavailable(err)) throw err;
+        this.opts.log.debug({ err, workerId: worker.info.worker_id }, 'heartbeat not recorded: the datastore is unavailable');
+      });
       return null;
     }
-    const refused = await this.opts.dispatcher.report(worker, frame);
-    send(refused ? { type: 'error', lease_id: frame.lease_id, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type });
+    let refused;
+    try {
+      refused = await this.opts.dispatcher.report(worker, frame);
+    } catch (err) {
+      // Every lease frame gets its answer, naming its lease and frame type so the worker can
+      // match it: `unavailable` (a datastore outage) asks the worker to send the frame again.
+      const unavailable = isDatastoreUnavailable(err);
+      this.opts.log.warn({ err, leaseId: frame.lease_id, of: frame.type }, unavailable ? 'worker report deferred: the datastore is unavailable' : 'worker report failed');
+      send(
+        unavailable
+          ? { type: 'error', code: 'unavailable', lease_id: frame.lease_id, of: frame.type, retryable: true, message: 'the gateway cannot reach its datastore: send this frame again' }
+          : { type: 'error', code: 'internal', lease_id: frame.lease_id, of: frame.type, retryable: false, message: 'the gateway could not handle this frame' },
+      );
+      return null;
+    }
+    send(refused ? { type: 'error', lease_id: frame.lease_id, of: frame.type, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type });
     return null;
   }
 

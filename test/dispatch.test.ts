@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -13,6 +13,28 @@ async function workerToken(gw: TestGateway, trust: 'open' | 'trusted' = 'open'):
   const res = await gw.request('POST', '/v1/admin/operators', { body: { name: `op-${trust}`, trust }, headers: admin });
   return res.body.worker_token;
 }
+
+describe('dispatcher wake-up', function () {
+  // Leases of an hour make the safety sweep (a third of the lease) run every 20 minutes, so only
+  // the `queued` announcement can bring this job to the idle worker within the test.
+  const prefix = uniquePrefix('dispatch-wake');
+  const gw = new TestGateway(prefix, { LEASE_TTL_MS: '3600000' });
+  let w: RawWorker | undefined;
+  before(() => gw.start());
+  after(async () => {
+    w?.terminate();
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('wakes an idle worker as soon as a job arrives', async () => {
+    const { key } = await gw.account(100);
+    w = await new RawWorker(gw.url, await workerToken(gw)).connect();
+    const { body } = await gw.submit(key, image());
+    const lease = await w.lease(10_000);
+    assert.equal(lease.run_id, body.run_id);
+  });
+});
 
 describe('dispatch to remote workers (issue 3)', function () {
   this.timeout(30_000);
@@ -69,14 +91,6 @@ describe('dispatch to remote workers (issue 3)', function () {
     const after = await balance();
     assert.deepEqual([after.credits, after.reserved], [before.credits - 4, 0]);
     assert.equal((await w.complete(lease)).code, 'stale_lease', 'a second complete is refused');
-  });
-
-  it('wakes an idle worker as soon as a job arrives', async () => {
-    const w = await worker(openToken);
-    await sleep(100);
-    const { body } = await gw.submit(key, image());
-    const lease = await w.lease(5000);
-    assert.equal(lease.run_id, body.run_id);
   });
 
   it('never gives a worker more leases than its slots', async () => {
@@ -229,6 +243,28 @@ describe('dispatch to remote workers (issue 3)', function () {
     assert.equal(w.leases().length, 0);
   });
 
+  it('reads capacity, capabilities and LLM availability from the fleet counts, never from each worker record', async () => {
+    for (let i = 0; i < 5; i++) await worker(openToken, { kinds: ['inference:llm:text-generate', 'inference:rig'], slots: 2 });
+    // monitor() opens a connection of its own beside the client's: both are closed below.
+    const client = new Redis(REDIS_URL);
+    const monitor = await client.monitor();
+    const seen: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.some((a) => a.startsWith(`${prefix}:`))) seen.push(args.join(' '));
+    });
+    try {
+      assert.equal((await gw.request('GET', '/v1/network/capacity')).body.workers.total, 5);
+      assert.equal((await gw.request('GET', '/v1/capabilities', { key })).body.kinds.find((k: { kind: string }) => k.kind === 'inference:rig').workers, 5);
+      assert.equal((await gw.request('GET', '/v1/models', { key })).status, 200);
+      const reads = seen.filter((c) => /^(get|mget|hgetall)\b/i.test(c) && c.includes(`${prefix}:worker:`));
+      assert.deepEqual(reads, [], 'no per-worker record was read');
+      assert.ok(seen.some((c) => c.includes(`${prefix}:fleet:`)), 'the fleet counts were read');
+    } finally {
+      monitor.disconnect();
+      client.disconnect();
+    }
+  });
+
   it('reports live workers per kind and tier in /v1/capabilities and /v1/network/capacity', async () => {
     const caps = async () => (await gw.request('GET', '/v1/capabilities', { key })).body.kinds as Array<{ kind: string; workers: number; workers_by_tier: Record<string, number>; input_schema: object }>;
     const image0 = (await caps()).find((k) => k.kind === 'inference:image:generate')!;
@@ -241,27 +277,44 @@ describe('dispatch to remote workers (issue 3)', function () {
     assert.equal(during.find((k) => k.kind === 'inference:image:generate')!.workers, 1);
     assert.deepEqual(during.find((k) => k.kind === 'inference:rig')!.workers_by_tier, { open: 1, trusted: 1, private: 0 });
     assert.equal(during.find((k) => k.kind === 'inference:video:generate')!.workers, 0);
-    await sleep(1100); // capacity is cached for a second
-    const capacity = (await gw.request('GET', '/v1/network/capacity')).body;
-    assert.deepEqual(capacity.workers, { total: 2, by_tier: { open: 1, trusted: 1, private: 0 } });
-    assert.deepEqual(capacity.slots, { total: 5, busy: 0, free: 5 });
-    assert.equal(capacity.by_kind.find((k: { kind: string }) => k.kind === 'inference:rig').workers, 2);
+    const capacity = async () => (await gw.request('GET', '/v1/network/capacity')).body;
+    const before = await capacity();
+    assert.deepEqual(before.workers, { total: 2, by_tier: { open: 1, trusted: 1, private: 0 } });
+    assert.deepEqual(before.slots, { total: 5, busy: 0, free: 5 });
+    assert.equal(before.by_kind.find((k: { kind: string }) => k.kind === 'inference:rig').workers, 2);
+
+    // A lease counts as busy from the moment it is sent, and is free again once its report is acknowledged.
+    await gw.submit(key, image('busy'));
+    const lease = await a.lease();
+    const running = await capacity();
+    assert.deepEqual(running.slots, { total: 5, busy: 1, free: 4 });
+    assert.equal(running.by_kind.find((k: { kind: string }) => k.kind === 'inference:image:generate').slots_free, 2);
+    await a.complete(lease);
+    assert.deepEqual((await capacity()).slots, { total: 5, busy: 0, free: 5 });
+
+    // A worker that drops out leaves both views together.
+    b.terminate();
+    await until('the killed worker to leave /v1/capabilities', async () => (await caps()).find((k) => k.kind === 'inference:rig')!.workers === 1);
+    const after = await capacity();
+    assert.deepEqual(after.workers, { total: 1, by_tier: { open: 1, trusted: 0, private: 0 } });
+    assert.deepEqual(after.slots, { total: 3, busy: 0, free: 3 });
     a.close();
-    b.close();
     await until('the workers to leave the registry', async () => (await caps()).every((k) => k.workers === 0));
     assert.equal((await gw.request('GET', '/v1/capabilities')).status, 401, 'capabilities need a key');
   });
 
-  it('a registry write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
-    const registry = gw.gateway.registry;
-    const put = registry.put;
-    const known = new Set(gw.gateway.dispatcher.localWorkers().map((w) => w.worker_id));
-    // The first put of a new worker (its attach) fails, as if Redis had blipped then.
-    registry.put = async function (this: typeof registry, info) {
-      if (known.has(info.worker_id)) return put.call(this, info);
-      registry.put = put;
-      throw new Error('simulated Redis failure');
-    };
+  it('a fleet-count write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
+    const redis = gw.gateway.redis;
+    const multi = redis.multi;
+    // The next write of the fleet counts (the new worker's attach) fails, as if Redis had blipped then.
+    redis.multi = function (this: typeof redis, ...args: Parameters<typeof multi>) {
+      const m = multi.apply(this, args);
+      redis.multi = multi;
+      m.exec = async () => {
+        throw new Error('simulated Redis failure');
+      };
+      return m;
+    } as typeof multi;
     try {
       const w = await worker(openToken);
       const { body } = await gw.submit(key, image('registry'));
@@ -272,7 +325,7 @@ describe('dispatch to remote workers (issue 3)', function () {
       assert.equal((await job(body.run_id)).status, 'succeeded');
       assert.equal(w.frames.filter((f) => f.type === 'error').length, 0, JSON.stringify(w.frames));
     } finally {
-      registry.put = put;
+      redis.multi = multi;
     }
   });
 
@@ -419,7 +472,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
     const prefix = uniquePrefix('dispatch-gwdie');
     const survivor = await new TestGateway(prefix, { ...FAST, LEASE_TTL_MS: '2000' }).start();
     const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'serve'], {
-      env: { ...process.env, PORT: '0', REDIS_PREFIX: prefix, ADMIN_TOKEN, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0', HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000' },
+      env: { ...process.env, PORT: '0', REDIS_PREFIX: prefix, ADMIN_TOKEN, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0', HEARTBEAT_MS: '300', LEASE_TTL_MS: '2000' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
@@ -441,6 +494,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
       child.kill('SIGKILL');
       await once(child, 'exit');
       await until('the dead gateway’s worker to expire', async () => (await count()) === 0);
+      assert.equal((await survivor.request('GET', '/v1/network/capacity')).body.workers.total, 0, 'capacity agrees');
       const rescuer = await new RawWorker(survivor.url, token).connect();
       // The lease's lock lapses, the stalled checker requeues the job, and the rescuer gets it.
       const lease = await rescuer.lease(20_000);

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { isDatastoreUnavailable } from '../../models/errors.js';
 import type { RunEventLog } from '../../models/run-event-log.js';
 import { isTerminal, type RunRecord } from '../../models/types.js';
 import { jobView } from '../presenters.js';
@@ -8,8 +9,10 @@ const RETRIES = 6;
 
 /**
  * Turns what happens to a run into logged events. Status changes come from the run store's
- * hook, the rest from workers' frames. A failure to log is reported, not thrown: the run's
- * own state has already moved, and a follower always starts from that state.
+ * hook, the rest from workers' frames. A failure to log a status or progress is reported, not
+ * thrown: the run's own state has already moved, and a follower always starts from that state.
+ * Log lines and output exist nowhere else: when the datastore is unavailable they throw, the
+ * worker is told so and sends them again.
  */
 export class RunEventWriter {
   constructor(
@@ -28,11 +31,20 @@ export class RunEventWriter {
   }
 
   logLine(runId: string, line: string): Promise<void> {
-    return this.append(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
+    return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
   }
 
   output(runId: string, delta: string): Promise<void> {
-    return this.append(runId, [{ event: 'output', data: { delta } }]);
+    return this.appendReported(runId, [{ event: 'output', data: { delta } }]);
+  }
+
+  private async appendReported(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+    try {
+      await this.log.append(runId, events);
+    } catch (err) {
+      if (isDatastoreUnavailable(err)) throw err;
+      this.logger.warn({ err, runId }, 'could not log a run event');
+    }
   }
 
   private async append(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {

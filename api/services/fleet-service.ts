@@ -1,4 +1,4 @@
-import { effectiveTier, type WorkerRegistry, type WorkerInfo } from '../../dispatch/worker-registry.js';
+import type { FleetCounters } from '../../dispatch/fleet-counters.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import { KINDS, TIERS, type Tier } from '../../queues/kinds.js';
 
@@ -6,66 +6,59 @@ type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
 
 export interface FleetServiceOptions {
-  registry: WorkerRegistry;
+  /** The fleet's counts, summed over every live instance (dispatch/fleet-counters.ts). */
+  fleet: Pick<FleetCounters, 'read'>;
   queues: JobQueues;
-  /** Capacity answers are public and cost a read of every queue: they are cached this long. @defaultValue 1000 */
-  cacheMs?: number;
+  /** Queue counts cost a read of every queue and capacity is public: they are cached this long. @defaultValue 1000 */
+  queueCacheMs?: number;
 }
 
 /**
- * What the fleet can do right now, built only from the workers connected at this moment (on
- * any instance: the registry is shared and expires the workers of a dead gateway).
+ * What the fleet can do right now. Workers and slots come from the counts every instance
+ * rewrites as its workers attach, detach, take and finish leases (a dead instance's expire), so
+ * both views follow the fleet as it changes and never contradict each other; only the queue
+ * counts of capacity are cached.
  */
 export class FleetService {
-  private cached?: { at: number; value: Promise<unknown> };
+  private cachedCounts?: { at: number; value: Promise<Map<string, { queued: number; running: number }>> };
 
   constructor(private readonly opts: FleetServiceOptions) {}
 
   async capabilities() {
-    const workers = await this.opts.registry.live();
+    const fleet = await this.opts.fleet.read();
     return {
       kinds: KINDS.map((spec) => {
-        const serving = workers.filter((w) => w.kinds.includes(spec.kind));
-        const byTier = zeroByTier();
-        for (const w of serving) byTier[effectiveTier(w)]++;
-        return { kind: spec.kind, rollout: spec.rollout, description: spec.description, workers: serving.length, workers_by_tier: byTier, input_schema: spec.inputSchema };
+        const k = fleet.kinds[spec.kind];
+        return { kind: spec.kind, rollout: spec.rollout, description: spec.description, workers: k?.workers ?? 0, workers_by_tier: k ? { ...k.by_tier } : zeroByTier(), input_schema: spec.inputSchema };
       }),
     };
   }
 
-  capacity() {
-    const now = Date.now();
-    if (!this.cached || now - this.cached.at > (this.opts.cacheMs ?? 1000)) {
-      this.cached = { at: now, value: this.computeCapacity() };
-      this.cached.value.catch(() => (this.cached = undefined));
-    }
-    return this.cached.value;
-  }
-
-  private async computeCapacity() {
-    const [workers, counts] = await Promise.all([this.opts.registry.live(), this.queueCounts()]);
-    const byTier = zeroByTier();
-    let slots = 0;
-    let busy = 0;
-    for (const w of workers) {
-      byTier[effectiveTier(w)]++;
-      slots += w.slots;
-      busy += Math.min(w.busy, w.slots);
-    }
+  async capacity() {
+    const [fleet, counts] = await Promise.all([this.opts.fleet.read(), this.queueCountsCached()]);
     const queued = (kind: string) => TIERS.reduce((n, tier) => n + (counts.get(`${kind}|${tier}`)?.queued ?? 0), 0);
     return {
-      workers: { total: workers.length, by_tier: byTier },
-      slots: { total: slots, busy, free: slots - busy },
+      workers: { total: fleet.workers, by_tier: fleet.by_tier },
+      slots: { total: fleet.slots, busy: fleet.busy, free: fleet.slots - fleet.busy },
       jobs: {
         queued: [...counts.values()].reduce((n, c) => n + c.queued, 0),
         running: [...counts.values()].reduce((n, c) => n + c.running, 0),
       },
       by_kind: KINDS.map(({ kind }) => {
-        const serving = workers.filter((w: WorkerInfo) => w.kinds.includes(kind));
-        return { kind, workers: serving.length, slots_free: serving.reduce((n, w) => n + Math.max(0, w.slots - w.busy), 0), queued: queued(kind) };
+        const k = fleet.kinds[kind];
+        return { kind, workers: k?.workers ?? 0, slots_free: k ? k.slots - k.busy : 0, queued: queued(kind) };
       }),
       updated_at: new Date().toISOString(),
     };
+  }
+
+  private queueCountsCached() {
+    const now = Date.now();
+    if (!this.cachedCounts || now - this.cachedCounts.at > (this.opts.queueCacheMs ?? 1000)) {
+      this.cachedCounts = { at: now, value: this.queueCounts() };
+      this.cachedCounts.value.catch(() => (this.cachedCounts = undefined));
+    }
+    return this.cachedCounts.value;
   }
 
   private async queueCounts(): Promise<Map<string, { queued: number; running: number }>> {

@@ -1,6 +1,6 @@
 import { SwitchyardError } from '../../models/errors.js';
 import { isTerminal, type RunRecord } from '../../models/types.js';
-import type { WorkerRegistry } from '../../dispatch/worker-registry.js';
+import type { FleetCounters } from '../../dispatch/fleet-counters.js';
 import type { RunFollower } from '../events/run-follower.js';
 import type { JobService } from './job-service.js';
 
@@ -49,7 +49,8 @@ export interface LlmRunOptions {
 export interface LlmRunnerOptions {
   jobs: JobService;
   follower: RunFollower;
-  registry: WorkerRegistry;
+  /** The fleet's counts: which kinds and models connected workers serve. */
+  fleet: Pick<FleetCounters, 'read'>;
   /** How long one LLM step may take before it is canceled. @defaultValue 120000 */
   timeoutMs?: number;
 }
@@ -65,22 +66,18 @@ export class LlmRunner {
 
   /** Throws 503 `unavailable` unless some connected worker serves the llm kind. */
   async assertAvailable(): Promise<void> {
-    const workers = await this.opts.registry.live();
-    if (!workers.some((w) => w.kinds.includes(LLM_KIND))) {
+    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
+    if (!llm?.workers) {
       throw new SwitchyardError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
     }
   }
 
   /** Models advertised by the connected llm workers (`software.models`; `default` for a worker listing none), for /v1/models. */
   async models(): Promise<string[]> {
-    const workers = await this.opts.registry.live();
-    const names = new Set<string>();
-    for (const w of workers) {
-      if (!w.kinds.includes(LLM_KIND)) continue;
-      const listed = (w.software as { models?: unknown } | undefined)?.models;
-      const valid = Array.isArray(listed) ? listed.filter((m): m is string => typeof m === 'string' && m !== '') : [];
-      for (const m of valid.length ? valid : [DEFAULT_MODEL]) names.add(m);
-    }
+    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
+    if (!llm) return [];
+    const names = new Set(Object.keys(llm.models));
+    if (llm.unnamed_models > 0) names.add(DEFAULT_MODEL);
     return [...names].sort();
   }
 

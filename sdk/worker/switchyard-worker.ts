@@ -206,6 +206,13 @@ interface LeaseState {
   /** Frames sent for this lease, and answers (ack or error) received for them. */
   sent: number;
   answered: number;
+  /** The frames sent on this connection and not answered yet, oldest first (answers come in order). */
+  unanswered: Record<string, unknown>[];
+  /** `unavailable` answers in a row: the resend waits longer each time. */
+  outageRetries: number;
+  /** Frames answered `unavailable`, sent again together, in their order, when `resendTimer` fires. */
+  resend: Record<string, unknown>[];
+  resendTimer?: NodeJS.Timeout;
   /** Set when the final report is sent: resolved by the answer to frame number `finalIndex`. */
   finalIndex?: number;
   finalType?: string;
@@ -733,6 +740,9 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       phase: 'pending',
       sent: 0,
       answered: 0,
+      unanswered: [],
+      outageRetries: 0,
+      resend: [],
       lastProgressAt: 0,
       pendingProgress: null,
       moving: conn.moving,
@@ -924,6 +934,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     if (lease.conn.closed) return false;
     if (!this.sendRaw(lease.conn, { ...frame, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
+    lease.unanswered.push(frame);
     return true;
   }
 
@@ -932,7 +943,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     const lease = typeof leaseId === 'string' ? this.leases.get(leaseId) : undefined;
     if (!lease) return;
     lease.answered++;
+    const frame = lease.unanswered.shift();
     if (lease.conn.moving) queueMicrotask(() => this.closeWhenAnswered(lease.conn));
+    if (!answer.ok && answer.code === 'unavailable' && frame) return this.sendAgainLater(lease, frame);
+    lease.outageRetries = 0;
     if (!answer.ok && answer.code === 'stale_lease' && lease.phase !== 'reporting') {
       this.log.warn('the gateway says this lease is stale; dropping its work', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
       this.abortLease(lease, 'stale');
@@ -943,6 +957,35 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     // The answer to the final report is the last one; an ack naming it is enough even if an
     // earlier answer went missing (an `internal` error frame carries no lease id).
     if (lease.answered >= lease.finalIndex || (answer.ok && answer.of === lease.finalType)) lease.onFinalAnswer?.(answer);
+  }
+
+  /**
+   * The gateway could not reach its datastore for this frame (a passing outage): the frame goes
+   * again after a pause that grows while the answers stay `unavailable`, until it is answered
+   * otherwise. The final report's wait for an answer starts over with it.
+   */
+  private sendAgainLater(lease: LeaseState, frame: Record<string, unknown>): void {
+    const final = frame === lease.finalFrame;
+    if (final) {
+      clearTimeout(lease.finalTimer);
+      lease.finalIndex = undefined;
+    }
+    lease.resend.push(frame);
+    if (lease.resendTimer) return;
+    const delay = Math.min(100 * 2 ** lease.outageRetries++, 2_000);
+    this.log.warn('the gateway cannot reach its datastore; sending the frames again', { lease_id: lease.info.lease_id, type: frame.type, in_ms: delay });
+    const conn = lease.conn;
+    lease.resendTimer = setTimeout(() => {
+      lease.resendTimer = undefined;
+      const frames = lease.resend.splice(0);
+      if (this.leases.get(lease.info.lease_id) !== lease || lease.conn !== conn) return;
+      // In the order first sent: a log line still arrives before the report that ends the lease.
+      for (const f of frames) {
+        if (f === lease.finalFrame) this.sendFinal(lease);
+        else this.sendLease(lease, f);
+      }
+    }, delay);
+    conn.timers.push(lease.resendTimer);
   }
 
   private onErrorFrame(conn: Connection, frame: Record<string, unknown>): void {
@@ -1082,6 +1125,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     }
     lease.sent = 0;
     lease.answered = 0;
+    lease.unanswered = [];
     this.moving.add(lease);
     // Past the lease TTL the old instance's lock has lapsed: nobody could take the lease back.
     this.moveDeadline ??= setTimeout(() => this.loseMoves(`not taken back within the lease TTL (${this.leaseTtlMs} ms)`), this.leaseTtlMs);

@@ -21,6 +21,11 @@ export interface UploadOptions {
   retryDelayMs?: number;
   /** Gives up on one try after this long. @defaultValue 120000 */
   timeoutMs?: number;
+  /**
+   * How long `503 unavailable` answers (the gateway cannot reach its datastore, a passing
+   * outage) are retried on top of `retries`, counted from the first of them. @defaultValue 60000
+   */
+  outageMs?: number;
   /** For tests or custom agents. @defaultValue globalThis.fetch */
   fetch?: typeof fetch;
 }
@@ -86,12 +91,15 @@ export async function uploadArtifact(uploadUrl: string, token: string, artifact:
   const retries = opts.retries ?? 3;
   const baseDelay = opts.retryDelayMs ?? 250;
   const timeoutMs = opts.timeoutMs ?? 120_000;
+  const outageMs = opts.outageMs ?? 60_000;
+  let outageSince: number | null = null;
+  let retried = 0;
   const url = new URL(uploadUrl);
   url.searchParams.set('name', artifact.name);
   const bytes = new Uint8Array(artifact.data.buffer, artifact.data.byteOffset, artifact.data.byteLength);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
 
-  for (let attempt = 0; ; attempt++) {
+  for (;;) {
     opts.signal?.throwIfAborted();
     let failure: UploadError;
     let waitMs: number | null = null;
@@ -129,8 +137,13 @@ export async function uploadArtifact(uploadUrl: string, token: string, artifact:
         { cause: err },
       );
     }
-    if (!failure.retryable || attempt >= retries) throw failure;
-    const backoff = baseDelay * 2 ** attempt;
+    // A datastore outage on the gateway's side is waited out without spending the retries.
+    const outage = failure.status === 503 && failure.code === 'unavailable';
+    if (outage) outageSince ??= Date.now();
+    const waitingOutOutage = outage && Date.now() - outageSince! < outageMs;
+    if (!failure.retryable || (!waitingOutOutage && retried >= retries)) throw failure;
+    if (!waitingOutOutage) retried++;
+    const backoff = baseDelay * 2 ** Math.min(Math.max(retried - 1, 0), 6);
     await sleep(waitMs ?? backoff / 2 + Math.random() * (backoff / 2), opts.signal);
   }
 }

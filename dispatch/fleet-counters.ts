@@ -1,0 +1,155 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { TIERS, type Tier } from '../queues/kinds.js';
+import type { ConnectedWorker } from './connected-worker.js';
+import { effectiveTier } from './worker-info.js';
+
+export type ByTier = Record<Tier, number>;
+const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
+
+/** Workers and slots under one kind (a worker counts under every kind it serves). */
+export interface KindCounts {
+  workers: number;
+  by_tier: ByTier;
+  slots: number;
+  busy: number;
+  /** Models its workers advertise (`software.models`), with how many workers advertise each. */
+  models: Record<string, number>;
+  /** Workers that advertise no model. */
+  unnamed_models: number;
+}
+
+/** What the fleet holds right now, summed over every live gateway instance. */
+export interface FleetSnapshot {
+  workers: number;
+  by_tier: ByTier;
+  slots: number;
+  busy: number;
+  kinds: Record<string, KindCounts>;
+}
+
+const emptySnapshot = (): FleetSnapshot => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, kinds: {} });
+const emptyKind = (): KindCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, models: {}, unnamed_models: 0 });
+
+function modelsOf(software: unknown): string[] {
+  const listed = (software as { models?: unknown } | undefined)?.models;
+  return Array.isArray(listed) ? [...new Set(listed.filter((m): m is string => typeof m === 'string' && m !== ''))] : [];
+}
+
+export interface FleetCountersOptions {
+  /** The connection the API reads with too: a write issued before a read on it is seen by that read. */
+  redis: Redis;
+  prefix: string;
+  gatewayId: string;
+  /** A dead instance's counts vanish this long after its last write. */
+  ttlMs: number;
+  /** The workers attached to this instance now. */
+  workers: () => Iterable<ConnectedWorker>;
+  log: Logger;
+}
+
+/**
+ * The fleet's counts (workers, slots, busy slots, by kind and tier) as one small record per
+ * gateway instance. An instance rewrites its record at once on every change it makes (attach,
+ * detach, lease, release, tier change) and at its registry refresh, with an expiry, so a dead
+ * instance's workers drop out by themselves; readers sum the live instances' records: a read
+ * costs two commands whatever the number of workers.
+ */
+export class FleetCounters {
+  private lapseTimer?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(private readonly opts: FleetCountersOptions) {}
+
+  private get index(): string {
+    return `${this.opts.prefix}:fleet:instances`;
+  }
+
+  private record(gatewayId: string): string {
+    return `${this.opts.prefix}:fleet:instance:${gatewayId}`;
+  }
+
+  /** This instance's counts, from its attached workers as they are now. */
+  local(now = Date.now()): FleetSnapshot {
+    const s = emptySnapshot();
+    let nextLapse = Infinity;
+    for (const w of this.opts.workers()) {
+      const tier = effectiveTier(w.info, now);
+      if (w.info.tier === 'private' && tier === 'private') nextLapse = Math.min(nextLapse, Date.parse(w.info.attested_until!));
+      const busy = Math.min(w.leases.size, w.info.slots);
+      const models = modelsOf(w.info.software);
+      s.workers++;
+      s.by_tier[tier]++;
+      s.slots += w.info.slots;
+      s.busy += busy;
+      for (const kind of w.info.kinds) {
+        const k = (s.kinds[kind] ??= emptyKind());
+        k.workers++;
+        k.by_tier[tier]++;
+        k.slots += w.info.slots;
+        k.busy += busy;
+        for (const m of models) k.models[m] = (k.models[m] ?? 0) + 1;
+        if (models.length === 0) k.unnamed_models++;
+      }
+    }
+    this.scheduleLapse(nextLapse - now);
+    return s;
+  }
+
+  /**
+   * Writes this instance's counts now. Issued synchronously on the shared connection, so a read
+   * made after the change that called this (on any request) sees it.
+   */
+  changed(): void {
+    if (this.stopped) return;
+    const expires = Date.now() + this.opts.ttlMs;
+    this.opts.redis
+      .multi()
+      .set(this.record(this.opts.gatewayId), JSON.stringify(this.local()), 'PX', this.opts.ttlMs)
+      .zadd(this.index, expires, this.opts.gatewayId)
+      .exec()
+      .catch((err) => this.opts.log.warn({ err }, 'could not write the fleet counts; the registry refresh writes them again'));
+  }
+
+  /** A private worker's evidence lapsing changes its tier without any event: count it again then. */
+  private scheduleLapse(inMs: number): void {
+    clearTimeout(this.lapseTimer);
+    this.lapseTimer = undefined;
+    if (!Number.isFinite(inMs) || this.stopped) return;
+    this.lapseTimer = setTimeout(() => this.changed(), Math.max(0, inMs) + 1).unref();
+  }
+
+  /** Stops writing and removes this instance's counts (a clean shutdown). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.lapseTimer);
+    await this.opts.redis.multi().del(this.record(this.opts.gatewayId)).zrem(this.index, this.opts.gatewayId).exec().catch(() => {});
+  }
+
+  /** The fleet: every live instance's counts, summed. */
+  async read(): Promise<FleetSnapshot> {
+    const now = Date.now();
+    const ids = await this.opts.redis.zrangebyscore(this.index, now, '+inf');
+    void this.opts.redis.zremrangebyscore(this.index, '-inf', now - 1).catch(() => {});
+    const total = emptySnapshot();
+    if (ids.length === 0) return total;
+    for (const raw of await this.opts.redis.mget(ids.map((id) => this.record(id)))) {
+      if (raw === null) continue;
+      const s = JSON.parse(raw) as FleetSnapshot;
+      total.workers += s.workers;
+      total.slots += s.slots;
+      total.busy += s.busy;
+      for (const t of TIERS) total.by_tier[t] += s.by_tier[t];
+      for (const [kind, k] of Object.entries(s.kinds)) {
+        const sum = (total.kinds[kind] ??= emptyKind());
+        sum.workers += k.workers;
+        sum.slots += k.slots;
+        sum.busy += k.busy;
+        sum.unnamed_models += k.unnamed_models;
+        for (const t of TIERS) sum.by_tier[t] += k.by_tier[t];
+        for (const [m, n] of Object.entries(k.models)) sum.models[m] = (sum.models[m] ?? 0) + n;
+      }
+    }
+    return total;
+  }
+}
