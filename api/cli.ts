@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildProcess } from 'node:child_process';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { redisAnswers, startLocalRedis } from './dev-redis.js';
 import { startDevFleet } from './dev-fleet.js';
+import { devAdminToken } from './dev-admin-token.js';
 import { Gateway } from './gateway.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
@@ -19,8 +19,12 @@ const USAGE = `switchyard <command>
 
 Commands:
   serve                                  run the gateway (what npm start runs)
-  dev                                    run the gateway for development: starts a local redis-server
-                                         if none answers, prints a ready API key and a curl line
+  dev [--allow-local PORTS]              run the gateway for development: starts a local redis-server
+                                         if none answers, prints a ready API key, a curl line, the
+                                         switchyard run setup and the queue board's login;
+                                         --allow-local 8080,9000: outbound calls (tools, webhooks) may
+                                         use plain http and reach loopback on those ports (UNSAFE
+                                         outside development; serve refuses it)
   accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
   keys create --account ID [--name N]    create another API key for an account; prints it as JSON
   worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
@@ -110,21 +114,7 @@ async function devKey(gateway: Gateway): Promise<string> {
   return key;
 }
 
-/** A TOOL_SECRET_KEY for development, kept under DATA_DIR so tools registered earlier still decrypt. */
-function devToolSecretKey(dataDir: string): string {
-  const file = path.resolve(dataDir, 'dev-tool-secret.key');
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    const key = randomBytes(32).toString('base64');
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, key, { mode: 0o600 });
-    return key;
-  }
-}
-
 async function dev(env: NodeJS.ProcessEnv): Promise<void> {
-  if (!env.TOOL_SECRET_KEY) env = { ...env, TOOL_SECRET_KEY: devToolSecretKey(loadConfig(env).dataDir) };
   // The private tier end to end: a local TEST verifier the gateway trusts, unless one is configured.
   let attestationKeyFile: string | undefined;
   if (!env.ATTESTATION_JWKS) {
@@ -133,7 +123,18 @@ async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     attestationKeyFile = verifier.keyFile;
     env = { ...env, ATTESTATION_JWKS: verifier.jwksFile, ATTESTATION_ISSUER: env.ATTESTATION_ISSUER || DEV_VERIFIER_ISSUER };
   }
+  // The queue board on: a dev admin token unless one is configured (printed below).
+  let devAdmin: ReturnType<typeof devAdminToken> | undefined;
+  if (!env.ADMIN_TOKEN) {
+    devAdmin = devAdminToken(loadConfig(env).dataDir);
+    env = { ...env, ADMIN_TOKEN: devAdmin.token };
+  }
   let config = loadConfig(env);
+  const localPorts = config.outbound.devLocalPorts;
+  const localWarning = localPorts.length
+    ? `UNSAFE OUTSIDE DEVELOPMENT: outbound calls (tools, webhooks) may use plain http and reach loopback on port${localPorts.length > 1 ? 's' : ''} ${localPorts.join(', ')} (--allow-local / DEV_ALLOW_LOCAL_PORTS); serve refuses this setting`
+    : '';
+  if (localWarning) console.error(`switchyard dev: ${localWarning}`);
   let redisChild: ChildProcess | undefined;
   if (config.redisUrlDefaulted && !(await redisAnswers(config.redisUrl))) {
     redisChild = await startLocalRedis(config.dataDir);
@@ -172,7 +173,14 @@ Submit a job:
 
 Then poll it:  curl -s ${url}/v1/jobs/<run_id> -H "Authorization: Bearer ${key}"
 (output.urls has the image; open it in a browser.)
-${privateDemo}API description: ${url}/v1/openapi.json
+
+Or with the switchyard command, from another shell:
+  export SWITCHYARD_URL=${url} SWITCHYARD_API_KEY=${key}
+  npx switchyard run inference:image:generate --input '{"prompt":"a lighthouse at dusk"}' --wait
+
+Queue board (Bull Board, read-only): ${url}/admin/queues
+  log in as user admin with password ${devAdmin ? `${devAdmin.token}  (the dev admin token, kept in ${shortPath(devAdmin.file)})` : 'your ADMIN_TOKEN'}
+${privateDemo}${localWarning ? `\n!! ${localWarning}\n` : ''}API description: ${url}/v1/openapi.json
 `);
     },
   });
@@ -201,19 +209,26 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       'demo-delay-ms': { type: 'string' },
       models: { type: 'string' },
       'attestation-key': { type: 'string' },
+      // dev
+      'allow-local': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
+  if (values['allow-local'] !== undefined && command !== 'dev') throw new UsageError('--allow-local is for dev only');
   if (values.help || command === '' || command === 'help') {
     console.log(USAGE);
     return 0;
   }
   switch (command) {
-    case 'serve':
-      await serve(loadConfig(env));
+    case 'serve': {
+      const config = loadConfig(env);
+      // A dev-only hole in the SSRF guard must never reach production by a leftover variable.
+      if (config.outbound.devLocalPorts.length) throw new ConfigError(['DEV_ALLOW_LOCAL_PORTS is for `npm run dev` only: serve never lets outbound calls use plain http or reach loopback (use OUTBOUND_ALLOW_CIDRS, OUTBOUND_ALLOWED_PORTS and OUTBOUND_CA_FILE for internal https receivers)']);
+      await serve(config);
       return -1;
+    }
     case 'dev':
-      await dev(env);
+      await dev(values['allow-local'] === undefined ? env : { ...env, DEV_ALLOW_LOCAL_PORTS: values['allow-local'] });
       return -1;
     case 'accounts create': {
       if (!values.name) throw new UsageError('accounts create needs --name');

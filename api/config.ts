@@ -123,6 +123,12 @@ export interface Config {
     totalTimeoutMs: number;
     /** Larger response bodies are cut off (and the call counts as failed). @defaultValue 1 MiB */
     maxResponseBytes: number;
+    /**
+     * DEV_ALLOW_LOCAL_PORTS: ports on which outbound URLs may be plain http and reach loopback,
+     * for receivers on the developer's own machine. Unsafe in production: `serve` refuses to
+     * start with it, only `dev` (`--allow-local`) takes it. @defaultValue []
+     */
+    devLocalPorts: number[];
   };
 }
 
@@ -184,6 +190,7 @@ const envSchema = {
     OUTBOUND_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 120_000, default: 5000 },
     OUTBOUND_TOTAL_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600_000, default: 15000 },
     OUTBOUND_MAX_RESPONSE: { type: 'string', pattern: '^\\d+(b|kb|mb)?$', default: '1mb' },
+    DEV_ALLOW_LOCAL_PORTS: { type: 'string', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$' },
     METRICS_TOKEN: { type: 'string', minLength: 16 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
   },
@@ -239,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const numbers = (text: unknown) => String(text ?? '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
   const allowedPorts = numbers(raw.OUTBOUND_ALLOWED_PORTS);
   if (allowedPorts.some((p) => p < 1 || p > 65535)) problems.push('OUTBOUND_ALLOWED_PORTS must list ports 1-65535');
+  const devLocalPorts = numbers(raw.DEV_ALLOW_LOCAL_PORTS);
+  if (devLocalPorts.some((p) => p < 1 || p > 65535)) problems.push('DEV_ALLOW_LOCAL_PORTS must list ports 1-65535');
   const list = (text: unknown) => String(text ?? '').split(',').map((x) => x.trim()).filter(Boolean);
   const allowCidrs = list(raw.OUTBOUND_ALLOW_CIDRS);
   for (const cidr of allowCidrs) {
@@ -312,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutMs: raw.OUTBOUND_CONNECT_TIMEOUT_MS as number,
       totalTimeoutMs: raw.OUTBOUND_TOTAL_TIMEOUT_MS as number,
       maxResponseBytes: parseSize(raw.OUTBOUND_MAX_RESPONSE as string),
+      devLocalPorts,
     },
   };
 }

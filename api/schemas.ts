@@ -32,7 +32,9 @@ export const submitJobBody = {
     webhook: {
       type: 'string',
       format: 'uri',
-      pattern: '^https://',
+      // http passes the schema only for the SSRF guard to refuse it (400 invalid_url), except on a
+      // dev-local port under `npm run dev --allow-local`.
+      pattern: '^https?://',
       maxLength: 2048,
       description: 'HTTPS URL POSTed a signed job object when the job ends (and starts, if `webhook_events_filter` asks); see docs/webhooks.md.',
     },

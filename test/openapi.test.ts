@@ -53,7 +53,7 @@ describe('OpenAPI document (issue 2)', () => {
       { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'batch', confidentiality: 'private' },
       // A public address literal: the SSRF guard also resolves webhook hosts at submission, and tests may have no DNS.
       { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'https://93.184.215.14/hook' },
-      { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'http://example.com/hook' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'ftp://example.com/hook' },
       { kind: 'inference:image:generate', input: { prompt: 'x' }, priority: 1 },
       { kind: 'inference:image:generate', input: 'x' },
       { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'urgent' },

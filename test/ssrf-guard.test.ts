@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -353,6 +354,45 @@ describe('SSRF guard', () => {
       const controller = new AbortController();
       server.once('request', () => controller.abort());
       assert.equal(await outboundCode(g.request(`https://127.0.0.1:${port}/hang`, { signal: controller.signal })), 'aborted');
+    });
+  });
+
+  describe('dev-local ports (DEV_ALLOW_LOCAL_PORTS, npm run dev only)', () => {
+    it('lets plain http and loopback through on a dev-local port, and nowhere else', async () => {
+      const g = guard({ DEV_ALLOW_LOCAL_PORTS: '8089, 9000' });
+      for (const url of ['http://127.0.0.1:8089/hook', 'http://localhost:9000/', 'http://[::1]:8089/', 'https://127.0.0.1:8089/', 'http://127.0.0.2:8089/']) {
+        assert.equal((await g.checkUrl(url)).href, new URL(url).href, url);
+      }
+      for (const url of ['http://127.0.0.1:8090/', 'http://127.0.0.1/', 'http://1.1.1.1/', 'http://1.1.1.1:443/']) {
+        assert.equal(await checkCode(g.checkUrl(url)), 'invalid_url', url);
+      }
+      // Loopback only: the rest of the block list stands, on dev-local ports too.
+      for (const url of ['http://10.0.0.1:8089/', 'http://169.254.169.254:8089/', 'http://192.168.1.1:9000/', 'https://127.0.0.1/']) {
+        assert.equal(await checkCode(g.checkUrl(url)), 'url_blocked', url);
+      }
+    });
+
+    it('is off by default: the same loopback http URL is invalid_url', async () => {
+      assert.deepEqual(loadConfig({}).outbound.devLocalPorts, []);
+      assert.equal(await checkCode(guard().checkUrl('http://127.0.0.1:8089/hook')), 'invalid_url');
+      assert.equal(await outboundCode(guard().request('http://127.0.0.1:8089/hook')), 'invalid_url');
+    });
+
+    it('calls a plain-http receiver on loopback, and still re-checks names at connect time', async () => {
+      const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`got ${req.method} ${req.url}`));
+      const port = await listen(server);
+      try {
+        const g = guard({ DEV_ALLOW_LOCAL_PORTS: String(port) });
+        const res = await g.request(`http://localhost:${port}/hook`, { body: '{}' });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.toString(), 'got POST /hook');
+        // A name that resolves to a private address is refused by the dev agent's own lookup.
+        const rebinding = new SsrfGuard(loadConfig({ DEV_ALLOW_LOCAL_PORTS: String(port) }).outbound, { resolve: async () => ['10.0.0.1'] });
+        guards.push(rebinding);
+        assert.equal(await outboundCode(rebinding.request(`http://receiver.test:${port}/hook`)), 'url_blocked');
+      } finally {
+        server.close();
+      }
     });
   });
 });

@@ -9,6 +9,30 @@ import { authenticateAdmin } from '../middleware/authenticate.js';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
+/**
+ * The board loads only what the gateway serves: its scripts, styles and images are all under
+ * /admin/queues/static. Inline styles stay allowed (the page's loading screen and the React app
+ * use them); inline script does not (the one inline block is JSON data, never run).
+ */
+export const BULL_BOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * `<link>` elements to another host: @bull-board/ui's page links Google Fonts, which would
+ * make every visit call out and the page wait on a network an operator may not have. Its CSS
+ * already falls back to system fonts.
+ */
+const EXTERNAL_LINK = /<link\b[^>]*\bhref=["']?(?:[a-z][a-z0-9+.-]*:)?\/\/[^>]*>\s*/gi;
+
 /** Browsers prompt for basic credentials only when the 401 names the Basic scheme. */
 export const BASIC_CHALLENGE = 'Basic realm="Switchyard admin"';
 
@@ -49,6 +73,8 @@ export function bullBoard(opts: BullBoardOptions): Middleware<RequestState> {
       throw new SwitchyardError('method_not_allowed', 'the queue board is read-only', { headers: { Allow: 'GET, HEAD' } });
     }
     await board(ctx as never, next);
+    ctx.set('Content-Security-Policy', BULL_BOARD_CSP);
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = ctx.body.replace(EXTERNAL_LINK, '');
   };
 }
 

@@ -22,6 +22,18 @@ export function isPublicAddress(ip: Address): boolean {
   return ip.match(GLOBAL_UNICAST_V6) && ip.range() === 'unicast';
 }
 
+/** True when `address` (an IP literal) is loopback: 127.0.0.0/8, ::1, or 127.x written IPv4-mapped. */
+export function isLoopbackAddress(address: string): boolean {
+  let ip: Address;
+  try {
+    ip = ipaddr.parse(address);
+  } catch {
+    return false;
+  }
+  const plain = ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip;
+  return plain.range() === 'loopback';
+}
+
 /**
  * Which addresses outbound calls may connect to: public unicast ones, plus the ranges the
  * operator exempted (`OUTBOUND_ALLOW_CIDRS`).

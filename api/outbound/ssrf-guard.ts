@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { SwitchyardError } from '../../models/errors.js';
 import type { Config } from '../config.js';
-import { AddressPolicy, resolveHost } from './address-policy.js';
+import { AddressPolicy, isLoopbackAddress, resolveHost } from './address-policy.js';
 
 export type OutboundPolicy = Config['outbound'];
 
@@ -81,6 +81,10 @@ export class SsrfGuard {
   private readonly addresses: AddressPolicy;
   private readonly agent: https.Agent;
   private readonly resolve: HostResolver;
+  /** DEV_ALLOW_LOCAL_PORTS (npm run dev only): on these ports, plain http and loopback too. */
+  private readonly devPorts: Set<number>;
+  /** Agents for dev-local ports, whose lookups also let loopback through; made on first use. */
+  private devAgents?: { http: http.Agent; https: https.Agent };
 
   constructor(
     private readonly policy: OutboundPolicy,
@@ -88,10 +92,22 @@ export class SsrfGuard {
   ) {
     this.resolve = opts.resolve ?? resolveHost;
     this.addresses = new AddressPolicy(policy.allowCidrs);
-    this.agent = new https.Agent({
+    this.devPorts = new Set(policy.devLocalPorts ?? []);
+    this.agent = this.makeAgent(https, false);
+  }
+
+  /**
+   * A keep-alive agent whose own DNS lookup refuses blocked addresses. `devLocal`: the agent
+   * serves only dev-local ports, where loopback is allowed too.
+   */
+  private makeAgent(mod: typeof https, devLocal: boolean): https.Agent;
+  private makeAgent(mod: typeof http, devLocal: boolean): http.Agent;
+  private makeAgent(mod: typeof http | typeof https, devLocal: boolean): http.Agent | https.Agent {
+    const policy = this.policy;
+    return new mod.Agent({
       keepAlive: true,
       lookup: (host, options, callback) => {
-        this.resolveAllowed(host).then(
+        this.resolveAllowed(host, devLocal).then(
           (found) => {
             const addresses = found.map((address) => ({ address, family: net.isIP(address) }));
             if (options.all) callback(null, addresses);
@@ -102,15 +118,15 @@ export class SsrfGuard {
       },
       // Extra CAs are trusted beside the bundled roots, not instead of them. Built once: parsing
       // the root bundle for every connection would cost more than the handshake.
-      secureContext: policy.caFile
-        ? tls.createSecureContext({ ca: [...tls.rootCertificates, readFileSync(policy.caFile, 'utf8')] })
-        : undefined,
+      secureContext:
+        mod === https && policy.caFile ? tls.createSecureContext({ ca: [...tls.rootCertificates, readFileSync(policy.caFile, 'utf8')] }) : undefined,
     });
   }
 
   /**
    * Registration-time check: the URL must be https on an allowed port, without credentials,
-   * and every address its host resolves to must be allowed.
+   * and every address its host resolves to must be allowed. On a dev-local port
+   * (DEV_ALLOW_LOCAL_PORTS, `npm run dev --allow-local`) plain http and loopback pass too.
    *
    * @returns the parsed URL.
    * @throws SwitchyardError `invalid_url` (malformed, not https, credentials, port, a host that
@@ -119,7 +135,7 @@ export class SsrfGuard {
   async checkUrl(url: string): Promise<URL> {
     try {
       const target = this.parse(url);
-      await this.resolveAllowed(target.host);
+      await this.resolveAllowed(target.host, this.devPorts.has(target.port));
       return target.url;
     } catch (err) {
       if (err instanceof OutboundError) throw new SwitchyardError(err.code === 'url_blocked' ? 'url_blocked' : 'invalid_url', err.message);
@@ -127,9 +143,12 @@ export class SsrfGuard {
     }
   }
 
-  /** True when `address` (an IP literal) may be connected to under this policy. */
-  isAllowedAddress(address: string): boolean {
-    return this.addresses.allows(address);
+  /**
+   * True when `address` (an IP literal) may be connected to under this policy; `devLocal`: for a
+   * URL on a dev-local port, where loopback is allowed too.
+   */
+  isAllowedAddress(address: string, devLocal = false): boolean {
+    return this.addresses.allows(address) || (devLocal && isLoopbackAddress(address));
   }
 
   /**
@@ -145,8 +164,10 @@ export class SsrfGuard {
    */
   async request(url: string | URL, req: OutboundRequest = {}): Promise<OutboundResponse> {
     const target = this.parse(url);
+    const devLocal = this.devPorts.has(target.port);
     // Literals never reach the agent's lookup, so they are judged here.
-    if (net.isIP(target.host) && !this.isAllowedAddress(target.host)) throw new OutboundError('url_blocked', BLOCKED);
+    if (net.isIP(target.host) && !this.isAllowedAddress(target.host, devLocal)) throw new OutboundError('url_blocked', BLOCKED);
+    const plain = target.url.protocol === 'http:';
     if (req.signal?.aborted) throw new OutboundError('aborted', 'the call was aborted');
     const { connectTimeoutMs, totalTimeoutMs, maxResponseBytes } = this.policy;
 
@@ -170,15 +191,16 @@ export class SsrfGuard {
       const totalTimer = setTimeout(() => settle(new OutboundError('timeout', `no complete answer within ${totalTimeoutMs} ms`)), totalTimeoutMs);
       req.signal?.addEventListener('abort', onAbort, { once: true });
 
-      const call = https.request(
+      const agent = devLocal ? this.devAgent(plain) : this.agent;
+      const call = (plain ? http : https).request(
         {
-          agent: this.agent,
+          agent,
           hostname: target.host,
           port: target.port,
           path: target.url.pathname + target.url.search,
           method: req.method ?? 'POST',
           headers: req.headers,
-          rejectUnauthorized: true, // also wins over NODE_TLS_REJECT_UNAUTHORIZED=0
+          ...(plain ? {} : { rejectUnauthorized: true }), // also wins over NODE_TLS_REJECT_UNAUTHORIZED=0
         },
         (res) => {
           const tooLarge = () => settle(new OutboundError('response_too_large', `the response is larger than ${maxResponseBytes} bytes`));
@@ -200,7 +222,10 @@ export class SsrfGuard {
       call.on('socket', (socket) => {
         if (call.reusedSocket) return void (phase = 'ready');
         connectTimer = setTimeout(() => settle(new OutboundError('timeout', `no connection within ${connectTimeoutMs} ms`)), connectTimeoutMs);
-        socket.once('connect', () => (phase = 'tls'));
+        socket.once('connect', () => {
+          phase = plain ? 'ready' : 'tls';
+          if (plain) clearTimeout(connectTimer);
+        });
         socket.once('secureConnect', () => {
           phase = 'ready';
           clearTimeout(connectTimer);
@@ -214,6 +239,13 @@ export class SsrfGuard {
   /** Destroys the pooled connections. */
   close(): void {
     this.agent.destroy();
+    this.devAgents?.http.destroy();
+    this.devAgents?.https.destroy();
+  }
+
+  private devAgent(plain: boolean): http.Agent {
+    this.devAgents ??= { http: this.makeAgent(http, true), https: this.makeAgent(https, true) };
+    return plain ? this.devAgents.http : this.devAgents.https;
   }
 
   /** The URL rules that need no DNS; throws OutboundError `invalid_url`. */
@@ -224,10 +256,14 @@ export class SsrfGuard {
     } catch {
       throw new OutboundError('invalid_url', 'not a valid URL');
     }
-    if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'the URL must use https');
+    const plain = url.protocol === 'http:';
+    if (url.protocol !== 'https:' && !plain) throw new OutboundError('invalid_url', 'the URL must use https');
     if (url.username || url.password) throw new OutboundError('invalid_url', 'the URL must not carry credentials');
-    const port = url.port === '' ? 443 : Number(url.port);
-    if (!this.policy.allowedPorts.includes(port)) {
+    const port = url.port === '' ? (plain ? 80 : 443) : Number(url.port);
+    const devLocal = this.devPorts.has(port);
+    // Plain http only on a port the developer named for `npm run dev`; never otherwise.
+    if (plain && !devLocal) throw new OutboundError('invalid_url', 'the URL must use https');
+    if (!this.policy.allowedPorts.includes(port) && !devLocal) {
       throw new OutboundError('invalid_url', `port ${port} is not allowed (allowed: ${this.policy.allowedPorts.join(', ')})`);
     }
     // WHATWG parsing already turned decimal, octal, hex and short IPv4 forms into dotted quads.
@@ -236,10 +272,10 @@ export class SsrfGuard {
   }
 
   /** Every address `host` stands for, when all of them are allowed; else OutboundError `url_blocked`. */
-  private async resolveAllowed(host: string): Promise<string[]> {
+  private async resolveAllowed(host: string, devLocal = false): Promise<string[]> {
     const addresses = net.isIP(host) ? [host] : await this.resolve(host);
     // Every answer, not just the first: the connection may use any of them (happy eyeballs, retries).
-    if (addresses.length === 0 || !addresses.every((a) => this.isAllowedAddress(a))) throw new OutboundError('url_blocked', BLOCKED);
+    if (addresses.length === 0 || !addresses.every((a) => this.isAllowedAddress(a, devLocal))) throw new OutboundError('url_blocked', BLOCKED);
     return addresses;
   }
 

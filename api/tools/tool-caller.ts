@@ -38,7 +38,7 @@ export class ToolCaller {
     try {
       req = tool.kind === 'webhook' ? this.webhookRequest(tool, args) : this.httpRequest(tool, args);
     } catch (err) {
-      // Only a secret that cannot be opened gets here (TOOL_SECRET_KEY unset or changed).
+      // Only a secret that cannot be opened gets here: sealed under another key id, or altered.
       return { ok: false, status: null, output: null, error: { code: 'unavailable', message: (err as Error).message } };
     }
     // The bearer token goes to the registered origin and nowhere else (the guard follows no redirect).
