@@ -72,7 +72,9 @@ interface ServeHooks {
 
 async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
   const gateway = new Gateway({ config });
-  const { url } = await gateway.start();
+  // Handlers first: a supervisor's SIGTERM during start-up also stops the gateway cleanly,
+  // once what has started can be stopped.
+  let started: Promise<unknown> = Promise.resolve();
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
@@ -83,6 +85,7 @@ async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
     }
     stopping = true;
     gateway.log.info({ signal }, 'shutting down');
+    await started.catch(() => {});
     await hooks.beforeStop?.().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));
     await gateway.stop().catch((err) => gateway.log.error({ err }, 'unclean shutdown'));
     hooks.cleanup?.();
@@ -90,6 +93,17 @@ async function serve(config: Config, hooks: ServeHooks = {}): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  const starting = gateway.start();
+  started = starting;
+  let url: string;
+  try {
+    ({ url } = await starting);
+  } catch (err) {
+    // Stopped while starting: the stop under way ends the process (exit 0), not this failure.
+    if (stopping) return;
+    throw err;
+  }
+  if (stopping) return;
   await hooks.onReady?.(gateway, url);
 }
 

@@ -31,7 +31,7 @@ import { SseStreams } from './events/sse-streams.js';
 import { RunEventLog } from '../models/run-event-log.js';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.js';
 import { RequestGate } from './auth/request-gate.js';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { SwitchyardError } from '../models/errors.js';
 import { createLogger } from './logger.js';
 import { FleetService } from './services/fleet-service.js';
@@ -355,7 +355,12 @@ export class Gateway {
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        // The one setting that fixes it, named: the raw EADDRINUSE does not say what to change.
+        if (err.code === 'EADDRINUSE') reject(new ConfigError([`PORT ${c.port} on ${c.host} is already in use: stop what listens there, or set PORT to another port (PORT=0 picks a free one)`]));
+        else if (err.code === 'EACCES') reject(new ConfigError([`PORT ${c.port} on ${c.host} needs privileges this process does not have: set PORT to 1024 or above`]));
+        else reject(err);
+      });
       server.listen(c.port, c.host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
