@@ -352,6 +352,30 @@ describe('worker SDK: frames (scripted gateway)', () => {
     assert.deepEqual(byLease.lse_4, { code: 'engine_error', message: 'a string', retryable: true });
   });
 
+  it('holds the final report until the earlier frames are answered: a log line sent again still precedes the complete', async () => {
+    // The gateway takes reports in order but may refuse one (`unavailable`, its datastore blipped)
+    // and take the next: a complete taken before the log line is sent again would end the lease
+    // and leave the log line refused as stale.
+    let refused = false;
+    gw.onReport = (frame, ws) => {
+      if (frame.type !== 'log' || refused) return;
+      refused = true;
+      setTimeout(() => ws.send(JSON.stringify({ type: 'error', code: 'unavailable', lease_id: frame.lease_id, of: 'log', retryable: true, message: 'datastore down' })), 100);
+      return false;
+    };
+    const w = worker({
+      handler: async (_kind, _input, ctx) => {
+        ctx.log('the line');
+        return { artifacts: [] };
+      },
+    });
+    await w.start();
+    gw.send(gw.lease(1));
+    await waitFor('complete', () => gw.of('complete').length === 1);
+    const types = gw.frames.filter((f) => f.lease_id === 'lse_1').map((f) => f.type);
+    assert.deepEqual(types, ['log', 'log', 'complete']);
+  });
+
   it('a stale_lease answer aborts the handler and nothing more is reported for that lease', async () => {
     let aborted = false;
     gw.onReport = (frame, ws) => {

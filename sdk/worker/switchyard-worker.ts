@@ -226,6 +226,8 @@ interface LeaseState {
   /** The final report, kept so it can go out (again) on the connection the lease moves to. */
   finalFrame?: Record<string, unknown>;
   finalTimer?: NodeJS.Timeout;
+  /** The final report waits for the answers to the lease's earlier frames (see sendFinal). */
+  finalHeld?: boolean;
   /** Why a lease that did not survive a move was lost, for its `dropped` event. */
   lostInMove?: string;
   /** Private leases: what the receipt signs, to sign it again under a new worker id after a move. */
@@ -918,6 +920,24 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private sendFinal(lease: LeaseState): void {
     if (lease.moving) return;
     const frame = lease.finalFrame!;
+    clearTimeout(lease.finalTimer);
+    // Not before the earlier frames of the lease are answered: one the gateway could not take
+    // (`unavailable`) goes again, and behind a final report it already took it would come too
+    // late (the lease has ended) and be lost. Waiting costs a round trip at the end of a lease.
+    if (lease.unanswered.length > 0 || lease.resend.length > 0) {
+      lease.finalHeld = true;
+      // An earlier answer that never comes (an error frame without a lease id) holds it no longer than this.
+      lease.finalTimer = setTimeout(() => this.sendHeldFinal(lease, true), this.reportTimeoutMs);
+      return;
+    }
+    this.sendHeldFinal(lease, true);
+  }
+
+  private sendHeldFinal(lease: LeaseState, now: boolean): void {
+    if (lease.moving || (!now && (lease.unanswered.length > 0 || lease.resend.length > 0))) return;
+    clearTimeout(lease.finalTimer);
+    lease.finalHeld = false;
+    const frame = lease.finalFrame!;
     if (!this.sendLease(lease, frame)) return lease.onFinalAnswer?.({ ok: false, code: 'disconnected', message: 'the connection was lost' });
     lease.finalIndex = lease.sent;
     lease.finalType = String(frame.type);
@@ -947,6 +967,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     if (lease.conn.moving) queueMicrotask(() => this.closeWhenAnswered(lease.conn));
     if (!answer.ok && answer.code === 'unavailable' && frame) return this.sendAgainLater(lease, frame);
     lease.outageRetries = 0;
+    if (lease.finalHeld && !lease.moving) this.sendHeldFinal(lease, false);
     if (!answer.ok && answer.code === 'stale_lease' && lease.phase !== 'reporting') {
       this.log.warn('the gateway says this lease is stale; dropping its work', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
       this.abortLease(lease, 'stale');
@@ -966,10 +987,9 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
    */
   private sendAgainLater(lease: LeaseState, frame: Record<string, unknown>): void {
     const final = frame === lease.finalFrame;
-    if (final) {
-      clearTimeout(lease.finalTimer);
-      lease.finalIndex = undefined;
-    }
+    // An outage does not count against the wait for the final report's answer, held or sent.
+    if (final || lease.finalHeld) clearTimeout(lease.finalTimer);
+    if (final) lease.finalIndex = undefined;
     lease.resend.push(frame);
     if (lease.resendTimer) return;
     const delay = Math.min(100 * 2 ** lease.outageRetries++, 2_000);
@@ -981,9 +1001,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       if (this.leases.get(lease.info.lease_id) !== lease || lease.conn !== conn) return;
       // In the order first sent: a log line still arrives before the report that ends the lease.
       for (const f of frames) {
-        if (f === lease.finalFrame) this.sendFinal(lease);
-        else this.sendLease(lease, f);
+        if (f !== lease.finalFrame) this.sendLease(lease, f);
       }
+      // Behind the frames sent again, and only once they are answered.
+      if (lease.finalHeld || frames.includes(lease.finalFrame!)) this.sendFinal(lease);
     }, delay);
     conn.timers.push(lease.resendTimer);
   }
