@@ -50,7 +50,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   routes.push(...botPageRoutes(s)); // bot pages: chatUrl's HTML and /embed.js (docs/bots-embed.md)
   routes.push(...openaiRoutes(s)); // OpenAI: errors in OpenAI's shape (errorStyle)
   routes.push(...toolRoutes(s)); // tools
-  routes.push(...metricsRoutes(s)); // metrics: GET /metrics, outside /v1 (CONTRACT "Operators' surfaces")
+  routes.push(...metricsRoutes(s)); // metrics: GET /metrics, outside /v1 (docs/api.md, "Operators' surfaces")
   routes.push(...attestationRoutes(s)); // private tier: workers' current evidence, for audits
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));

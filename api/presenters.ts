@@ -1,7 +1,7 @@
 import type { Account, ApiKeyRecord, Operator, RunRecord } from '../models/types.js';
 import { isTerminal } from '../models/types.js';
 
-/** The job object of CONTRACT "Jobs"; internal fields (account, price, input) stay inside. */
+/** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
 export function jobView(run: RunRecord, queuePosition: number | null = null) {
   return {
     run_id: run.run_id,

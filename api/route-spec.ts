@@ -3,7 +3,7 @@ import type { Ctx, RequestState } from './context.js';
 
 export type Auth = 'account' | 'admin' | 'none';
 
-/** Shape of error bodies: the CONTRACT envelope, or OpenAI's (`{error: {message, type, param, code}}`). */
+/** Shape of error bodies: the error envelope of docs/api.md, or OpenAI's (`{error: {message, type, param, code}}`). */
 export type ErrorStyle = 'contract' | 'openai';
 
 export interface ResponseSpec {

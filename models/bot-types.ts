@@ -10,7 +10,7 @@ export const newConversationId = (): string => `conv_${ulid()}`;
 export const BOT_ID_PATTERN = /^bot_[0-9A-HJKMNP-TV-Z]{26}$/;
 export const CONVERSATION_ID_PATTERN = /^conv_[0-9A-HJKMNP-TV-Z]{26}$/;
 
-/** A bot (SPEC 2.5): a model, a system prompt and tools behind a publishable embed token. */
+/** A bot (docs/bots.md): a model, a system prompt and tools behind a publishable embed token. */
 export interface BotRecord {
   id: string;
   account_id: string;

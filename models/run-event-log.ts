@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { LuaScript } from './redis/lua-script.js';
 
-/** The event names of CONTRACT "Events". */
+/** The event names of docs/api.md "Events". */
 export type RunEventName = 'status' | 'progress' | 'log' | 'output' | 'done';
 
 /** One event of a run: its per-run sequence number, its name and its data as one JSON line. */

@@ -1,5 +1,5 @@
 /**
- * The catalogue of capabilities (SPEC.md section 1). Each kind has a rollout state and the
+ * The catalogue of capabilities (docs/api.md "Kinds"). Each kind has a rollout state and the
  * JSON Schema its `input` must satisfy. Input schemas name what a worker needs and leave
  * other fields open: `input` is forwarded verbatim, so engines may take extra parameters.
  */

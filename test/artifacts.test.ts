@@ -107,7 +107,7 @@ describe('artifacts: uploads with a lease, public downloads, retention (issue: a
 
   const idOf = (url: string): string => new URL(url).pathname.split('/')[3];
 
-  it('stores an upload and serves it at an absolute URL, byte for byte, with the CONTRACT headers', async () => {
+  it('stores an upload and serves it at an absolute URL, byte for byte, with the documented headers', async () => {
     const bytes = randomBytes(10_000);
     const res = await upload(gw, await lease(), 'image.png', bytes, { 'content-type': 'image/png' });
     assert.equal(res.status, 201, res.text);

@@ -171,7 +171,7 @@ function assertNoInternals(res: Res): void {
   assert.ok(!text.includes('node:internal'), `node internals in the body: ${text.slice(0, 500)}`);
 }
 
-/** The CONTRACT error envelope with `code` at `status`, a request id, and nothing internal. */
+/** The error envelope (docs/api.md) with `code` at `status`, a request id, and nothing internal. */
 function assertError(res: Res, status: number, code: string): void {
   const seen = `${res.status} ${res.text.slice(0, 500)}`;
   assert.ok(res.status < 500, `a 5xx: ${seen}`);

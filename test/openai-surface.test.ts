@@ -148,7 +148,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
       const contract = await gw.request('GET', '/v1/jobs');
       assert.equal(contract.status, 401);
       assert.equal(contract.body.error.code, 'unauthorized');
-      assert.equal(contract.body.error.type, undefined, 'the CONTRACT envelope elsewhere');
+      assert.equal(contract.body.error.type, undefined, 'the error envelope of docs/api.md elsewhere');
     });
   });
 

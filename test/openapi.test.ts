@@ -65,7 +65,7 @@ describe('OpenAPI document (issue 2)', () => {
     }
   });
 
-  it('describes errors with the CONTRACT envelope and names the auth schemes', () => {
+  it('describes errors with the error envelope of docs/api.md and names the auth schemes', () => {
     const err = doc.components.schemas.Error;
     assert.deepEqual(err.required, ['error']);
     assert.ok(doc.components.securitySchemes.bearer && doc.components.securitySchemes.serviceKey);

@@ -37,7 +37,7 @@ export interface BotRateLimiterOptions {
 }
 
 /**
- * The bot surfaces' rate limits (CONTRACT "Tools and bots"): per bot and per bot and client
+ * The bot surfaces' rate limits (docs/api.md "Tools and bots"): per bot and per bot and client
  * address, shared by every gateway instance. A limit of N per minute admits N at once, then one
  * every 60/N seconds.
  */

@@ -175,7 +175,7 @@ export class BotService {
       const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
       throw new SwitchyardError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
     }
-    // Another account's bot does not exist for this key (CONTRACT: 404, never 403).
+    // Another account's bot does not exist for this key (docs/api.md: 404, never 403).
     if (principal.accountId !== bot.account_id) throw new NotFoundError('bot');
   }
 

@@ -49,7 +49,7 @@ const CLOSE_TOO_SLOW = 1013;
 const MAX_SUBSCRIPTIONS = 100;
 
 /**
- * The callers' WebSocket (CONTRACT "Events"): authenticate by header or first message,
+ * The callers' WebSocket (docs/api.md "Events"): authenticate by header or first message,
  * submit jobs, subscribe to runs (`after` = the last event id seen). Every bad message is
  * answered with an error frame and the connection stays open; only auth failures close it.
  */

@@ -28,7 +28,7 @@ export class LiveEvent {
     return (this.sseFrame ??= `id: ${this.id}\nevent: ${this.event}\ndata: ${this.data}\n\n`);
   }
 
-  /** The caller WebSocket frame (CONTRACT "Events"); `data` is spliced in, not re-encoded. */
+  /** The caller WebSocket frame (docs/api.md "Events"); `data` is spliced in, not re-encoded. */
   wsFrame(runId: string): string {
     return `{"type":"event","run_id":${JSON.stringify(runId)},"id":${this.id},"event":${JSON.stringify(this.event)},"data":${this.data}}`;
   }

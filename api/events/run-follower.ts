@@ -28,7 +28,7 @@ const PAGE = 1000;
 const MAX_HELD = 10_000;
 
 /**
- * Follows one run for one client, CONTRACT "Events": a fresh follower gets the current job
+ * Follows one run for one client, docs/api.md "Events": a fresh follower gets the current job
  * as `status`, then live events; a resumed one (`after` = Last-Event-ID) gets every logged
  * event after it, then live ones. The live subscription starts before the log is read and
  * events are passed on only above the last number sent, so the replay/live boundary has

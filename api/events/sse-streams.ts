@@ -5,7 +5,7 @@ import type { RunEventSink, RunFollower } from './run-follower.js';
 
 export interface SseStreamsOptions {
   follower: RunFollower;
-  /** @defaultValue 15000 (CONTRACT: a ping at least every 15 s) */
+  /** @defaultValue 15000 (docs/events.md: a ping at least every 15 s) */
   pingMs: number;
   /** Unsent bytes a client may hold before it is cut off; it resumes with Last-Event-ID. */
   bufferBytes: number;

@@ -54,7 +54,7 @@ export function renderError(
 }
 
 /**
- * The one place errors become HTTP answers: the CONTRACT envelope (or, on the paths of
+ * The one place errors become HTTP answers: the error envelope of docs/api.md (or, on the paths of
  * routes with `errorStyle: 'openai'`, OpenAI's), no stack traces.
  */
 export function errorHandler(log: Logger, styleOf: (path: string) => ErrorStyle = () => 'contract'): Middleware<RequestState> {

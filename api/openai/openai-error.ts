@@ -2,7 +2,7 @@ import type { SwitchyardError } from '../../models/errors.js';
 
 /**
  * OpenAI's error `type` for an HTTP status. Clients branch on it (and the SDKs on the status),
- * so it follows OpenAI's own vocabulary; `code` stays our CONTRACT code.
+ * so it follows OpenAI's own vocabulary; `code` stays the gateway's error code.
  */
 export function openAiErrorType(status: number): string {
   if (status === 401) return 'authentication_error';
@@ -32,8 +32,8 @@ export function paramOf(err: SwitchyardError): string | null {
 }
 
 /**
- * OpenAI's error envelope `{error: {message, type, param, code}}`. It keeps the CONTRACT
- * fields (`code`, `message`, `details`), so it is also a valid CONTRACT envelope.
+ * OpenAI's error envelope `{error: {message, type, param, code}}`. It keeps the error envelope
+ * fields (`code`, `message`, `details`), so it is also a valid envelope of docs/api.md.
  */
 export function openAiErrorBody(err: SwitchyardError): { error: Record<string, unknown> } {
   const error: Record<string, unknown> = { message: err.message, type: openAiErrorType(err.status), param: paramOf(err), code: err.code };

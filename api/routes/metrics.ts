@@ -19,7 +19,7 @@ function metricsGuard(token: string | undefined): (ctx: Ctx) => void {
   };
 }
 
-/** `GET /metrics`: the Prometheus scrape (CONTRACT "Operators' surfaces"); outside /v1, no API key. */
+/** `GET /metrics`: the Prometheus scrape (docs/api.md, "Operators' surfaces"); outside /v1, no API key. */
 export function metricsRoutes(s: Services): RouteSpec[] {
   const guard = metricsGuard(s.config.metricsToken);
   return [

@@ -25,7 +25,7 @@ export interface SubmitJobBody {
 /** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
 export const CLASS_PRIORITY: Record<JobClass, number> = { interactive: 10, standard: 20, batch: 30 };
 
-/** Idempotency keys are honoured for 24 hours (CONTRACT "Jobs"). */
+/** Idempotency keys are honoured for 24 hours (docs/api.md "Jobs"). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 export interface JobServiceOptions {

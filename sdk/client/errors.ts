@@ -1,6 +1,6 @@
 import type { JobResult, JsonObject } from './types.js';
 
-/** The error codes of CONTRACT "Conventions"; a newer gateway may send others. */
+/** The error codes of docs/api.md "Conventions"; a newer gateway may send others. */
 export type SwitchyardErrorCode =
   | 'invalid_request'
   | 'unknown_kind'

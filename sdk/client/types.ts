@@ -1,5 +1,5 @@
 /**
- * The wire shapes of the Switchyard API as the client library sees them (CONTRACT.md).
+ * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
  * Plain data only: nothing here imports server code.
  */
 

@@ -106,7 +106,7 @@ export class TestGateway {
   }
 }
 
-/** Asserts the CONTRACT error envelope and returns its code. */
+/** Asserts the error envelope (docs/api.md) and returns its code. */
 export function errorCode(res: Res): string {
   const e = res.body?.error;
   if (!e || typeof e.code !== 'string' || typeof e.message !== 'string') throw new Error(`not an error envelope: ${res.status} ${res.text}`);
