@@ -22,16 +22,22 @@ export function isPublicAddress(ip: Address): boolean {
   return ip.match(GLOBAL_UNICAST_V6) && ip.range() === 'unicast';
 }
 
+/**
+ * `address` parsed (any spelling ipaddr.js reads), and the same host as plain IPv4 when it is
+ * written IPv4-mapped; null when it is not an IP literal.
+ */
+function parseAddress(address: string): { ip: Address; plain: Address } | null {
+  try {
+    const ip = ipaddr.parse(address);
+    return { ip, plain: ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip };
+  } catch {
+    return null;
+  }
+}
+
 /** True when `address` (an IP literal) is loopback: 127.0.0.0/8, ::1, or 127.x written IPv4-mapped. */
 export function isLoopbackAddress(address: string): boolean {
-  let ip: Address;
-  try {
-    ip = ipaddr.parse(address);
-  } catch {
-    return false;
-  }
-  const plain = ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip;
-  return plain.range() === 'loopback';
+  return parseAddress(address)?.plain.range() === 'loopback';
 }
 
 /**
@@ -48,14 +54,10 @@ export class AddressPolicy {
 
   /** True when `address` (an IP literal in any spelling ipaddr.js parses) may be connected to. */
   allows(address: string): boolean {
-    let ip: Address;
-    try {
-      ip = ipaddr.parse(address);
-    } catch {
-      return false;
-    }
+    const parsed = parseAddress(address);
+    if (!parsed) return false;
+    const { ip, plain } = parsed;
     // An exemption written as IPv4 also covers the IPv4-mapped spelling: both reach the same host.
-    const plain = ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip;
     if (this.exempt.some(([net, bits]) => net.kind() === plain.kind() && plain.match(net, bits))) return true;
     return isPublicAddress(ip);
   }
