@@ -303,7 +303,7 @@ async function testAttestation(file: string) {
 
 /** `switchyard worker`: an SDK worker with a built-in engine, until SIGTERM/SIGINT. */
 async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<number> {
-  const { KIND_NAMES } = await import('../queues/kinds.js');
+  const { KIND_NAMES } = await import('../models/kinds.js');
   const { SwitchyardWorker, WorkerRefusedError, consoleLogger, workerSocketUrl } = await import('../sdk/worker/index.js');
   if (!flags.gateway) throw new UsageError('worker needs --gateway URL (the gateway\'s http(s):// address)');
   try {

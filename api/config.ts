@@ -1,6 +1,7 @@
 import { Ajv } from 'ajv';
 import ipaddr from 'ipaddr.js';
-import { KIND_NAMES, findKind } from '../queues/kinds.js';
+import { KIND_NAMES, findKind } from '../models/kinds.js';
+import type { AttestationSettings } from '../dispatch/attestation/attestation-service.js';
 
 /**
  * Gateway configuration, read from the environment once at boot and validated as a whole:
@@ -80,20 +81,7 @@ export interface Config {
     retryDelaysMs: number[];
   };
   /** Private tier: how attestation evidence is checked (docs/confidentiality.md). */
-  attestation: {
-    /** The verifier's JWKS: a file path or an https URL (NVIDIA's attestation service keys in production). Unset: private workers are refused. */
-    jwks?: string;
-    /** Expected `iss` of every token. @defaultValue 'https://nras.attestation.nvidia.com' */
-    issuer: string;
-    /** Allowed GPU driver versions; empty: any. */
-    driverVersions: string[];
-    /** Allowed VBIOS versions; empty: any. */
-    vbiosVersions: string[];
-    /** How long a gateway nonce may be answered. @defaultValue 120000 */
-    nonceTtlMs: number;
-    /** Fresh evidence is asked for this long before the current one expires. @defaultValue 300000 */
-    refreshBeforeMs: number;
-  };
+  attestation: AttestationSettings;
   /** Tools, bots and the agent loop. */
   agents: {
     /** AES-256-GCM key that encrypts tool secrets at rest (TOOL_SECRET_KEY, 32 bytes as base64 or hex). Unset: the gateway makes one under DATA_DIR (api/tools/tool-secret-key.ts). */

@@ -18,7 +18,7 @@ import { WorkerSocketServer } from '../dispatch/worker-socket-server.js';
 import { TrustEnforcer } from '../dispatch/trust-enforcer.js';
 import { PrivateRegistrations } from '../dispatch/private-registration.js'; // private tier
 import { ReceiptChecker } from '../dispatch/receipt-check.js'; // private tier
-import { AttestationService } from './attestation/attestation-service.js'; // private tier
+import { AttestationService } from '../dispatch/attestation/attestation-service.js'; // private tier
 import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js'; // artifacts
 import { FsArtifactStore } from '../models/fs-artifact-store.js'; // artifacts
 import { createApp } from './app.js';

@@ -1,4 +1,4 @@
-import { JOB_CLASSES, KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { JOB_CLASSES, KIND_NAMES, TIERS } from '../models/kinds.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../models/types.js';
 
 /**

@@ -1,9 +1,8 @@
-import type { Tier } from '../queues/kinds.js';
+import type { Tier } from '../models/kinds.js';
 import type { AttestationSession } from './worker-attestation.js';
+import type { GatewayFrame } from './worker-frames.js';
 import type { WorkerInfo } from './worker-info.js';
 
-/** Frames the gateway sends to a worker (docs/worker-protocol.md). */
-export type GatewayFrame = Record<string, unknown> & { type: string };
 
 /** A worker connected to this gateway process, whatever carries its frames. */
 export interface ConnectedWorker {

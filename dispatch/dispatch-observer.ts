@@ -1,4 +1,4 @@
-import type { Tier } from '../queues/kinds.js';
+import type { Tier } from '../models/kinds.js';
 
 /**
  * Why a lease was lost, as a small fixed set (metric label values must stay bounded):

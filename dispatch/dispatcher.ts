@@ -8,7 +8,7 @@ import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import { TIERS } from '../queues/kinds.js';
+import { TIERS } from '../models/kinds.js';
 import { queueName, queueTier } from '../queues/queue-names.js';
 import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';

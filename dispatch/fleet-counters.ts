@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { TIERS, type Tier } from '../queues/kinds.js';
+import { TIERS, type Tier } from '../models/kinds.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import { effectiveTier } from './worker-info.js';
 

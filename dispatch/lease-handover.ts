@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { RunStore } from '../models/stores.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import type { Tier } from '../queues/kinds.js';
+import type { Tier } from '../models/kinds.js';
 import type { BullWorkers } from './bull-workers.js';
 import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseRecord, LeaseStore } from './lease-store.js';

@@ -1,14 +1,14 @@
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { AttestationService } from '../api/attestation/attestation-service.js';
+import type { AttestationService } from './attestation/attestation-service.js';
 import { AttestationError, type Evidence } from '../sdk/attestation/index.js';
-import { TIERS, type Tier } from '../queues/kinds.js';
+import { TIERS, type Tier } from '../models/kinds.js';
 import type { OperatorTrust } from '../models/types.js';
-import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
+import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 import { AttestationSession } from './worker-attestation.js';
-import type { RegisterFrame } from './worker-frames.js';
+import type { GatewayFrame, RegisterFrame } from './worker-frames.js';
 
 export interface PrivateRegistrationsOptions {
   service: AttestationService;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { WorkerAttestation } from '../api/attestation/attestation-service.js';
+import type { WorkerAttestation } from './attestation/attestation-service.js';
 import { ARTIFACT_ID_PATTERN, type ArtifactStore } from '../models/artifact-store.js';
 import type { RunRecord } from '../models/types.js';
 import { decodeJwt } from 'jose';

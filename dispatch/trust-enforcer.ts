@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { OperatorStore } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
-import { TIERS } from '../queues/kinds.js';
+import { TIERS } from '../models/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';

@@ -1,8 +1,8 @@
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import type { AttestationService, WorkerAttestation } from '../api/attestation/attestation-service.js';
+import type { AttestationService, WorkerAttestation } from './attestation/attestation-service.js';
 import { AttestationError, type Evidence } from '../sdk/attestation/index.js';
-import type { GatewayFrame } from './connected-worker.js';
+import type { GatewayFrame } from './worker-frames.js';
 
 export interface AttestationSessionOptions {
   service: AttestationService;

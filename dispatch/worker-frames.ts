@@ -1,5 +1,8 @@
-import { compile, fieldErrors } from '../api/validation.js';
-import { KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { compile, fieldErrors } from '../models/validation.js';
+import { KIND_NAMES, TIERS } from '../models/kinds.js';
+
+/** Frames the gateway sends to a worker (docs/worker-protocol.md). */
+export type GatewayFrame = Record<string, unknown> & { type: string };
 
 /** The frames a worker may send (docs/worker-protocol.md), as JSON Schemas checked on arrival. */
 export const PROTOCOL_VERSIONS = [1, 2] as const;

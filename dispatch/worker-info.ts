@@ -1,4 +1,4 @@
-import type { Tier } from '../queues/kinds.js';
+import type { Tier } from '../models/kinds.js';
 
 /** A connected worker as its gateway instance registered it. */
 export interface WorkerInfo {

@@ -7,13 +7,13 @@ import { hashSecret, lookupIdOf, sameHash } from '../models/credentials.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { OperatorStore, WorkerTokenStore } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
-import { KIND_NAMES } from '../queues/kinds.js';
-import { TIER_RANK, type ConnectedWorker, type GatewayFrame } from './connected-worker.js';
+import { KIND_NAMES } from '../models/kinds.js';
+import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from './private-registration.js';
 import type { TrustEnforcer } from './trust-enforcer.js';
 import type { Evidence } from '../sdk/attestation/index.js';
-import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type RegisterFrame } from './worker-frames.js';
+import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type GatewayFrame, type RegisterFrame } from './worker-frames.js';
 
 export const WORKER_PATH = '/v1/workers/connect';
 

@@ -1,4 +1,4 @@
-import type { JobClass, Tier } from '../queues/kinds.js';
+import type { JobClass, Tier } from './kinds.js';
 
 export interface Account {
   id: string;

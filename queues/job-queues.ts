@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunRecord } from '../models/types.js';
-import { KINDS, TIERS, type Tier } from './kinds.js';
+import { KINDS, TIERS, type Tier } from '../models/kinds.js';
 import { queueName } from './queue-names.js';
 
 /** What a queued BullMQ job carries. The run record is the source of truth; this is a pointer to it. */

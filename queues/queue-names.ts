@@ -1,4 +1,4 @@
-import type { Tier } from './kinds.js';
+import type { Tier } from '../models/kinds.js';
 
 /**
  * BullMQ queue names cannot contain ':' (it separates Redis key parts), and kinds are full of

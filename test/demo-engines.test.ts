@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { WaveFile } from 'wavefile';
-import { KIND_NAMES } from '../queues/kinds.js';
+import { KIND_NAMES } from '../models/kinds.js';
 import { createDemoEngine, DEMO_FAMILIES } from '../sdk/engines/demo/index.js';
 import type { Engine, EngineArtifact, EngineResult } from '../sdk/engines/types.js';
 

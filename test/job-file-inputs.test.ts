@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { KINDS } from '../queues/kinds.js';
+import { KINDS } from '../models/kinds.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 
 /**

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { KIND_NAMES, TIERS } from '../queues/kinds.js';
+import { KIND_NAMES, TIERS } from '../models/kinds.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import type { Engine } from '../sdk/engines/types.js';
 import { silentLogger } from '../sdk/worker/logger.js';

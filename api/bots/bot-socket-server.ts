@@ -6,7 +6,7 @@ import { refuseUpgrade } from '../../dispatch/worker-socket-server.js';
 import type { BotRecord } from '../../models/bot-types.js';
 import { NotFoundError, SwitchyardError } from '../../models/errors.js';
 import { jsonDepth, parseJsonObject } from '../middleware/json-body.js';
-import { assertValid } from '../validation.js';
+import { assertValid } from '../../models/validation.js';
 import { botCredentials, type BotCredentials } from './bot-credentials.js';
 import * as B from './bot-schemas.js';
 import type { BotService } from './bot-service.js';

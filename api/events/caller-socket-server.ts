@@ -13,7 +13,7 @@ import { jsonDepth, parseJsonObject } from '../middleware/json-body.js';
 import { acceptedView } from '../presenters.js';
 import * as S from '../schemas.js';
 import type { JobService, SubmitJobBody } from '../services/job-service.js';
-import { assertValid } from '../validation.js';
+import { assertValid } from '../../models/validation.js';
 import type { RunFollower } from './run-follower.js';
 
 export const CALLER_WS_PATH = '/v1/ws';

@@ -2,7 +2,7 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 import type { DispatchObserver, LeaseLossReason } from '../../dispatch/dispatch-observer.js';
 import { LEASE_LOSS_REASONS } from '../../dispatch/dispatch-observer.js';
 import { isTerminal, type RunRecord } from '../../models/types.js';
-import { KIND_NAMES, TIERS, type Tier } from '../../queues/kinds.js';
+import { KIND_NAMES, TIERS, type Tier } from '../../models/kinds.js';
 import type { WebhookOutcome } from '../webhooks/attempt-log.js';
 import {
   DISPATCH_SECONDS_BUCKETS,

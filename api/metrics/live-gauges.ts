@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { WorkerInfo } from '../../dispatch/worker-info.js';
 import type { JobQueues } from '../../queues/job-queues.js';
-import { KIND_NAMES, TIERS } from '../../queues/kinds.js';
+import { KIND_NAMES, TIERS } from '../../models/kinds.js';
 import { QUEUE_STATES, SLOT_STATES, SOCKET_SURFACES, kindLabel, type SocketSurface } from './metric-labels.js';
 import { QueueDepth } from './queue-depth.js';
 

@@ -1,4 +1,4 @@
-import { KIND_NAMES } from '../../queues/kinds.js';
+import { KIND_NAMES } from '../../models/kinds.js';
 import type { WebhookOutcome } from '../webhooks/attempt-log.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { JobQueues } from '../../queues/job-queues.js';
-import { KINDS, TIERS, type Tier } from '../../queues/kinds.js';
+import { KINDS, TIERS, type Tier } from '../../models/kinds.js';
 
 export interface QueueDepthRow {
   kind: string;

@@ -1,6 +1,6 @@
 import type { FleetCounters } from '../../dispatch/fleet-counters.js';
 import type { JobQueues } from '../../queues/job-queues.js';
-import { KINDS, TIERS, type Tier } from '../../queues/kinds.js';
+import { KINDS, TIERS, type Tier } from '../../models/kinds.js';
 
 type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });

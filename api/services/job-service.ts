@@ -6,10 +6,10 @@ import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '.
 import type { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import { queueName } from '../../queues/queue-names.js';
-import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../queues/kinds.js';
+import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../models/kinds.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
-import { assertValid, compile } from '../validation.js';
+import { assertValid, compile } from '../../models/validation.js';
 import { fingerprint } from './canonical-json.js';
 
 export interface SubmitJobBody {

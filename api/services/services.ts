@@ -11,7 +11,7 @@ import type { ArtifactStore } from '../../models/artifact-store.js'; // artifact
 import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
-import type { AttestationService } from '../attestation/attestation-service.js'; // private tier
+import type { AttestationService } from '../../dispatch/attestation/attestation-service.js'; // private tier
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import type { BotService } from '../bots/bot-service.js'; // bots
 import type { BotTurns } from '../bots/bot-turns.js'; // bots

@@ -2,7 +2,7 @@ import safeRegex from 'safe-regex2';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { SwitchyardError } from '../../models/errors.js';
-import { fieldErrors } from '../validation.js';
+import { fieldErrors } from '../../models/validation.js';
 
 /** Largest `inputSchema`, as compact JSON. */
 export const MAX_INPUT_SCHEMA_BYTES = 64 * 1024;

@@ -3,7 +3,6 @@ import type { StoredTool } from '../../models/stores.js';
 import { OutboundError, type OutboundResponse, type SsrfGuard } from '../outbound/ssrf-guard.js';
 import { signWebhook } from '../webhooks/signing.js';
 import type { SecretBox } from './secret-box.js';
-import type { ToolCallResult } from './tool-service.js';
 
 export const TOOL_USER_AGENT = 'Switchyard-Tools/1';
 
@@ -11,7 +10,12 @@ export const TOOL_USER_AGENT = 'Switchyard-Tools/1';
 export const TOOL_OUTPUT_MAX_BYTES = 32 * 1024;
 
 /** What a call came to; the service adds the tool's names and the duration. */
-export type ToolOutcome = Pick<ToolCallResult, 'ok' | 'status' | 'output' | 'error'>;
+export interface ToolOutcome {
+  ok: boolean;
+  status: number | null;
+  output: unknown;
+  error: { code: string; message: string } | null;
+}
 
 interface ToolRequest {
   url: URL;

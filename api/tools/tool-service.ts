@@ -5,19 +5,15 @@ import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import { mintWebhookSecret } from '../webhooks/signing.js';
 import { InputSchemas } from './input-schemas.js';
 import { SecretBox } from './secret-box.js';
-import { ToolCaller } from './tool-caller.js';
+import { ToolCaller, type ToolOutcome } from './tool-caller.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
 /** A tool as routes, bots and the agent loop see it: the stored tool without its sealed secrets. */
 export interface ToolRecord extends Omit<StoredTool, 'secrets'> {}
 
-export interface ToolCallResult {
+export interface ToolCallResult extends ToolOutcome {
   tool_id: string;
   name: string;
-  ok: boolean;
-  status: number | null;
-  output: unknown;
-  error: { code: string; message: string } | null;
   duration_ms: number;
 }
 
@@ -156,7 +152,7 @@ export class ToolService {
   async call(tool: ToolRecord, args: unknown, opts: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
     const started = Date.now();
     // Every way out of a call passes here, so this is where it is counted.
-    const result = (outcome: Pick<ToolCallResult, 'ok' | 'status' | 'output' | 'error'>): ToolCallResult => {
+    const result = (outcome: ToolOutcome): ToolCallResult => {
       this.opts.metrics?.toolCall(outcome.ok);
       return { tool_id: `custom:${tool.id}`, name: tool.name, ...outcome, duration_ms: Date.now() - started };
     };

@@ -1,6 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { ValidationError } from '../models/errors.js';
+import { ValidationError } from './errors.js';
 
 /**
  * One ajv instance (JSON Schema 2020-12, the dialect of OpenAPI 3.1) compiles every request

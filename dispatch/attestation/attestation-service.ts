@@ -2,8 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import { createLocalJWKSet, createRemoteJWKSet, type JWK, type JWTVerifyGetKey } from 'jose';
-import type { Config } from '../config.js';
 import { AttestationError, eatNonceFor, verifyEvidence, type Evidence, type VerifiedEvidence } from '../../sdk/attestation/index.js';
+
+/** The verifier settings of private workers (ATTESTATION_* in the gateway's configuration). */
+export interface AttestationSettings {
+  /** The verifier's JWKS: a file path or an https URL (NVIDIA's attestation service keys in production). Unset: private workers are refused. */
+  jwks?: string;
+  /** Expected `iss` of every token. @defaultValue 'https://nras.attestation.nvidia.com' */
+  issuer: string;
+  /** Allowed GPU driver versions; empty: any. */
+  driverVersions: string[];
+  /** Allowed VBIOS versions; empty: any. */
+  vbiosVersions: string[];
+  /** How long a gateway nonce may be answered. @defaultValue 120000 */
+  nonceTtlMs: number;
+  /** Fresh evidence is asked for this long before the current one expires. @defaultValue 300000 */
+  refreshBeforeMs: number;
+}
 
 /** A private worker's current, verified evidence: what audits and run records point at. */
 export interface WorkerAttestation {
@@ -20,7 +35,7 @@ export interface WorkerAttestation {
 export interface AttestationServiceOptions {
   redis: Redis;
   prefix: string;
-  config: Config['attestation'];
+  config: AttestationSettings;
 }
 
 /**

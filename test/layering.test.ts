@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The source folders are layers, and imports only go down: sdk <- models <- queues <- dispatch
+ * <- api (the SDKs ship alone; stores know nothing of queues; dispatch nothing of HTTP). No file
+ * imports itself back through others either. The imports are read from the source text, so a
+ * new upward arrow or cycle fails here before it spreads.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const LAYERS = ['sdk', 'models', 'queues', 'dispatch', 'api'] as const;
+const rank = (file: string) => LAYERS.indexOf(file.split('/')[0] as (typeof LAYERS)[number]);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : sourceFiles(rel);
+    return /\.(ts|mts|mjs)$/.test(e.name) && !e.name.endsWith('.d.ts') ? [rel] : [];
+  });
+}
+
+/** Relative specifiers of static imports and re-exports (type-only ones too) and of `import()`. */
+function importsOf(source: string): string[] {
+  const specs: string[] = [];
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  for (const m of text.matchAll(/^\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]/gm)) specs.push(m[1]);
+  for (const m of text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) specs.push(m[1]);
+  for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1]);
+  return specs.filter((s) => s.startsWith('.'));
+}
+
+/** The import graph of the layers: file -> files it imports (paths from the repository root). */
+function graph(): Map<string, string[]> {
+  const files = LAYERS.flatMap((layer) => sourceFiles(layer));
+  const known = new Set(files);
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(readFileSync(path.join(ROOT, file), 'utf8')).map((spec) => {
+      const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
+      const ts = resolved.replace(/\.js$/, '.ts');
+      return known.has(ts) ? ts : resolved;
+    });
+    edges.set(file, targets);
+  }
+  return edges;
+}
+
+/** Every cycle's files (strongly connected components of more than one file, or a self-import). */
+function cycles(edges: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!edges.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (edges.get(v) ?? []).includes(v)) found.push(component.sort());
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+describe('source layering', () => {
+  const edges = graph();
+
+  it('reads the imports of every layer (the check below is not vacuous)', () => {
+    assert.deepEqual(importsOf(`import a from './a.js';\nimport type { B } from "../b.js";\nexport { c } from './c.js';\nconst d = await import('./d.js');\n// import x from './commented.js'\nimport 'node:fs';`), ['./a.js', '../b.js', './c.js', './d.js']);
+    assert.ok(edges.get('api/gateway.ts')?.includes('dispatch/dispatcher.ts'), 'the gateway imports the dispatcher');
+    const total = [...edges.values()].reduce((n, targets) => n + targets.length, 0);
+    assert.ok(total > 300, `only ${total} imports found`);
+  });
+
+  it('imports only from its own layer or the layers below it: sdk <- models <- queues <- dispatch <- api', () => {
+    const upward = [...edges].flatMap(([file, targets]) => targets.filter((t) => rank(t) > rank(file)).map((t) => `${file} -> ${t}`));
+    assert.deepEqual(upward, []);
+  });
+
+  it('has no import cycle', () => {
+    assert.deepEqual(cycles(edges), []);
+  });
+});
