@@ -25,7 +25,7 @@ import { openaiRoutes } from './routes/openai.js'; // OpenAI
 import { webhookRoutes } from './routes/webhooks.js';
 import { toolRoutes } from './routes/tools.js'; // tools
 import type { Services } from './services/services.js';
-import { assertValid } from './validation.js';
+import { assertValid } from '../models/validation.js';
 
 export const VERSION = '0.1.0';
 
@@ -38,11 +38,8 @@ function validated(spec: RouteSpec): RouteMiddleware {
 }
 
 /** The Koa application: request ids, one error renderer, then the routes of every area. */
-export function createApp(s: Services, log: Logger): Koa<RequestState> {
-  const app = new Koa<RequestState>({ proxy: s.config.trustProxy });
-  // Errors are rendered by errorHandler; Koa's own handler would only log them twice.
-  app.silent = true;
-
+/** Every route the application mounts, in order; the OpenAPI document is built from this very list. */
+export function routeSpecs(s: Services): RouteSpec[] {
   const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
   routes.push(...webhookRoutes(s));
@@ -54,7 +51,15 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   routes.push(...attestationRoutes(s)); // private tier: workers' current evidence, for audits
   let openapi: unknown;
   routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
+  return routes;
+}
 
+export function createApp(s: Services, log: Logger): Koa<RequestState> {
+  const app = new Koa<RequestState>({ proxy: s.config.trustProxy });
+  // Errors are rendered by errorHandler; Koa's own handler would only log them twice.
+  app.silent = true;
+
+  const routes = routeSpecs(s);
   const router = new Router<RequestState>();
   const account = authenticateAccount(s.auth, s.gate);
   const admin = authenticateAdmin(s.config.adminToken);

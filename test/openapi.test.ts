@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { routeSpecs } from '../api/app.js';
 import * as S from '../api/schemas.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
-describe('OpenAPI document (issue 2)', () => {
+describe('OpenAPI document', () => {
   const prefix = uniquePrefix('openapi');
   const gw = new TestGateway(prefix);
   let doc: any;
@@ -26,18 +27,11 @@ describe('OpenAPI document (issue 2)', () => {
     assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
   });
 
-  it('documents every public route of the gateway', () => {
-    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`));
-    for (const op of [
-      'POST /v1/jobs', 'GET /v1/jobs', 'GET /v1/jobs/{run_id}', 'POST /v1/jobs/{run_id}/cancel',
-      'GET /v1/account', 'POST /v1/account/keys', 'GET /v1/account/keys', 'DELETE /v1/account/keys/{key_id}', 'POST /v1/account/worker-tokens',
-      'POST /v1/admin/accounts', 'POST /v1/admin/accounts/{account_id}/credits', 'POST /v1/admin/operators',
-      'GET /v1/admin/operators', 'GET /v1/admin/operators/{operator_id}', 'POST /v1/admin/operators/{operator_id}/trust', 'POST /v1/admin/operators/{operator_id}/worker-tokens',
-      'GET /v1/attestation/workers/{worker_id}',
-      'GET /v1/openapi.json', 'GET /healthz', 'GET /readyz',
-    ]) {
-      assert.ok(operations.includes(op), `${op} is documented`);
-    }
+  it('documents every route the gateway mounts, and nothing else', () => {
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`));
+    const mounted = routeSpecs(gw.gateway.services).map((spec) => `${spec.method.toUpperCase()} ${spec.path}`);
+    assert.ok(mounted.length > 40, `only ${mounted.length} routes mounted`);
+    assert.deepEqual([...documented].sort(), [...mounted].sort());
   });
 
   it('publishes the very schema that validates job submissions', async () => {
