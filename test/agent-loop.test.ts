@@ -10,7 +10,7 @@ import { BotFixture } from './helpers/bot-fixture.js';
 const SHOP = 'https://shop.example';
 const refusal = (res: Res) => [res.status, errorCode(res)];
 
-describe('agent loop (issue 5)', function () {
+describe('agent loop', function () {
   this.timeout(30_000);
   const fx = new BotFixture('agent');
   let owner: { id: string; key: string };
@@ -126,7 +126,7 @@ describe('agent loop (issue 5)', function () {
   });
 });
 
-describe('agent loop bounded by AGENT_MAX_STEPS (issue 5)', function () {
+describe('agent loop bounded by AGENT_MAX_STEPS', function () {
   this.timeout(30_000);
   const fx = new BotFixture('agent-max', { AGENT_MAX_STEPS: '1' });
   let bot: any;

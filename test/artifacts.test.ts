@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -17,6 +16,7 @@ import { hashSecret } from '../models/credentials.js';
 import { FsArtifactStore } from '../models/fs-artifact-store.js';
 import { newRunId } from '../models/ids.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
+import { freePort } from './helpers/ports.js';
 
 v8.setFlagsFromString('--expose-gc');
 const forceGc: () => void = (() => {
@@ -26,13 +26,6 @@ const forceGc: () => void = (() => {
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Every file under `dir`, recursively (directories themselves are not listed). */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -46,7 +39,7 @@ interface TestLease {
   run_id: string;
 }
 
-describe('artifacts: uploads with a lease, public downloads, retention (issue: artifacts)', function () {
+describe('artifacts: uploads with a lease, public downloads, retention', function () {
   const prefix = uniquePrefix('artifacts');
   let dataDir: string;
   let smallDir: string;

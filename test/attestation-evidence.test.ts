@@ -24,7 +24,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   assert.fail('expected the check to fail');
 }
 
-describe('attestation evidence and receipts (issue 7)', function () {
+describe('attestation evidence and receipts', function () {
   let verifier: Awaited<ReturnType<typeof generateKeyPair>>;
   let impostor: Awaited<ReturnType<typeof generateKeyPair>>;
   let jwks: { keys: JWK[] };

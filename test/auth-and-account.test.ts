@@ -3,7 +3,7 @@ import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-describe('authentication and the account area (issue 2)', () => {
+describe('authentication and the account area', () => {
   const prefix = uniquePrefix('auth');
   // Two instances on one Redis: what one revokes, the other refuses at once.
   const a = new TestGateway(prefix);

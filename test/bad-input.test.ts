@@ -823,7 +823,7 @@ async function snapshotKeys(prefix: string, ignoreAccountId: string): Promise<st
   }
 }
 
-describe('bad input (issue 2)', function () {
+describe('bad input', function () {
   const prefix = uniquePrefix('bad-input');
   const gw = new TestGateway(prefix);
   const w = { gw } as World;

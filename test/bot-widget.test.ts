@@ -47,7 +47,7 @@ function socketFrames(page: Page): { frames: any[]; sent: any[]; urls: string[] 
   return seen;
 }
 
-describe('Bot chat page and embeddable widget in Chromium (issue 5)', function () {
+describe('Bot chat page and embeddable widget in Chromium', function () {
   this.timeout(60_000);
   const prefix = uniquePrefix('botweb');
   let gw: TestGateway;

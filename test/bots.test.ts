@@ -8,7 +8,7 @@ import { BotFixture, UpgradeRefused } from './helpers/bot-fixture.js';
  * mode's session tokens, the owner's key) and their rate limits, against a real gateway with a
  * demo LLM worker.
  */
-describe('bots (issue 5)', function () {
+describe('bots', function () {
   this.timeout(30_000);
   const fx = new BotFixture('bots', { BOT_RATE_PER_MIN: '4', BOT_CLIENT_RATE_PER_MIN: '2' });
   let owner: { id: string; key: string };

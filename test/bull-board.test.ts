@@ -7,14 +7,14 @@ import { WEBHOOK_QUEUE } from '../queues/webhook-queue.js';
 import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
-/** Bull Board at /admin/queues (issue 6): a real gateway, real Redis, Debian's Chromium. */
+/** Bull Board at /admin/queues: a real gateway, real Redis, Debian's Chromium. */
 
 const BEARER = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 const prefix = uniquePrefix('bullboard');
 
-describe('Bull Board at /admin/queues (issue 6)', function () {
+describe('Bull Board at /admin/queues', function () {
   this.timeout(60_000);
   let gw: TestGateway;
   let browser: Browser;

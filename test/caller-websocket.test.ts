@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 type Msg = Record<string, any>;
@@ -36,7 +36,7 @@ class Caller {
   }
 }
 
-describe('caller WebSocket /v1/ws (issue 4)', function () {
+describe('caller WebSocket /v1/ws', function () {
   const prefix = uniquePrefix('callws');
   let gw: TestGateway;
   let key: string;
@@ -45,7 +45,7 @@ describe('caller WebSocket /v1/ws (issue 4)', function () {
   before(async () => {
     gw = await new TestGateway(prefix).start();
     key = (await gw.account(10_000)).key;
-    const token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'op', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    const token = (await gw.workerToken('open', 'op'));
     worker = await new RawWorker(gw.url, token).connect({ kinds: ['inference:image:generate'], slots: 8 });
   });
   after(async () => {
@@ -161,7 +161,7 @@ describe('caller WebSocket /v1/ws (issue 4)', function () {
   });
 });
 
-describe('Prefer: wait on POST /v1/jobs (issue 4)', function () {
+describe('Prefer: wait on POST /v1/jobs', function () {
   const prefix = uniquePrefix('wait');
   let gw: TestGateway;
   let key: string;
@@ -170,7 +170,7 @@ describe('Prefer: wait on POST /v1/jobs (issue 4)', function () {
   before(async () => {
     gw = await new TestGateway(prefix).start();
     key = (await gw.account(10_000)).key;
-    token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'op', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    token = (await gw.workerToken('open', 'op'));
   });
   after(async () => {
     await gw.stop();

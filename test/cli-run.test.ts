@@ -12,7 +12,7 @@ const KIND = 'inference:image:generate';
 /** Not served by the test worker: its runs stay queued. */
 const UNSERVED = 'inference:audio:sfx-generate';
 
-describe('switchyard run (issue 4)', () => {
+describe('switchyard run', () => {
   const prefix = uniquePrefix('clirun');
   let gw: TestGateway;
   let worker: SwitchyardWorker;

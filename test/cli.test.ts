@@ -17,7 +17,7 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   }
 }
 
-describe('switchyard CLI (issue 2)', () => {
+describe('switchyard CLI', () => {
   const prefix = uniquePrefix('cli');
   const env = { REDIS_URL, REDIS_PREFIX: prefix, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY };
   after(async () => cleanupPrefix(prefix));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../api/config.js';
 
-describe('configuration (issue 2)', () => {
+describe('configuration', () => {
   it('has working defaults with an empty environment', () => {
     const c = loadConfig({});
     assert.equal(c.port, 8080);

@@ -19,7 +19,7 @@ async function spawnGateway(prefix: string): Promise<{ child: ChildProcess; url:
   throw new Error('the gateway exited before listening');
 }
 
-describe('crash between the run record and the queue write (issue 2)', () => {
+describe('crash between the run record and the queue write', () => {
   it('enqueues a recorded run that never reached its queue, once, after a restart', async () => {
     const prefix = uniquePrefix('crash');
     const first = await new TestGateway(prefix).start();

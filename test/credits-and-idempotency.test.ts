@@ -4,7 +4,7 @@ import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/h
 const body = (prompt = 'a cat') => ({ kind: 'inference:image:generate', input: { prompt } });
 const PRICE = 4; // the catalogue price of inference:image:generate
 
-describe('credits and idempotency (issue 2)', () => {
+describe('credits and idempotency', () => {
   const prefix = uniquePrefix('credits');
   const gw = new TestGateway(prefix);
   before(async () => gw.start());

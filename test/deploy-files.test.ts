@@ -56,7 +56,7 @@ function configVariables(): Set<string> {
   return names;
 }
 
-describe('deployment files (issue 6)', () => {
+describe('deployment files', () => {
   it('compose references only files and directories that exist in the repository', () => {
     const refs: string[] = [];
     for (const s of Object.values(compose.services)) {

@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { redisAnswers, startLocalRedis } from '../api/dev-redis.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { freePort } from './helpers/ports.js';
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** Runs `switchyard dev` until it has printed its banner, runs `whileUp`, then stops it. */
 async function devBanner(env: Record<string, string>, whileUp?: (banner: string) => Promise<void>): Promise<string> {
@@ -33,7 +26,7 @@ async function devBanner(env: Record<string, string>, whileUp?: (banner: string)
   return banner;
 }
 
-describe('npm run dev (issue 2)', () => {
+describe('npm run dev', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dev-'));
   const prefix = uniquePrefix('dev');
   after(async () => {

@@ -6,14 +6,8 @@ import { Redis } from 'ioredis';
 import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
 const image = (prompt = 'x', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt }, ...extra });
-async function workerToken(gw: TestGateway, trust: 'open' | 'trusted' = 'open'): Promise<string> {
-  const res = await gw.request('POST', '/v1/admin/operators', { body: { name: `op-${trust}`, trust }, headers: admin });
-  return res.body.worker_token;
-}
-
 describe('dispatcher wake-up', function () {
   // Leases of an hour make the safety sweep (a third of the lease) run every 20 minutes, so only
   // the `queued` announcement can bring this job to the idle worker within the test.
@@ -29,14 +23,14 @@ describe('dispatcher wake-up', function () {
 
   it('wakes an idle worker as soon as a job arrives', async () => {
     const { key } = await gw.account(100);
-    w = await new RawWorker(gw.url, await workerToken(gw)).connect();
+    w = await new RawWorker(gw.url, await gw.workerToken()).connect();
     const { body } = await gw.submit(key, image());
     const lease = await w.lease(10_000);
     assert.equal(lease.run_id, body.run_id);
   });
 });
 
-describe('dispatch to remote workers (issue 3)', function () {
+describe('dispatch to remote workers', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('dispatch');
   const gw = new TestGateway(prefix, FAST);
@@ -55,8 +49,8 @@ describe('dispatch to remote workers (issue 3)', function () {
   before(async () => {
     await gw.start();
     key = (await gw.account(10_000)).key;
-    openToken = await workerToken(gw, 'open');
-    trustedToken = await workerToken(gw, 'trusted');
+    openToken = await gw.workerToken('open');
+    trustedToken = await gw.workerToken('trusted');
   });
   afterEach(async () => {
     for (const w of workers.splice(0)) w.terminate();
@@ -391,7 +385,7 @@ describe('dispatch to remote workers (issue 3)', function () {
   });
 });
 
-describe('dispatch across gateway instances and crashes (issue 3)', function () {
+describe('dispatch across gateway instances and crashes', function () {
   this.timeout(60_000);
 
   it('a job submitted on B runs on a worker connected to A; a cancel sent to B reaches it', async () => {
@@ -400,7 +394,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
     const b = await new TestGateway(prefix, FAST).start();
     try {
       const { key } = await b.account(100);
-      const w = await new RawWorker(a.url, await workerToken(a)).connect();
+      const w = await new RawWorker(a.url, await a.workerToken()).connect();
       const { body } = await b.submit(key, image());
       const lease = await w.lease();
       assert.equal(lease.run_id, body.run_id);
@@ -422,7 +416,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
     const gw = await new TestGateway(prefix, { ...FAST, SHUTDOWN_DRAIN_MS: '5000' }).start();
     try {
       const { key } = await gw.account(100);
-      const w = await new RawWorker(gw.url, await workerToken(gw)).connect();
+      const w = await new RawWorker(gw.url, await gw.workerToken()).connect();
       const { body } = await gw.submit(key, image());
       const lease = await w.lease();
       const drain = w.next((f) => f.type === 'drain');
@@ -444,7 +438,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
     let child: ChildProcess | undefined;
     try {
       const { key } = await gw.account(100);
-      const token = await workerToken(gw);
+      const token = await gw.workerToken();
       child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/hold-lease-worker.ts', gw.url, token, '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
       const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
       assert.equal(JSON.parse((await lines.next()).value).type, 'registered');
@@ -485,7 +479,7 @@ describe('dispatch across gateway instances and crashes (issue 3)', function () 
         }
       }
       const { key } = await survivor.account(100);
-      const token = await workerToken(survivor);
+      const token = await survivor.workerToken();
       const doomed = await new RawWorker(url, token).connect();
       const { body } = await survivor.submit(key, image());
       await doomed.lease();

@@ -2,15 +2,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { EventSource } from 'eventsource';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 import { SseClient, type SseFrame } from './helpers/sse-client.js';
 
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-
-async function workerToken(gw: TestGateway): Promise<string> {
-  return (await gw.request('POST', '/v1/admin/operators', { body: { name: 'op', trust: 'open' }, headers: admin })).body.worker_token;
-}
 
 /** Opens an `eventsource` EventSource with the account key; collects frames until `done`. */
 function eventSource(url: string, key: string, lastEventId?: number) {
@@ -33,7 +28,7 @@ function assertContiguous(frames: SseFrame[], from: number): void {
   frames.forEach((f, i) => assert.equal(f.id, from + i, `frame ${i} (${f.event}) has id ${f.id}, expected ${from + i}: ${frames.map((x) => x.id).join(',')}`));
 }
 
-describe('SSE events (issue 4)', function () {
+describe('SSE events', function () {
   const prefix = uniquePrefix('sse');
   let gw: TestGateway;
   let key: string;
@@ -43,7 +38,7 @@ describe('SSE events (issue 4)', function () {
   before(async () => {
     gw = await new TestGateway(prefix, { SSE_PING_MS: '200', EVENT_CLIENT_BUFFER: '64kb' }).start();
     key = (await gw.account(100_000)).key;
-    token = await workerToken(gw);
+    token = await gw.workerToken();
   });
   beforeEach(async () => {
     worker = await new RawWorker(gw.url, token).connect({ kinds: ['inference:image:generate'], slots: 4 });
@@ -233,7 +228,7 @@ describe('SSE events (issue 4)', function () {
   });
 });
 
-describe('SSE across gateway instances (issue 4)', function () {
+describe('SSE across gateway instances', function () {
   const prefix = uniquePrefix('sse-ab');
   let a: TestGateway;
   let b: TestGateway;
@@ -250,7 +245,7 @@ describe('SSE across gateway instances (issue 4)', function () {
 
   it('streams from instance A a run whose worker is connected to instance B', async () => {
     const { key } = await a.account(100);
-    const worker = await new RawWorker(b.url, await workerToken(b)).connect({ kinds: ['inference:image:generate'] });
+    const worker = await new RawWorker(b.url, await b.workerToken()).connect({ kinds: ['inference:image:generate'] });
     try {
       const runId = (await a.submit(key)).body.run_id;
       const stream = eventSource(`${a.url}/v1/jobs/${runId}/events`, key);

@@ -98,7 +98,7 @@ async function eventLog(url: string, key: string, runId: string): Promise<Array<
     .map((f) => ({ event: f.event, data: JSON.parse(f.data) }));
 }
 
-describe('graceful shutdown: leases handed over to another instance (issue 6)', function () {
+describe('graceful shutdown: leases handed over to another instance', function () {
   this.timeout(120_000);
 
   it('SIGTERM under load: the instance exits 0, its running leases finish on the other instance, every accepted run succeeds once, and an SSE follower resumes without a gap', async () => {

@@ -12,7 +12,7 @@ const refused = (port: number) =>
     socket.once('error', () => resolve(true));
   });
 
-describe('health probes, and a gateway shutting down (issue 6)', function () {
+describe('health probes, and a gateway shutting down', function () {
   this.timeout(30_000);
 
   it('/healthz and /readyz answer without a credential while Redis answers', async () => {

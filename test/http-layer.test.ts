@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
-describe('HTTP layer (issue 2)', () => {
+describe('HTTP layer', () => {
   const prefix = uniquePrefix('http');
   const gw = new TestGateway(prefix, { JSON_BODY_LIMIT: '64kb' });
   let key: string;
@@ -112,7 +112,7 @@ describe('HTTP layer (issue 2)', () => {
   });
 });
 
-describe('error rendering (issue 2)', () => {
+describe('error rendering', () => {
   it('turns an unexpected exception into 500 internal without any internals', async () => {
     const { toSwitchyardError, renderError } = await import('../api/middleware/error-handler.js');
     const ctx = { status: 200, body: undefined as unknown, headers: {} as Record<string, string>, state: { requestId: 'r' }, set(k: string, v: string) { this.headers[k] = v; } };

@@ -3,7 +3,7 @@ import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/h
 
 const image = (prompt = 'a cat', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt, model: 'sdxl' }, ...extra });
 
-describe('jobs API (issue 2)', () => {
+describe('jobs API', () => {
   const prefix = uniquePrefix('jobs');
   const gw = new TestGateway(prefix);
   let key: string;

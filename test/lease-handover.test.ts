@@ -2,16 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const image = { kind: 'inference:image:generate', input: { prompt: 'a lighthouse' } };
 const V2 = { protocol: [1, 2] };
-
-async function workerToken(gw: TestGateway, name = 'op'): Promise<string> {
-  return (await gw.request('POST', '/v1/admin/operators', { body: { name, trust: 'open' }, headers: admin })).body.worker_token;
-}
 
 const claim = (lease: Frame, over: Record<string, unknown> = {}) => ({ lease_id: lease.lease_id, fence: lease.fence, upload_token: lease.upload_token, ...over });
 
@@ -53,7 +48,7 @@ describe('lease handover between gateway instances (worker protocol 2)', functio
     a = await new TestGateway(prefix, env).start();
     b = await new TestGateway(prefix, env).start();
     key = (await a.account(100)).key;
-    token = await workerToken(a);
+    token = await a.workerToken();
   });
   afterEach(async () => {
     for (const w of sockets.splice(0)) w.terminate();
@@ -94,7 +89,7 @@ describe('lease handover between gateway instances (worker protocol 2)', functio
     const stopped = await stopA(w1);
     await stopped;
 
-    const stranger = await connect(b, { resume: [claim(lease)] }, await workerToken(b, 'someone else'));
+    const stranger = await connect(b, { resume: [claim(lease)] }, await b.workerToken('open', 'someone else'));
     assert.deepEqual(stranger.frames.find((f) => f.type === 'registered')!.lost, [lease.lease_id], 'another owner');
     stranger.close();
     const forger = await connect(b, { resume: [claim(lease, { upload_token: 'not-the-token' }), claim(lease, { fence: lease.fence + 1 })] });

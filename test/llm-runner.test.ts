@@ -3,10 +3,10 @@ import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { LLM_KIND } from '../api/services/llm-runner.js';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
-describe('LLM steps on the fleet (LlmRunner, issue 5)', function () {
+describe('LLM steps on the fleet (LlmRunner)', function () {
   const prefix = uniquePrefix('llm');
   let gw: TestGateway;
   let accountId: string;
@@ -29,7 +29,7 @@ describe('LLM steps on the fleet (LlmRunner, issue 5)', function () {
   });
 
   it('runs a step as a paid llm job, streams its deltas and returns text, or tool calls', async () => {
-    const token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    const token = (await gw.workerToken('open', 'llm'));
     worker = new SwitchyardWorker({ gateway: gw.url, token, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 40 }), logger: silentLogger, software: { models: ['demo-llm'] } });
     await worker.start();
     const llm = gw.gateway.services.llm;
@@ -55,7 +55,7 @@ describe('LLM steps on the fleet (LlmRunner, issue 5)', function () {
   it("keeps only well-formed tool calls from a worker's output (any account can run an llm worker)", async () => {
     await worker?.stop();
     worker = undefined;
-    const token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'raw-llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    const token = (await gw.workerToken('open', 'raw-llm'));
     const raw = await new RawWorker(gw.url, token).connect({ kinds: [LLM_KIND] });
     try {
       const pending = gw.gateway.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] });

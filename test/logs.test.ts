@@ -19,7 +19,7 @@ async function send(url: string, headers: Record<string, string>, init: { method
   return { status: res.status, requestId: res.headers.get('x-request-id'), body: (text.startsWith('{') ? JSON.parse(text) : text) as any };
 }
 
-describe('structured logs (issue 6)', function () {
+describe('structured logs', function () {
   this.timeout(60_000);
 
   it('at debug level, a flow with every kind of credential logs none of them; each request is one line with its request id, lease lines name their run', async () => {

@@ -67,12 +67,6 @@ const failingDemo = (): Engine => {
   };
 };
 
-async function operatorToken(gw: TestGateway, name: string): Promise<string> {
-  const res = await gw.request('POST', '/v1/admin/operators', { body: { name, trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  assert.equal(res.status, 201, res.text);
-  return res.body.worker_token;
-}
-
 async function scrape(gw: TestGateway, headers: Record<string, string> = {}): Promise<Exposition> {
   const res = await gw.request('GET', '/metrics', { headers });
   assert.equal(res.status, 200, res.text);
@@ -87,7 +81,7 @@ async function settled(gw: TestGateway, key: string, runId: string): Promise<str
   });
 }
 
-describe('GET /metrics (issue 6)', function () {
+describe('GET /metrics', function () {
   this.timeout(60_000);
   const prefix = uniquePrefix('metrics');
   // A real webhook receiver and tool (the ToolServer), the gateway, its account and its worker.
@@ -112,7 +106,7 @@ describe('GET /metrics (issue 6)', function () {
       HEARTBEAT_MS: '200',
     }).start();
     account = await gw.account(10_000);
-    worker = new SwitchyardWorker({ gateway: gw.url, token: await operatorToken(gw, 'fleet'), kinds: [IMAGE, SFX], handler: failingDemo(), logger: silentLogger });
+    worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken('open', 'fleet'), kinds: [IMAGE, SFX], handler: failingDemo(), logger: silentLogger });
     await worker.start();
 
     const ok = await gw.submit(account.key, { kind: IMAGE, input: { prompt: 'a lighthouse' } }, { 'idempotency-key': 'metrics-1' });
@@ -245,7 +239,7 @@ describe('GET /metrics (issue 6)', function () {
     assert.equal(e.value('switchyard_worker_slots', { tier: 'open', state: 'busy' }), 0);
     assert.equal(e.value('switchyard_websocket_connections', { surface: 'worker' }), 1);
 
-    const rigger = new SwitchyardWorker({ gateway: gw.url, token: await operatorToken(gw, 'rigger'), kinds: [RIG, IMAGE], slots: 3, handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
+    const rigger = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken('open', 'rigger'), kinds: [RIG, IMAGE], slots: 3, handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
     await rigger.start();
     e = await scrape(gw);
     assert.equal(e.value('switchyard_workers_connected', { kind: RIG, tier: 'open' }), 1);
@@ -286,7 +280,7 @@ describe('GET /metrics (issue 6)', function () {
     const requeued = (e: Exposition) => e.value('switchyard_jobs_requeued_total', { kind: MESH, tier: 'open' })! - before.value('switchyard_jobs_requeued_total', { kind: MESH, tier: 'open' })!;
     const run = await gw.submit(account.key, { kind: MESH, input: { prompt: 'a chair' } });
 
-    const closer = await new RawWorker(gw.url, await operatorToken(gw, 'closer')).connect({ kinds: [MESH] });
+    const closer = await new RawWorker(gw.url, await gw.workerToken('open', 'closer')).connect({ kinds: [MESH] });
     await closer.lease();
     closer.close();
     await until('the closed socket to count', async () => {
@@ -294,7 +288,7 @@ describe('GET /metrics (issue 6)', function () {
       return lost(e, 'disconnect') === 1 && requeued(e) === 1;
     });
 
-    const silent = await new RawWorker(gw.url, await operatorToken(gw, 'silent'), { heartbeats: false }).connect({ kinds: [MESH] });
+    const silent = await new RawWorker(gw.url, await gw.workerToken('open', 'silent'), { heartbeats: false }).connect({ kinds: [MESH] });
     await silent.lease();
     const e = await until('the silent worker to count', async () => {
       const x = await scrape(gw);
@@ -334,7 +328,7 @@ describe('GET /metrics (issue 6)', function () {
   });
 });
 
-describe('GET /metrics with METRICS_TOKEN (issue 6)', function () {
+describe('GET /metrics with METRICS_TOKEN', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('metrics-token');
   const token = 'metrics-token-0123456789abcdef';
@@ -365,7 +359,7 @@ describe('GET /metrics with METRICS_TOKEN (issue 6)', function () {
   });
 });
 
-describe('GET /metrics at shutdown (issue 6)', function () {
+describe('GET /metrics at shutdown', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('metrics-stop');
   after(() => cleanupPrefix(prefix));
@@ -373,7 +367,7 @@ describe('GET /metrics at shutdown (issue 6)', function () {
   it('counts the leases a stopping gateway takes back as lost to shutdown', async () => {
     const gw = await new TestGateway(prefix).start();
     const { key } = await gw.account();
-    const raw = await new RawWorker(gw.url, await operatorToken(gw, 'held')).connect({ kinds: [MESH] });
+    const raw = await new RawWorker(gw.url, await gw.workerToken('open', 'held')).connect({ kinds: [MESH] });
     await gw.submit(key, { kind: MESH, input: { prompt: 'a table' } });
     await raw.lease();
     await gw.stop();

@@ -9,7 +9,7 @@ import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { startDevFleet } from '../api/dev-fleet.js';
 import { LLM_KIND } from '../api/services/llm-runner.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 interface HeldJob {
   release(): void;
@@ -52,7 +52,7 @@ async function contentOf(stream: AsyncIterable<ChatCompletionChunk>, chunks: Cha
   return text;
 }
 
-describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with the openai SDK (issue 5)', function () {
+describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with the openai SDK', function () {
   const prefix = uniquePrefix('openai');
   let gw: TestGateway, client: OpenAI;
   let key: string, accountId: string, workerToken: string;
@@ -62,7 +62,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
     gw = await new TestGateway(prefix).start();
     ({ key, id: accountId } = await gw.account(1000));
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
-    workerToken = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    workerToken = (await gw.workerToken('open', 'llm'));
   });
   after(async () => {
     await gw.stop();

@@ -8,7 +8,7 @@ const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
 const image = (prompt: string, confidentiality = 'open') => ({ kind: 'inference:image:generate', input: { prompt }, confidentiality });
 
-describe('operator trust: vetting and revocation (issue 7)', function () {
+describe('operator trust: vetting and revocation', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('optrust');
   // Two instances on one Redis: the admin call lands on A, the worker lives on B.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { verifyAttestation } from '../sdk/client/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { TestVerifier, privateRawWorker, receiptFor, upload } from './helpers/attestation-fixture.js';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import type { RawWorker } from './helpers/raw-worker.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
 
@@ -16,7 +16,7 @@ const privateJob = { kind: IMAGE, confidentiality: 'private', input: { prompt: '
  * Private leases moving between two instances on one Redis (protocol 2): the instance a
  * worker comes back to must see it attest afresh before it takes a private lease back.
  */
-describe('private leases handed over between gateway instances (issue 7)', function () {
+describe('private leases handed over between gateway instances', function () {
   this.timeout(60_000);
   const verifier = new TestVerifier();
   let prefix: string;
@@ -44,7 +44,7 @@ describe('private leases handed over between gateway instances (issue 7)', funct
     b = await new TestGateway(prefix, env).start();
     lb.targets = [port(a)];
     key = (await a.account(100)).key;
-    token = (await a.request('POST', '/v1/admin/operators', { body: { name: 'vetted', trust: 'trusted' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body.worker_token;
+    token = (await a.workerToken('trusted', 'vetted'));
   });
   afterEach(async () => {
     for (const w of sockets.splice(0)) w.terminate();

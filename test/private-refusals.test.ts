@@ -6,11 +6,10 @@ import { SignJWT, type JWK } from 'jose';
 import { sha256Hex, signReceipt, type Evidence } from '../sdk/attestation/index.js';
 import { SwitchyardWorker, WorkerRefusedError, silentLogger } from '../sdk/worker/index.js';
 import { NRAS_ISSUER, TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const IMAGE = 'inference:image:generate';
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
 
 /** Evidence whose overall token is re-signed with another algorithm, or none at all. */
@@ -23,7 +22,7 @@ async function withAlgorithm(good: Evidence, alg: 'none' | 'HS256', jwks: { keys
   return { ...good, token };
 }
 
-describe('private tier refusals at the gateway (issue 7)', function () {
+describe('private tier refusals at the gateway', function () {
   this.timeout(60_000);
   const prefix = uniquePrefix('private-refusals');
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-private-refusals-'));
@@ -41,7 +40,7 @@ describe('private tier refusals at the gateway (issue 7)', function () {
     await impostor.init('another-verifier');
     gw = await new TestGateway(prefix, { ATTESTATION_JWKS: verifier.jwksFile, DATA_DIR: dataDir, HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000', JOB_MAX_ATTEMPTS: '2', ATTESTATION_NONCE_TTL_MS: '1000' }).start();
     key = (await gw.account(10_000)).key;
-    token = (await gw.request('POST', '/v1/admin/operators', { body: { name: 'vetted', trust: 'trusted' }, headers: admin })).body.worker_token;
+    token = (await gw.workerToken('trusted', 'vetted'));
   });
   afterEach(async () => {
     for (const w of sockets.splice(0)) w.terminate();

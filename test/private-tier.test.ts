@@ -33,7 +33,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   return err.code;
 }
 
-describe('private tier: attested workers, receipts, verification and routing (issue 7)', function () {
+describe('private tier: attested workers, receipts, verification and routing', function () {
   this.timeout(60_000);
   const prefix = uniquePrefix('private');
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-private-'));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
-describe('rate limits (issue 2)', () => {
+describe('rate limits', () => {
   const prefix = uniquePrefix('ratelimit');
   // A slow refill (one request a minute) so the test never races the clock.
   const env = { RATE_LIMIT_PER_SEC: String(1 / 60), RATE_LIMIT_BURST: '3' };

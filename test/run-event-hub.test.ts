@@ -14,7 +14,7 @@ class CountingLog extends RunEventLog {
   }
 }
 
-describe('RunEventHub fan-out (issue 4)', function () {
+describe('RunEventHub fan-out', function () {
   const prefix = uniquePrefix('hub');
   const redis = createRedis(REDIS_URL, { name: 'test-hub' });
   const subscriber = createRedis(REDIS_URL, { name: 'test-hub-sub', blocking: true });

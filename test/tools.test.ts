@@ -14,7 +14,7 @@ import { ToolServer } from './helpers/tool-server.js';
  * Custom tools end to end: a real gateway with TOOL_SECRET_KEY, and a real HTTPS tool server
  * whose self-signed certificate the gateway trusts only through OUTBOUND_CA_FILE.
  */
-describe('custom tools (issue 5)', function () {
+describe('custom tools', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('tools');
   let dir: string;

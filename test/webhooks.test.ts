@@ -82,7 +82,7 @@ class Receiver {
   }
 }
 
-describe('webhooks (issue 4)', function () {
+describe('webhooks', function () {
   this.timeout(30_000);
   let dir: string;
   let receiver: Receiver;

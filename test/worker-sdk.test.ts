@@ -3,7 +3,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -20,7 +20,8 @@ import {
   type SwitchyardWorkerOptions,
 } from '../sdk/worker/index.js';
 import { devVerifier } from '../api/dev-attestation.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { freePort } from './helpers/ports.js';
 
 const KIND = 'inference:image:generate';
 const DEADLINE_MS = 10_000;
@@ -47,16 +48,6 @@ function latch<T = void>() {
   return { promise, resolve };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The job once `pred` holds (default: terminal), polled over HTTP with a deadline. */
 async function waitJob(gw: TestGateway, key: string, runId: string, pred: (job: any) => boolean = (j) => j.terminal): Promise<any> {
@@ -69,12 +60,6 @@ async function waitJob(gw: TestGateway, key: string, runId: string, pred: (job: 
   }).catch((err: Error) => {
     throw new Error(`${err.message}; job was ${JSON.stringify(last)}`);
   });
-}
-
-async function operatorToken(gw: TestGateway, trust: 'open' | 'trusted'): Promise<string> {
-  const res = await gw.request('POST', '/v1/admin/operators', { body: { name: `op-${trust}`, trust }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  assert.equal(res.status, 201, res.text);
-  return res.body.worker_token;
 }
 
 async function credits(gw: TestGateway, key: string): Promise<number> {
@@ -524,7 +509,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('runs a submitted job: progress shows while running, the artifact is uploaded and downloadable from output.urls', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const release = latch();
     const png = randomBytes(50_000);
     const seenInput: unknown[] = [];
@@ -566,7 +551,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('cancel of a running job reaches the handler signal; the job ends canceled and its credits come back', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const started = latch();
     const aborted = latch<unknown>();
     const w = worker({
@@ -599,7 +584,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('a retryable handler error is retried with attempts counting up; a non-retryable one fails the job', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const calls = new Map<string, number>();
     const w = worker({
       token,
@@ -627,7 +612,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('reconnects after the gateway restarts: the lease lost with the connection is aborted, and the run is retried once registered again', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const first = latch();
     const aborted = latch<unknown>();
     let calls = 0;
@@ -671,7 +656,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('heartbeats keep a lease alive past LEASE_TTL_MS', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const w = worker({
       token,
       handler: async (_k, _i, ctx) => {
@@ -690,7 +675,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('never runs more than `slots` handlers at once under a burst', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const subs = await Promise.all(Array.from({ length: 8 }, (_, i) => gw.submit(key, { kind: KIND, input: { prompt: `burst ${i}` } })));
     for (const s of subs) assert.equal(s.status, 202, s.text);
     let now = 0;
@@ -712,7 +697,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it("a token whose trust is open cannot register a trusted worker: start() rejects with the gateway's reason", async () => {
-    const operator = await operatorToken(gw, 'open');
+    const operator = await gw.workerToken('open');
     const mine = await gw.request('POST', '/v1/account/worker-tokens', { key });
     assert.equal(mine.status, 201, mine.text);
     for (const token of [operator, mine.body.worker_token as string]) {
@@ -730,7 +715,7 @@ describe('worker SDK against a gateway', function () {
       await assert.rejects(w.wait(), WorkerRefusedError);
     }
     // ... while a trusted operator's token can.
-    const trusted = worker({ token: await operatorToken(gw, 'trusted'), tier: 'trusted', handler: async () => ({ artifacts: [] }) });
+    const trusted = worker({ token: await gw.workerToken('trusted'), tier: 'trusted', handler: async () => ({ artifacts: [] }) });
     await trusted.start();
     assert.ok(trusted.connected);
   });
@@ -738,7 +723,7 @@ describe('worker SDK against a gateway', function () {
   it('a bad token, a private tier on a gateway without an attestation verifier and an unknown kind are refused for good, not retried', async () => {
     const bad = worker({ token: 'swt_notarealtoken', handler: async () => ({ artifacts: [] }) });
     await assert.rejects(bad.start(), (err: unknown) => err instanceof WorkerRefusedError && err.status === 401 && err.code === 'unauthorized');
-    const token = await operatorToken(gw, 'trusted');
+    const token = await gw.workerToken('trusted');
     assert.throws(() => worker({ token, tier: 'private', handler: async () => ({ artifacts: [] }) }), /attestation/, 'a private worker must be able to attest');
     // This gateway has no ATTESTATION_JWKS: it cannot check evidence, so it takes no private worker.
     const priv = worker({ token, tier: 'private', handler: async () => ({ artifacts: [] }), attestation: { evidence: async () => ({ token: 'unused', gpus: {} }) } });
@@ -748,7 +733,7 @@ describe('worker SDK against a gateway', function () {
   });
 
   it('the CLI worker (demo engine) runs a job and exits 0 on SIGTERM', async () => {
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const child = spawn(
       process.execPath,
       ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--kinds', KIND, '--tier', 'open', '--slots', '2', '--engine', 'demo', '--demo-delay-ms', '0'],
@@ -782,7 +767,7 @@ describe('worker SDK against a gateway', function () {
     // their own (a timer that kills a child slow to start on a loaded machine made this flaky);
     // mocha's timeout is the only limit and the children are killed when the test ends.
     this.timeout(120_000);
-    const token = await operatorToken(gw, 'trusted');
+    const token = await gw.workerToken('trusted');
     const run = promisify(execFile);
     const stop = new AbortController();
     const cli = async (args: string[]) =>
@@ -859,7 +844,7 @@ describe('worker protocol conformance seen from a worker', () => {
 
   it('names the worker itself: a register frame may not choose its worker_id', async () => {
     gw = await new TestGateway(prefix, { DATA_DIR: dataDir }).start();
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const refused = await rawRegister(token, { type: 'register', protocol: [1], kinds: [KIND], tier: 'open', slots: 1, worker_id: 'my-stable-worker-1' });
     assert.equal(refused.code, 'bad_frame', JSON.stringify(refused));
     const answer = await rawRegister(token, { type: 'register', protocol: [1], kinds: [KIND], tier: 'open', slots: 1 });
@@ -868,7 +853,7 @@ describe('worker protocol conformance seen from a worker', () => {
 
   it('closes the socket with 4400 after refusing a malformed register frame (not only at the 10 s register timeout)', async () => {
     gw = await new TestGateway(prefix, { DATA_DIR: dataDir }).start();
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const ws = new WebSocket(workerSocketUrl(gw.url), { headers: { authorization: `Bearer ${token}` } });
     const frames: Array<Record<string, any>> = [];
     ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
@@ -885,7 +870,7 @@ describe('worker protocol conformance seen from a worker', () => {
 
   it("puts the gateway's bound address in a lease's upload_url when started with PORT=0", async () => {
     gw = await new TestGateway(prefix, { DATA_DIR: dataDir, HEARTBEAT_MS: '200' }).start(); // the harness default: PORT=0
-    const token = await operatorToken(gw, 'open');
+    const token = await gw.workerToken('open');
     const key = (await gw.account(100)).key;
     const lease = latch<string>();
     const w = new SwitchyardWorker({ gateway: gw.url, token, kinds: [KIND], logger: silentLogger, handler: async () => ({ artifacts: [] }) });

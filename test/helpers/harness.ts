@@ -101,6 +101,13 @@ export class TestGateway {
     return { id: res.body.account.id, key: res.body.api_key };
   }
 
+  /** Registers an operator of `trust` through the admin API; returns its first worker token. */
+  async workerToken(trust: 'open' | 'trusted' = 'open', name = `op-${trust}`): Promise<string> {
+    const res = await this.request('POST', '/v1/admin/operators', { body: { name, trust }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (res.status !== 201) throw new Error(`operator creation failed: ${res.status} ${res.text}`);
+    return res.body.worker_token;
+  }
+
   submit(key: string, body: unknown = { kind: 'inference:image:generate', input: { prompt: 'a cat' } }, headers: Record<string, string> = {}) {
     return this.request('POST', '/v1/jobs', { body, key, headers });
   }
