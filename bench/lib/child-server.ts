@@ -60,16 +60,22 @@ function readUrl(child: ChildProcess, script: string): Promise<string> {
       fail(`exited before listening (code ${code}, signal ${signal})`);
     };
     child.once('exit', onExit);
-    lines.once('line', (line) => {
+    // Log lines (the gateway's start-up warnings) may come first: the URL is the line that has one.
+    // Every line is read, so a chatty child never blocks on a full pipe.
+    let found = false;
+    lines.on('line', (line) => {
+      if (found) return;
+      let url: unknown;
+      try {
+        url = (JSON.parse(line) as { url?: unknown }).url;
+      } catch {
+        url = undefined;
+      }
+      if (typeof url !== 'string') return;
+      found = true;
       clearTimeout(timer);
       child.off('exit', onExit);
-      try {
-        resolve((JSON.parse(line) as { url: string }).url);
-      } catch {
-        fail(`printed ${JSON.stringify(line)} instead of {"url": ...}`);
-      }
-      // Keep draining stdout so a chatty child never blocks on a full pipe.
-      lines.on('line', () => {});
+      resolve(url);
     });
   });
 }
