@@ -38,7 +38,7 @@ function readKey(file: string): Buffer | undefined {
 
 /**
  * The key that seals tool secrets: TOOL_SECRET_KEY when set; otherwise one the gateway made once
- * and keeps in DATA_DIR/tool-secret.key (mode 0600), so the SPEC's tool example works under a
+ * and keeps in DATA_DIR/tool-secret.key (mode 0600), so a bearer tool (docs/tools.md) works under a
  * plain `npm start` and its secrets survive restarts. Several gateway processes on one DATA_DIR
  * may start at once: the first to link its file wins and the others read its key.
  */
