@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ArtifactSweeper } from '../dispatch/artifact-sweeper.js';
+import { ArtifactSweeper } from '../api/services/artifacts/artifact-sweeper.js';
 import { LeaseStore } from '../dispatch/lease-store.js';
 import { artifactContentType, checkArtifactName } from '../models/artifact-store.js';
 import { hashSecret } from '../models/credentials.js';

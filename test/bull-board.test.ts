@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
-import { BASIC_CHALLENGE } from '../api/admin/bull-board.js';
+import { BASIC_CHALLENGE } from '../api/http/middleware/bull-board.js';
 import { KINDS, TIERS } from '../models/kinds.js';
 import { queueName } from '../queues/queue-names.js';
 import { WEBHOOK_QUEUE } from '../queues/webhook-queue.js';

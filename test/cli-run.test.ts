@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { progressLine } from '../api/cli-run.js';
+import { progressLine } from '../api/main/commands/run.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig } from '../api/config.js';
+import { ConfigError, loadConfig } from '../api/main/config.js';
 
 describe('configuration', () => {
   it('has working defaults with an empty environment', () => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig } from '../api/config.js';
+import { loadConfig } from '../api/main/config.js';
 import {
   copyParts, dockerIgnores, envOf, environmentOf, finalStage, interpolate, moduleGraph, mountsOf, parseDockerfile,
   readDockerignore, requiredVariables, type DockerInstruction,
@@ -118,7 +118,7 @@ describe('deployment files', () => {
     for (const key of Object.keys(imageEnv)) assert.ok(known.has(key) || key === 'NODE_ENV', `Dockerfile ENV ${key} is not a Switchyard variable`);
     for (const [name, g] of gateways) {
       const env = Object.fromEntries(Object.entries(environmentOf(g)).map(([k, v]) => [k, interpolate(v, SAMPLE_ENV)]));
-      for (const key of Object.keys(env)) assert.ok(known.has(key), `${name} sets ${key}, which api/config.ts does not read`);
+      for (const key of Object.keys(env)) assert.ok(known.has(key), `${name} sets ${key}, which api/main/config.ts does not read`);
       const config = loadConfig({ ...imageEnv, ...env });
       assert.equal(config.host, '0.0.0.0');
       assert.equal(config.dataDir, '/data');

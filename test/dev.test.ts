@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { redisAnswers, startLocalRedis } from '../api/dev-redis.js';
+import { redisAnswers, startLocalRedis } from '../api/main/dev/dev-redis.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
 

@@ -86,7 +86,7 @@ describe('source layering', () => {
 
   it('reads the imports of every layer (the check below is not vacuous)', () => {
     assert.deepEqual(importsOf(`import a from './a.js';\nimport type { B } from "../b.js";\nexport { c } from './c.js';\nconst d = await import('./d.js');\n// import x from './commented.js'\nimport 'node:fs';`), ['./a.js', '../b.js', './c.js', './d.js']);
-    assert.ok(edges.get('api/gateway.ts')?.includes('dispatch/dispatcher.ts'), 'the gateway imports the dispatcher');
+    assert.ok(edges.get('api/composition/gateway.ts')?.includes('dispatch/dispatcher.ts'), 'the gateway imports the dispatcher');
     const total = [...edges.values()].reduce((n, targets) => n + targets.length, 0);
     assert.ok(total > 300, `only ${total} imports found`);
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
-import { LLM_KIND } from '../api/services/llm-runner.js';
+import { LLM_KIND } from '../api/services/llm/llm-runner.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 

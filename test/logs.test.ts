@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { createLogger } from '../api/logger.js';
+import { createLogger } from '../api/main/logger.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';

@@ -7,8 +7,8 @@ import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import type { Engine } from '../sdk/engines/types.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
-import { startDevFleet } from '../api/dev-fleet.js';
-import { LLM_KIND } from '../api/services/llm-runner.js';
+import { startDevFleet } from '../api/main/dev/dev-fleet.js';
+import { LLM_KIND } from '../api/services/llm/llm-runner.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 interface HeldJob {

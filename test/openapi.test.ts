@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { routeSpecs } from '../api/app.js';
-import * as S from '../api/schemas.js';
+import { routeSpecs } from '../api/http/app.js';
+import * as S from '../api/contract/schemas.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 describe('OpenAPI document', () => {

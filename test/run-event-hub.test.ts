@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { RunEventHub } from '../api/events/run-event-hub.js';
+import { RunEventHub } from '../api/services/events/run-event-hub.js';
 import { createRedis } from '../models/redis-connection.js';
 import { RunEventLog } from '../models/run-event-log.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';

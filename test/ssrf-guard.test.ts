@@ -6,8 +6,8 @@ import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../api/config.js';
-import { OutboundError, SsrfGuard } from '../api/outbound/ssrf-guard.js';
+import { loadConfig } from '../api/main/config.js';
+import { OutboundError, SsrfGuard } from '../api/services/outbound/ssrf-guard.js';
 import { SwitchyardError } from '../models/errors.js';
 
 /** A self-signed certificate for localhost, 127.0.0.1 and ::1, made by the openssl CLI. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LLM_KIND } from '../api/services/llm-runner.js';
+import { LLM_KIND } from '../api/services/llm/llm-runner.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { GatewayProcess } from './helpers/gateway-process.js';

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
-import { SecretBox } from '../api/tools/secret-box.js';
-import type { ToolRecord } from '../api/tools/tool-service.js';
+import { SecretBox } from '../api/services/tools/secret-box.js';
+import type { ToolRecord } from '../api/services/tools/tool-service.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, type Res } from './helpers/harness.js';
 import { ToolServer } from './helpers/tool-server.js';
 

@@ -19,7 +19,7 @@ import {
   type EngineResult,
   type SwitchyardWorkerOptions,
 } from '../sdk/worker/index.js';
-import { devVerifier } from '../api/dev-attestation.js';
+import { devVerifier } from '../api/main/dev/dev-attestation.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
 

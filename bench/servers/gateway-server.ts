@@ -1,5 +1,5 @@
-import { loadConfig } from '../../api/config.js';
-import { Gateway } from '../../api/gateway.js';
+import { loadConfig } from '../../api/main/config.js';
+import { Gateway } from '../../api/composition/gateway.js';
 
 /**
  * The real gateway, configured from the environment exactly as `switchyard serve` would be

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { LLM_KIND } from '../../api/services/llm-runner.js';
+import { LLM_KIND } from '../../api/services/llm/llm-runner.js';
 import { createDemoEngine } from '../../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../../sdk/worker/index.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until, type Res } from './harness.js';

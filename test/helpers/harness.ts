@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../../api/config.js';
-import { Gateway } from '../../api/gateway.js';
+import { loadConfig, type Config } from '../../api/main/config.js';
+import { Gateway } from '../../api/composition/gateway.js';
 import { newRunId } from '../../models/ids.js';
 import type { NewRun } from '../../models/types.js';
 

@@ -1,0 +1,49 @@
+import type { Account, ApiKeyRecord, Operator, RunRecord } from '../../models/types.js';
+import { isTerminal } from '../../models/types.js';
+
+/** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
+export function jobView(run: RunRecord, queuePosition: number | null = null) {
+  return {
+    run_id: run.run_id,
+    kind: run.kind,
+    status: run.status,
+    terminal: isTerminal(run.status),
+    confidentiality: run.confidentiality,
+    class: run.class,
+    priority: run.priority,
+    created_at: run.created_at,
+    started_at: run.started_at,
+    finished_at: run.finished_at,
+    progress: run.progress,
+    attempts: run.attempts,
+    queue_position: run.status === 'queued' ? queuePosition : null,
+    output: run.output,
+    error: run.error,
+    attestation: run.attestation,
+  };
+}
+
+/** The 202 answer: the same bytes for the first submission and every idempotent replay. */
+export function acceptedView(run: RunRecord) {
+  return {
+    run_id: run.run_id,
+    kind: run.kind,
+    status: 'queued' as const,
+    confidentiality: run.confidentiality,
+    class: run.class,
+    priority: run.priority,
+    created_at: run.created_at,
+  };
+}
+
+export function accountView(a: Account) {
+  return { id: a.id, name: a.name, credits: a.credits, reserved: a.reserved, created_at: a.created_at };
+}
+
+export function apiKeyView(k: ApiKeyRecord) {
+  return { id: k.id, prefix: k.prefix, name: k.name, created_at: k.created_at, revoked_at: k.revoked_at };
+}
+
+export function operatorView(o: Operator) {
+  return { id: o.id, name: o.name, trust: o.trust, created_at: o.created_at };
+}

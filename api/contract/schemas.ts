@@ -1,0 +1,285 @@
+import { JOB_CLASSES, KIND_NAMES, TIERS } from '../../models/kinds.js';
+import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
+
+/**
+ * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
+ * all of them, responses included, feed the OpenAPI document, so the two cannot drift.
+ */
+const isoTime = { type: 'string', format: 'date-time' } as const;
+const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
+
+export const errorEnvelope = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } },
+    },
+  },
+} as const;
+
+export const submitJobBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'input'],
+  properties: {
+    kind: { type: 'string', minLength: 1, maxLength: 100, description: `One of: ${KIND_NAMES.join(', ')}` },
+    input: { type: 'object', description: "Forwarded verbatim to the worker; must satisfy the kind's input schema." },
+    confidentiality: { enum: [...TIERS], default: 'open' },
+    class: { enum: [...JOB_CLASSES], default: 'standard' },
+    webhook: {
+      type: 'string',
+      format: 'uri',
+      // http passes the schema only for the SSRF guard to refuse it (400 invalid_url), except on a
+      // dev-local port under `npm run dev --allow-local`.
+      pattern: '^https?://',
+      maxLength: 2048,
+      description: 'HTTPS URL POSTed a signed job object when the job ends (and starts, if `webhook_events_filter` asks); see docs/webhooks.md.',
+    },
+    webhook_events_filter: {
+      type: 'array',
+      items: { enum: [...WEBHOOK_EVENTS] },
+      minItems: 1,
+      uniqueItems: true,
+      description: 'Which moments reach `webhook`: `start`, `completed`. Default `["completed"]`; needs `webhook`.',
+    },
+  },
+  dependentRequired: { webhook_events_filter: ['webhook'] },
+} as const;
+
+export const jobAccepted = {
+  type: 'object',
+  required: ['run_id', 'kind', 'status', 'confidentiality', 'class', 'priority', 'created_at'],
+  properties: {
+    run_id: { type: 'string', pattern: '^run_[0-9A-Z]{26}$' },
+    kind: { type: 'string' },
+    status: { const: 'queued' },
+    confidentiality: { enum: [...TIERS] },
+    class: { enum: [...JOB_CLASSES] },
+    priority: { type: 'integer', minimum: 1, description: 'Scheduler priority, 1 = most urgent.' },
+    created_at: isoTime,
+  },
+} as const;
+
+export const job = {
+  type: 'object',
+  required: ['run_id', 'kind', 'status', 'terminal', 'confidentiality', 'class', 'priority', 'created_at'],
+  properties: {
+    ...jobAccepted.properties,
+    status: { enum: [...RUN_STATUSES] },
+    terminal: { type: 'boolean' },
+    started_at: nullable(isoTime),
+    finished_at: nullable(isoTime),
+    progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
+    attempts: { type: 'integer', minimum: 0 },
+    queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
+    output: nullable({ type: 'object', required: ['urls'], properties: { urls: { type: 'array', items: { type: 'string', format: 'uri' } } } }),
+    error: nullable({
+      type: 'object',
+      required: ['code', 'message', 'retryable'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
+    }),
+    attestation: nullable({ type: 'object' }),
+  },
+} as const;
+
+export const listJobsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    status: { enum: [...RUN_STATUSES] },
+    kind: { type: 'string', maxLength: 100 },
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
+    cursor: { type: 'string', maxLength: 200 },
+  },
+} as const;
+
+export const jobList = {
+  type: 'object',
+  required: ['data', 'next_cursor'],
+  properties: { data: { type: 'array', items: job }, next_cursor: nullable({ type: 'string' }) },
+} as const;
+
+export const webhookAttemptList = {
+  type: 'object',
+  required: ['data'],
+  properties: {
+    data: {
+      type: 'array',
+      description: 'Delivery attempts, oldest first.',
+      items: {
+        type: 'object',
+        required: ['webhook_id', 'event', 'url', 'attempt', 'at', 'status_code', 'error', 'duration_ms', 'outcome', 'next_attempt_at'],
+        properties: {
+          webhook_id: { type: 'string', description: 'The `webhook-id` header: the same on every attempt of one event.' },
+          event: { enum: [...WEBHOOK_EVENTS] },
+          url: { type: 'string' },
+          attempt: { type: 'integer', minimum: 1 },
+          at: isoTime,
+          status_code: nullable({ type: 'integer', description: 'The receiver\'s answer; null when none came.' }),
+          error: nullable({ type: 'string', description: 'Why no answer came: timeout, connect_failed, tls_failed, url_blocked, ...' }),
+          duration_ms: { type: 'integer', minimum: 0 },
+          outcome: {
+            enum: ['delivered', 'failed', 'retrying', 'gave_up'],
+            description: 'delivered: 2xx; retrying: failed, retried at next_attempt_at; gave_up: failed, last attempt; failed: 410 Gone, no retry.',
+          },
+          next_attempt_at: nullable(isoTime),
+        },
+      },
+    },
+  },
+} as const;
+
+export const webhookSecret = {
+  type: 'object',
+  required: ['secret', 'created_at'],
+  properties: {
+    secret: { type: 'string', pattern: '^whsec_', description: 'Standard Webhooks signing secret: `whsec_` and base64 key bytes.' },
+    created_at: isoTime,
+  },
+} as const;
+
+export const account = {
+  type: 'object',
+  required: ['id', 'name', 'credits', 'reserved'],
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    credits: { type: 'integer', description: 'What the account can still spend, reservations already taken off.' },
+    reserved: { type: 'integer', description: 'Held by runs in flight.' },
+    created_at: isoTime,
+  },
+} as const;
+
+export const createKeyBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { name: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
+
+export const apiKey = {
+  type: 'object',
+  required: ['id', 'prefix', 'created_at'],
+  properties: {
+    id: { type: 'string' },
+    prefix: { type: 'string' },
+    name: nullable({ type: 'string' }),
+    created_at: isoTime,
+    revoked_at: nullable(isoTime),
+  },
+} as const;
+
+export const createdKey = {
+  type: 'object',
+  required: ['id', 'key', 'prefix', 'created_at'],
+  properties: { ...apiKey.properties, key: { type: 'string', description: 'Shown once; only its hash is stored.' } },
+} as const;
+
+export const keyList = { type: 'object', required: ['data'], properties: { data: { type: 'array', items: apiKey } } } as const;
+
+export const workerTokenCreated = {
+  type: 'object',
+  required: ['id', 'worker_token', 'trust', 'created_at'],
+  properties: { id: { type: 'string' }, worker_token: { type: 'string' }, trust: { enum: ['open', 'trusted'] }, created_at: isoTime },
+} as const;
+
+export const adminCreateAccountBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, credits: { type: 'integer', minimum: 0, maximum: 1e15 } },
+} as const;
+
+export const adminAccountCreated = {
+  type: 'object',
+  required: ['account', 'api_key'],
+  properties: { account, api_key: { type: 'string' } },
+} as const;
+
+export const adminCreditsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['delta'],
+  properties: { delta: { type: 'integer', minimum: -1e15, maximum: 1e15, not: { const: 0 } } },
+} as const;
+
+export const adminCreditsResult = { type: 'object', required: ['account'], properties: { account } } as const;
+
+export const operator = {
+  type: 'object',
+  required: ['id', 'name', 'trust', 'created_at'],
+  properties: { id: { type: 'string' }, name: { type: 'string' }, trust: { enum: ['open', 'trusted'] }, created_at: isoTime },
+} as const;
+
+export const adminCreateOperatorBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'trust'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, trust: { enum: ['open', 'trusted'] } },
+} as const;
+
+export const operatorList = { type: 'object', required: ['data'], properties: { data: { type: 'array', items: operator } } } as const;
+
+export const adminTrustBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['trust'],
+  properties: { trust: { enum: ['open', 'trusted'], description: '`trusted` after vetting; `open` revokes it and disconnects its trusted workers at once.' } },
+} as const;
+
+export const adminOperatorCreated = {
+  type: 'object',
+  required: ['operator', 'worker_token'],
+  properties: { operator, worker_token: { type: 'string', description: 'Shown once.' } },
+} as const;
+
+export const health = { type: 'object', required: ['status'], properties: { status: { type: 'string' } } } as const;
+
+const byTier = {
+  type: 'object',
+  required: ['open', 'trusted', 'private'],
+  properties: { open: { type: 'integer' }, trusted: { type: 'integer' }, private: { type: 'integer' } },
+} as const;
+
+export const capabilities = {
+  type: 'object',
+  required: ['kinds'],
+  properties: {
+    kinds: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema'],
+        properties: {
+          kind: { type: 'string' },
+          rollout: { enum: ['live', 'rolling_out'] },
+          description: { type: 'string' },
+          workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
+          workers_by_tier: byTier,
+          input_schema: { type: 'object', description: 'JSON Schema (2020-12) that `input` must satisfy.' },
+        },
+      },
+    },
+  },
+} as const;
+
+export const capacity = {
+  type: 'object',
+  required: ['workers', 'slots', 'jobs', 'by_kind', 'updated_at'],
+  properties: {
+    workers: { type: 'object', required: ['total', 'by_tier'], properties: { total: { type: 'integer' }, by_tier: byTier } },
+    slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+    jobs: { type: 'object', required: ['queued', 'running'], properties: { queued: { type: 'integer' }, running: { type: 'integer' } } },
+    by_kind: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['kind', 'workers', 'slots_free', 'queued'],
+        properties: { kind: { type: 'string' }, workers: { type: 'integer' }, slots_free: { type: 'integer' }, queued: { type: 'integer' } },
+      },
+    },
+    updated_at: isoTime,
+  },
+} as const;

@@ -1,0 +1,124 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { SwitchyardError } from '../../../models/errors.js';
+import { toSwitchyardError } from '../middleware/error-handler.js';
+import { DEFAULT_MODEL, type LlmRunner } from '../../services/llm/llm-runner.js';
+import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
+import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
+import { ChunkStream } from './chunk-stream.js';
+import { openAiErrorBody } from './openai-error.js';
+
+/** Response header naming the llm job behind a completion (also in the completion id). */
+export const RUN_ID_HEADER = 'X-Switchyard-Run-Id';
+
+export interface ChatCompletionsOptions {
+  llm: LlmRunner;
+  log: Logger;
+  /** Interval of `: ping` comments on streams. */
+  pingMs: number;
+  /** Unsent bytes a streaming client may hold before it is cut off. */
+  clientBufferBytes: number;
+}
+
+/** What is known of a stream once its job is accepted. */
+interface LiveStream {
+  stream: ChunkStream;
+  meta: CompletionMeta;
+  /** The text sent so far, to send only what the deltas missed at the end. */
+  streamed: string;
+}
+
+const unixNow = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The OpenAI-compatible chat surface (docs/openai.md): each completion is one llm job run by
+ * `LlmRunner` (a paid job on the fleet), presented as OpenAI's objects or chunk stream.
+ */
+export class ChatCompletions {
+  constructor(private readonly opts: ChatCompletionsOptions) {}
+
+  /** `GET /v1/models`: what the connected llm workers advertise. */
+  async listModels() {
+    const ids = await this.opts.llm.models();
+    return { object: 'list', data: ids.map(modelObject) };
+  }
+
+  async retrieveModel(id: string) {
+    const ids = await this.opts.llm.models();
+    if (!ids.includes(id)) throw new SwitchyardError('not_found', `no connected worker serves the model ${JSON.stringify(id)}`, { details: { param: 'model' } });
+    return modelObject(id);
+  }
+
+  /** A finished `chat.completion` and the run id of its job. */
+  async complete(accountId: string, body: ChatCompletionBody, signal?: AbortSignal) {
+    const request = await this.prepare(body);
+    const created = unixNow();
+    const result = await this.opts.llm.run(accountId, request, { signal });
+    const meta = { id: completionId(result.run_id), created, model: result.model ?? body.model };
+    return { runId: result.run_id, completion: completionOf(meta, request, result) };
+  }
+
+  /**
+   * Streams one completion as chunks onto the response `open()` hands over, called once the
+   * job is accepted. Errors before that are thrown (the route answers them as JSON); after
+   * it they end the stream with an error frame.
+   */
+  async stream(accountId: string, body: ChatCompletionBody, open: () => ServerResponse, signal?: AbortSignal): Promise<void> {
+    const request = await this.prepare(body);
+    const created = unixNow();
+    let live: LiveStream | undefined;
+    try {
+      const result = await this.opts.llm.run(accountId, request, {
+        signal,
+        onAccepted: (runId) => {
+          const meta = { id: completionId(runId), created, model: body.model };
+          live = { meta, streamed: '', stream: new ChunkStream(open(), { pingMs: this.opts.pingMs, bufferBytes: this.opts.clientBufferBytes, headers: { [RUN_ID_HEADER]: runId } }) };
+          live.stream.send(chunkOf(meta, { role: 'assistant', content: '' }));
+        },
+        onDelta: (delta) => {
+          if (!live) return;
+          live.streamed += delta;
+          live.stream.send(chunkOf(live.meta, { content: delta }));
+        },
+      });
+      if (!live) throw new Error('the llm step finished without being accepted');
+      const { stream, meta, streamed } = live;
+      // A worker that streamed nothing (or not all of it) still gets its whole text across.
+      const rest = result.text.startsWith(streamed) ? result.text.slice(streamed.length) : '';
+      if (rest) stream.send(chunkOf(meta, { content: rest }));
+      for (const delta of toolCallDeltas(result.tool_calls)) stream.send(chunkOf(meta, delta));
+      stream.send(chunkOf(meta, {}, finishReasonOf(result)));
+      if (body.stream_options?.include_usage) stream.send(usageChunkOf(meta, usageOf(request, result)));
+      stream.done();
+    } catch (thrown) {
+      if (!live) throw thrown;
+      const err = toSwitchyardError(thrown);
+      if (err.status >= 500 && err.code !== 'unavailable') this.opts.log.error({ err: err.cause ?? thrown }, 'chat completion stream failed');
+      live.stream.fail(openAiErrorBody(err));
+    }
+  }
+
+  private async prepare(body: ChatCompletionBody) {
+    checkChatRequest(body);
+    await this.checkModel(body.model);
+    return toLlmRequest(body);
+  }
+
+  /**
+   * 503 while no llm worker is connected; 404 for a model none of them advertises. Workers
+   * that advertise no model list as `default` and take any model name.
+   */
+  private async checkModel(model: string): Promise<void> {
+    const ids = await this.opts.llm.models();
+    if (ids.length === 0) return this.opts.llm.assertAvailable();
+    if (ids.includes(model) || ids.includes(DEFAULT_MODEL)) return;
+    throw new SwitchyardError('not_found', `no connected worker serves the model ${JSON.stringify(model)}; GET /v1/models lists those that do: ${ids.join(', ')}`, {
+      details: { param: 'model', models: ids },
+    });
+  }
+}
+
+const completionId = (runId: string) => `chatcmpl-${runId}`;
+
+/** Switchyard does not know when a worker's model was made: `created` is 0. */
+const modelObject = (id: string) => ({ id, object: 'model', created: 0, owned_by: 'switchyard' });

@@ -1,0 +1,69 @@
+import type { RouteSpec } from './route-spec.js';
+import { errorEnvelope } from '../contract/schemas.js';
+
+const ERROR_RESPONSES: Record<number, string> = {
+  400: 'Invalid request (error envelope)',
+  401: 'Missing, malformed, unknown or revoked credential',
+  413: 'Body too large',
+  415: 'Body is not application/json',
+  429: 'Rate limited; see Retry-After',
+};
+
+/** Builds the OpenAPI 3.1 document from the route specs that the router mounts. */
+export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, res] of Object.entries(r.responses)) {
+      const n = Number(status);
+      responses[status] = {
+        description: res.description,
+        ...(res.headers ? { headers: Object.fromEntries(Object.entries(res.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
+        ...(res.mediaType === 'none'
+          ? {}
+          : { content: { [n < 400 && res.mediaType ? res.mediaType : 'application/json']: { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : res.schema ?? {} } } }),
+      };
+    }
+    const generic = [...(r.body ? [400, 413, 415] : [400]), ...(r.auth === 'none' ? [] : [401]), ...(r.auth === 'account' ? [429] : [])];
+    for (const status of generic) {
+      responses[String(status)] ??= { description: ERROR_RESPONSES[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    }
+    const parameters: unknown[] = [];
+    for (const m of r.path.matchAll(/\{([a-z_]+)\}/g)) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+    const query = r.query as { properties?: Record<string, object> } | undefined;
+    for (const [name, schema] of Object.entries(query?.properties ?? {})) parameters.push({ name, in: 'query', required: false, schema });
+    for (const h of r.headers ?? []) parameters.push({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema });
+
+    paths[r.path] ??= {};
+    paths[r.path][r.method] = {
+      operationId: r.operationId,
+      summary: r.summary,
+      tags: [r.tag],
+      security: r.security ?? (r.auth === 'account' ? [{ bearer: [] }, { serviceKey: [] }] : r.auth === 'admin' ? [{ admin: [] }] : []),
+      ...(parameters.length ? { parameters } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      ...(r.raw ? { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'Switchyard',
+      version,
+      description: 'Job gateway: submit media-generation and inference jobs by kind, follow them, fetch artifact URLs.',
+    },
+    servers: [{ url: serverUrl }],
+    paths,
+    components: {
+      schemas: { Error: errorEnvelope },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
+        serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },
+        admin: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+        uploadToken: { type: 'http', scheme: 'bearer', description: "A lease's upload_token (worker artifact uploads)" },
+      },
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
+import type { RouteSpec } from '../route-spec.js';
+import type { Services } from '../../composition/services.js';
+
+const isoTime = { type: 'string', format: 'date-time' } as const;
+
+/** A private worker's current evidence, as the gateway verified it (docs/confidentiality.md). */
+export const workerAttestation = {
+  type: 'object',
+  required: ['worker_id', 'receipt_key', 'evidence', 'gpus', 'verified_at', 'expires_at'],
+  properties: {
+    worker_id: { type: 'string' },
+    receipt_key: { type: 'object', description: "The worker's EC P-384 public JWK that its receipts verify with; the evidence's eat_nonce binds it" },
+    nonce: { type: 'string', description: 'The gateway nonce the evidence answers: eat_nonce = sha256(nonce "." JWK thumbprint of receipt_key)' },
+    evidence: {
+      type: 'object',
+      required: ['token', 'gpus'],
+      description: "The verifier's overall attestation token (a JWT) and one token per GPU, as the worker presented them",
+      properties: { token: { type: 'string' }, gpus: { type: 'object', additionalProperties: { type: 'string' } } },
+    },
+    gpus: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' }, driverVersion: { type: 'string' }, vbiosVersion: { type: 'string' }, model: { type: ['string', 'null'] } },
+      },
+    },
+    verified_at: isoTime,
+    expires_at: { ...isoTime, description: 'When the earliest token of the evidence expires; the worker gets no private lease after it unless it presents fresh evidence' },
+  },
+} as const;
+
+export function attestationRoutes(s: Services): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/v1/attestation/workers/{worker_id}',
+      operationId: 'getWorkerAttestation',
+      summary: "A private worker's current attestation evidence, for audits (a private run's evidence_url)",
+      tag: 'fleet',
+      auth: 'account',
+      responses: {
+        200: { description: 'The evidence the gateway verified and holds as current', schema: workerAttestation },
+        404: { description: 'The worker is not connected, not private, or its evidence has lapsed' },
+      },
+      async handler(ctx) {
+        if (!s.attestation) throw new SwitchyardError('unavailable', 'attestation is not set up on this gateway');
+        const id = ctx.params.worker_id;
+        const current = /^wkr_[0-9A-Za-z]{1,64}$/.test(id) ? await s.attestation.current(id) : null;
+        if (!current) throw new NotFoundError('current attestation evidence of this worker');
+        ctx.body = current;
+      },
+    },
+  ];
+}

@@ -1,0 +1,161 @@
+import { SwitchyardError, NotFoundError } from '../../../models/errors.js';
+import { RUN_ID_PATTERN } from '../../../models/ids.js';
+import type { RunStatus } from '../../../models/types.js';
+import type { Ctx } from '../context.js';
+import { acceptedView, jobView } from '../../contract/presenters.js';
+import type { RouteSpec } from '../route-spec.js';
+import * as S from '../../contract/schemas.js';
+import type { SubmitJobBody } from '../../services/jobs/job-service.js';
+import type { Services } from '../../composition/services.js';
+
+// Printable ASCII without spaces at the ends, as Stripe and the IETF draft allow.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+
+function runIdParam(ctx: Ctx): string {
+  const runId = ctx.params.run_id;
+  if (!RUN_ID_PATTERN.test(runId)) throw new NotFoundError('run');
+  return runId;
+}
+
+/** Seconds of `Prefer: wait=N` (RFC 7240), or 0 when the caller did not ask to wait. */
+function preferredWait(header: string): number {
+  const m = /(?:^|[,;])\s*wait\s*=\s*"?([^",;\s]*)"?/i.exec(header);
+  if (!m) return 0;
+  if (!/^\d{1,4}$/.test(m[1]) || Number(m[1]) > MAX_WAIT_SECONDS) {
+    throw new SwitchyardError('invalid_request', `Prefer: wait=N takes whole seconds from 0 to ${MAX_WAIT_SECONDS}`);
+  }
+  return Number(m[1]);
+}
+
+const MAX_WAIT_SECONDS = 60;
+
+export const encodeCursor = (runId: string): string => Buffer.from(runId).toString('base64url');
+
+function decodeCursor(cursor: string): string {
+  const runId = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!RUN_ID_PATTERN.test(runId)) throw new SwitchyardError('invalid_request', 'cursor is not one this API returned');
+  return runId;
+}
+
+export function jobRoutes(s: Services): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/v1/jobs',
+      operationId: 'submitJob',
+      summary: 'Submit a job',
+      tag: 'jobs',
+      auth: 'account',
+      body: S.submitJobBody,
+      headers: [
+        {
+          name: 'Idempotency-Key',
+          description: 'The same key with the same body within 24 h replays the first answer; with another body, 409 idempotency_conflict.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+        {
+          name: 'Prefer',
+          description:
+            '`wait=N` (N <= 60 s): hold the answer until the run ends, then 201 with the finished job; if it has not ended by then, the usual 202. ' +
+            'Either way the answer carries the run id, so a client that gives up early can still follow the run.',
+          schema: { type: 'string', pattern: 'wait=\\d+' },
+        },
+      ],
+      responses: {
+        201: { description: 'Finished within `Prefer: wait`: the job (terminal)', schema: S.job, headers: { Location: 'The job URL', 'Preference-Applied': 'wait=N' } },
+        202: { description: 'Accepted and queued', schema: S.jobAccepted, headers: { Location: 'The job URL' } },
+        402: { description: 'Balance short of the kind price' },
+        409: { description: 'Idempotency-Key reused with another body' },
+      },
+      async handler(ctx) {
+        const key = ctx.get('Idempotency-Key');
+        if (key !== '' && !IDEMPOTENCY_KEY.test(key)) {
+          throw new SwitchyardError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+        }
+        const wait = preferredWait(ctx.get('Prefer'));
+        const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined);
+        ctx.set('Location', `/v1/jobs/${run.run_id}`);
+        if (replayed) ctx.set('Idempotent-Replayed', 'true');
+        if (wait > 0) {
+          ctx.set('Preference-Applied', `wait=${wait}`);
+          // A caller that hangs up stops the wait, not the run; so does a gateway shutting down
+          // (202 now, the caller follows the run by id). Listeners, not AbortSignal.any: on Node 20
+          // every any() over the long-lived shutdown signal stays referenced by it (nodejs#55351).
+          const stop = new AbortController();
+          const abort = () => stop.abort();
+          ctx.res.once('close', abort);
+          s.shutdown?.addEventListener('abort', abort, { once: true });
+          if (s.shutdown?.aborted) abort();
+          try {
+            const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
+            if (done) {
+              ctx.status = 201;
+              ctx.body = jobView(done);
+              return;
+            }
+          } catch (err) {
+            // The run is accepted and paid for: answer its 202 rather than an error a client
+            // might retry into a second run.
+            s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
+          } finally {
+            ctx.res.off('close', abort);
+            s.shutdown?.removeEventListener('abort', abort);
+          }
+        }
+        ctx.status = 202;
+        ctx.body = acceptedView(run);
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/jobs',
+      operationId: 'listJobs',
+      summary: 'List jobs, newest first',
+      tag: 'jobs',
+      auth: 'account',
+      query: S.listJobsQuery,
+      responses: { 200: { description: 'A page of jobs', schema: S.jobList } },
+      async handler(ctx) {
+        const q = ctx.query as { status?: RunStatus; kind?: string; limit?: string; cursor?: string };
+        const limit = q.limit === undefined ? 20 : Number(q.limit);
+        if (!(limit >= 1 && limit <= 100)) throw new SwitchyardError('invalid_request', 'limit must be between 1 and 100');
+        const before = q.cursor ? decodeCursor(q.cursor) : undefined;
+        const { runs, more } = await s.jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
+        ctx.body = {
+          data: runs.map((r) => jobView(r)),
+          next_cursor: more && runs.length ? encodeCursor(runs[runs.length - 1].run_id) : null,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/jobs/{run_id}',
+      operationId: 'getJob',
+      summary: 'Get a job; poll until `terminal` is true',
+      tag: 'jobs',
+      auth: 'account',
+      responses: { 200: { description: 'The job', schema: S.job }, 404: { description: 'No such run for this account' } },
+      async handler(ctx) {
+        const run = await s.jobs.get(ctx.state.principal!.accountId, runIdParam(ctx));
+        ctx.body = jobView(run, await s.jobs.position(run));
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/jobs/{run_id}/cancel',
+      operationId: 'cancelJob',
+      summary: 'Cancel a job',
+      tag: 'jobs',
+      auth: 'account',
+      responses: {
+        200: { description: 'The job after the cancel (queued runs are canceled at once)', schema: S.job },
+        404: { description: 'No such run for this account' },
+        409: { description: 'The run is already terminal' },
+      },
+      async handler(ctx) {
+        const run = await s.jobs.cancel(ctx.state.principal!.accountId, runIdParam(ctx));
+        ctx.body = jobView(run, await s.jobs.position(run));
+      },
+    },
+  ];
+}

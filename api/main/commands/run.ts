@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBody } from '../../../sdk/client/index.js';
+
+/**
+ * `switchyard run`: submits a job with the client library (sdk/client) and, with --wait,
+ * follows it over SSE to the end. It talks to a gateway over HTTP only, like any caller.
+ */
+
+export const RUN_USAGE = `switchyard run <kind> --input '<json>' [options]
+
+  --input JSON|@FILE       the job's input object (JSON text, or @path of a JSON file)
+  --confidentiality T      open (default), trusted or private
+  --class C                interactive, standard (default) or batch
+  --idempotency-key K      replay the first answer for the same key and body
+  --wait                   follow the run to its end: progress on a terminal (stderr), log lines
+                           (stderr), then the artifact URLs one per line (stdout)
+  --json                   print JSON instead: the 202 answer, or with --wait the final job
+  --gateway URL            default $SWITCHYARD_URL, else http://127.0.0.1:8080
+  --key KEY                default $SWITCHYARD_API_KEY
+
+Exit status: 0 submitted (or, with --wait, succeeded), 1 failed, canceled or refused,
+2 usage error, 130 interrupted (Ctrl-C stops following; the run keeps going).`;
+
+/** Streams an interactive CLI writes to; tests pass their own. */
+export interface RunIo {
+  stdout: { write(s: string): unknown };
+  stderr: { write(s: string): unknown; isTTY?: boolean };
+}
+
+class RunUsageError extends Error {}
+
+const TIERS = ['open', 'trusted', 'private'] as const;
+const CLASSES = ['interactive', 'standard', 'batch'] as const;
+
+/** `\r[#####.....] 50% message`, the progress line drawn on a terminal. */
+export function progressLine(progress: number, message?: string, width = 20): string {
+  const p = Math.min(1, Math.max(0, progress));
+  const filled = Math.round(p * width);
+  const text = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.round(p * 100)).padStart(3)}%`;
+  return `\r${text}${message ? ` ${message}` : ''}\x1b[K`;
+}
+
+interface RunArgs {
+  body: SubmitJobBody;
+  gateway: string;
+  key: string;
+  wait: boolean;
+  json: boolean;
+  idempotencyKey?: string;
+}
+
+function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        input: { type: 'string' },
+        confidentiality: { type: 'string' },
+        class: { type: 'string' },
+        'idempotency-key': { type: 'string' },
+        wait: { type: 'boolean' },
+        json: { type: 'boolean' },
+        gateway: { type: 'string' },
+        key: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new RunUsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  if (positionals.length !== 1) throw new RunUsageError(positionals.length ? `run takes one kind, got ${positionals.join(' ')}` : 'run needs a kind, e.g. inference:image:generate');
+  if (values.input === undefined) throw new RunUsageError(`run needs --input '<json object>'`);
+  const body: SubmitJobBody = { kind: positionals[0], input: parseInput(values.input) };
+  if (values.confidentiality !== undefined) {
+    if (!(TIERS as readonly string[]).includes(values.confidentiality)) throw new RunUsageError(`--confidentiality must be ${TIERS.join(', ')}`);
+    body.confidentiality = values.confidentiality as SubmitJobBody['confidentiality'];
+  }
+  if (values.class !== undefined) {
+    if (!(CLASSES as readonly string[]).includes(values.class)) throw new RunUsageError(`--class must be ${CLASSES.join(', ')}`);
+    body.class = values.class as SubmitJobBody['class'];
+  }
+  const gateway = values.gateway ?? env.SWITCHYARD_URL ?? 'http://127.0.0.1:8080';
+  let protocol = '';
+  try {
+    protocol = new URL(gateway).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') throw new RunUsageError(`--gateway must be an http:// or https:// URL, not ${JSON.stringify(gateway)}`);
+  const key = values.key ?? env.SWITCHYARD_API_KEY;
+  if (!key) throw new RunUsageError('run needs an API key: --key KEY or SWITCHYARD_API_KEY');
+  return { body, gateway, key, wait: values.wait ?? false, json: values.json ?? false, idempotencyKey: values['idempotency-key'] };
+}
+
+function parseInput(text: string): Record<string, unknown> {
+  let source = text;
+  if (text.startsWith('@')) {
+    try {
+      source = readFileSync(text.slice(1), 'utf8');
+    } catch (err) {
+      throw new RunUsageError(`--input ${text}: ${(err as Error).message}`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(source);
+  } catch (err) {
+    throw new RunUsageError(`--input is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new RunUsageError('--input must be a JSON object, e.g. {"prompt":"a lighthouse"}');
+  return value as Record<string, unknown>;
+}
+
+/** Runs `switchyard run ...`; resolves with the exit status and never throws. */
+export async function runCommand(argv: string[], env: NodeJS.ProcessEnv = process.env, io: RunIo = process): Promise<number> {
+  let args: RunArgs | 'help';
+  try {
+    args = parseRunArgs(argv, env);
+  } catch (err) {
+    io.stderr.write(`switchyard run: ${(err as Error).message}\n\n${RUN_USAGE}\n`);
+    return 2;
+  }
+  if (args === 'help') {
+    io.stdout.write(`${RUN_USAGE}\n`);
+    return 0;
+  }
+  const client = new SwitchyardClient({ baseUrl: args.gateway, apiKey: args.key });
+  let accepted: JobResult;
+  try {
+    accepted = await client.submit(args.body, { idempotencyKey: args.idempotencyKey });
+  } catch (err) {
+    io.stderr.write(`switchyard run: ${describe(err)}\n`);
+    return 1;
+  }
+  if (!args.wait) {
+    io.stdout.write(args.json ? `${JSON.stringify(accepted.raw)}\n` : `${accepted.run_id}\n`);
+    return 0;
+  }
+  return follow(client, accepted, args.json, io);
+}
+
+/** --wait: the run's events until `done`; Ctrl-C stops following but leaves the run alone. */
+async function follow(client: SwitchyardClient, accepted: JobResult, json: boolean, io: RunIo): Promise<number> {
+  const runId = accepted.run_id;
+  const tty = io.stderr.isTTY === true;
+  const interrupt = new AbortController();
+  const onSigint = () => interrupt.abort();
+  process.once('SIGINT', onSigint);
+  io.stderr.write(`${runId} ${accepted.status} (${accepted.kind})\n`);
+  let bar = '';
+  const say = (line: string) => io.stderr.write(`${bar ? '\r\x1b[K' : ''}${line}\n${bar}`);
+  let final: JobResult | undefined;
+  let status = accepted.status as string;
+  try {
+    for await (const ev of client.stream(runId, { signal: interrupt.signal })) {
+      if (ev.event === 'progress' && tty) {
+        bar = progressLine(ev.data.progress, ev.data.message);
+        io.stderr.write(bar);
+      } else if (ev.event === 'log') {
+        say(ev.data.line);
+      } else if (ev.event === 'status' && ev.data.status !== status) {
+        status = ev.data.status;
+        if (ev.data.terminal && bar) {
+          io.stderr.write('\r\x1b[K'); // the outcome line replaces the bar
+          bar = '';
+        }
+        say(`${runId} ${status}`);
+      } else if (ev.event === 'done') {
+        final = ev.data;
+      }
+    }
+  } catch (err) {
+    if (bar) io.stderr.write('\n');
+    if (interrupt.signal.aborted) {
+      io.stderr.write(`switchyard run: stopped following ${runId}; the run goes on. Follow it with GET /v1/jobs/${runId}\n`);
+      io.stdout.write(`${runId}\n`);
+      return 130;
+    }
+    io.stderr.write(`switchyard run: lost ${runId}: ${describe(err)}\n`);
+    return 1;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  if (bar) io.stderr.write('\n');
+  if (!final) return 1; // unreachable: the stream ends only after done
+  if (json) io.stdout.write(`${JSON.stringify(final.raw)}\n`);
+  if (final.status === 'succeeded') {
+    if (!json) for (const url of final.output?.urls ?? []) io.stdout.write(`${url}\n`);
+    return 0;
+  }
+  const why = final.error ? `${final.error.code}: ${final.error.message}` : 'no error given';
+  io.stderr.write(`switchyard run: ${runId} ${final.status} (${why})\n`);
+  return 1;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof SwitchyardApiError) {
+    const details = err.details ? ` ${JSON.stringify(err.details)}` : '';
+    return `${err.status} ${err.code}: ${err.message}${details}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

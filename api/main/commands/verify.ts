@@ -1,0 +1,86 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { JWK } from 'jose';
+import { AttestationError, SwitchyardApiError, SwitchyardClient, verifyAttestation } from '../../../sdk/client/index.js';
+import type { RunIo } from './run.js';
+
+export const VERIFY_USAGE = `switchyard verify <run_id> --jwks FILE|URL [options]
+
+Checks a private run's attestation chain with the client library, trusting nothing the
+gateway says: the verifier's signature on the GPU evidence, its claims and nonce binding, the
+worker's receipt, and the sha256 of every artifact (downloaded now).
+
+  --jwks FILE|URL          the attestation verifier's keys (NVIDIA's, or your own for the demo)
+  --issuer ISS             expected issuer (default https://nras.attestation.nvidia.com)
+  --input JSON|@FILE       the input you submitted: also check its hash against the receipt
+  --json                   print the verified receipt and evidence as JSON
+  --gateway URL            default $SWITCHYARD_URL, else http://127.0.0.1:8080
+  --key KEY                default $SWITCHYARD_API_KEY
+
+Exit status: 0 verified, 1 not verified (the reason is printed), 2 usage error.`;
+
+function readJsonArg(value: string): unknown {
+  return JSON.parse(value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value);
+}
+
+/** `switchyard verify`: exit 0 only when the whole chain checks out. */
+export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = process.env, io: RunIo = process): Promise<number> {
+  let runId: string;
+  let opts: { jwks: string; issuer?: string; input?: string; json?: boolean; gateway?: string; key?: string };
+  try {
+    const parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        jwks: { type: 'string' },
+        issuer: { type: 'string' },
+        input: { type: 'string' },
+        json: { type: 'boolean' },
+        gateway: { type: 'string' },
+        key: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (parsed.values.help) {
+      io.stdout.write(`${VERIFY_USAGE}\n`);
+      return 0;
+    }
+    if (parsed.positionals.length !== 1) throw new Error('name exactly one run id');
+    if (!parsed.values.jwks) throw new Error('--jwks is required: the verifier keys are what you trust, not the gateway');
+    runId = parsed.positionals[0];
+    opts = parsed.values as typeof opts;
+  } catch (err) {
+    io.stderr.write(`switchyard verify: ${(err as Error).message}\n\n${VERIFY_USAGE}\n`);
+    return 2;
+  }
+  const key = opts.key ?? env.SWITCHYARD_API_KEY;
+  if (!key) {
+    io.stderr.write('switchyard verify: an API key is required (--key or SWITCHYARD_API_KEY)\n');
+    return 2;
+  }
+  let jwks: { keys: JWK[] } | string;
+  let input: unknown;
+  try {
+    jwks = /^https?:\/\//.test(opts.jwks) ? opts.jwks : (JSON.parse(readFileSync(opts.jwks, 'utf8')) as { keys: JWK[] });
+    input = opts.input === undefined ? undefined : readJsonArg(opts.input);
+  } catch (err) {
+    io.stderr.write(`switchyard verify: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const client = new SwitchyardClient({ baseUrl: opts.gateway ?? env.SWITCHYARD_URL ?? 'http://127.0.0.1:8080', apiKey: key });
+  try {
+    const job = await client.get(runId);
+    const verified = await verifyAttestation(job, { jwks, issuer: opts.issuer, input });
+    if (opts.json) io.stdout.write(`${JSON.stringify(verified)}\n`);
+    else {
+      const gpus = verified.evidence.gpus.map((g) => `${g.name} (driver ${g.driverVersion}, VBIOS ${g.vbiosVersion})`).join(', ');
+      io.stdout.write(`verified: ${runId} ran on attested worker ${verified.receipt.worker_id} [${gpus}]; ${verified.artifacts.length} artifact(s) match the receipt${input === undefined ? '' : ', and so does the input'}\n`);
+    }
+    return 0;
+  } catch (err) {
+    const why = err instanceof AttestationError ? `${err.code}: ${err.message}` : err instanceof SwitchyardApiError ? `${err.status} ${err.code}: ${err.message}` : (err as Error).message;
+    io.stderr.write(`switchyard verify: NOT verified: ${why}\n`);
+    return 1;
+  }
+}

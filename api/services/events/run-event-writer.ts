@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import { isDatastoreUnavailable } from '../../../models/errors.js';
+import type { RunEventLog } from '../../../models/run-event-log.js';
+import { isTerminal, type RunRecord } from '../../../models/types.js';
+import { jobView } from '../../contract/presenters.js';
+
+/** Background retries of a terminal event that could not be logged (about 1 min in all). */
+const RETRIES = 6;
+
+/**
+ * Turns what happens to a run into logged events. Status changes come from the run store's
+ * hook, the rest from workers' frames. A failure to log a status or progress is reported, not
+ * thrown: the run's own state has already moved, and a follower always starts from that state.
+ * Log lines and output exist nowhere else: when the datastore is unavailable they throw, the
+ * worker is told so and sends them again.
+ */
+export class RunEventWriter {
+  constructor(
+    private readonly log: RunEventLog,
+    private readonly logger: Logger,
+  ) {}
+
+  /** `status` with the whole job; a terminal status is followed by `done`. */
+  statusChanged = async (run: RunRecord): Promise<void> => {
+    const job = jobView(run);
+    await this.append(run.run_id, isTerminal(run.status) ? [{ event: 'status', data: job }, { event: 'done', data: job }] : [{ event: 'status', data: job }]);
+  };
+
+  progress(runId: string, progress: number, message?: string): Promise<void> {
+    return this.append(runId, [{ event: 'progress', data: message === undefined ? { progress } : { progress, message } }]);
+  }
+
+  logLine(runId: string, line: string): Promise<void> {
+    return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
+  }
+
+  output(runId: string, delta: string): Promise<void> {
+    return this.appendReported(runId, [{ event: 'output', data: { delta } }]);
+  }
+
+  private async appendReported(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+    try {
+      await this.log.append(runId, events);
+    } catch (err) {
+      if (isDatastoreUnavailable(err)) throw err;
+      this.logger.warn({ err, runId }, 'could not log a run event');
+    }
+  }
+
+  private async append(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+    try {
+      await this.log.append(runId, events);
+    } catch (err) {
+      this.logger.warn({ err, runId }, 'could not log a run event');
+      // A lost `done` would leave live followers waiting: terminal events are retried in the
+      // background (a short Redis outage), progress and output are not worth it.
+      if (events.some((e) => e.event === 'done')) this.retry(runId, events, 1);
+    }
+  }
+
+  private retry(runId: string, events: Parameters<RunEventLog['append']>[1], attempt: number): void {
+    if (attempt > RETRIES) return;
+    setTimeout(() => {
+      this.log.append(runId, events).then(
+        () => this.logger.info({ runId, attempt }, 'logged a run end on retry'),
+        () => this.retry(runId, events, attempt + 1),
+      );
+    }, 500 * 2 ** attempt).unref();
+  }
+}

@@ -1,0 +1,193 @@
+import type { Logger } from 'pino';
+import { InsufficientCreditsError, NotFoundError, SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
+import { newRunId } from '../../../models/ids.js';
+import type { RunStore, IdempotencyStore } from '../../../models/stores.js';
+import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
+import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
+import type { JobQueues } from '../../../queues/job-queues.js';
+import { queueName } from '../../../queues/queue-names.js';
+import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../../models/kinds.js';
+import type { SsrfGuard } from '../outbound/ssrf-guard.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import { assertValid, compile } from '../../../models/validation.js';
+import { fingerprint } from './canonical-json.js';
+
+export interface SubmitJobBody {
+  kind: string;
+  input: Record<string, unknown>;
+  confidentiality?: Tier;
+  class?: JobClass;
+  webhook?: string;
+  /** @defaultValue ['completed'] */
+  webhook_events_filter?: WebhookEvent[];
+}
+
+/** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
+export const CLASS_PRIORITY: Record<JobClass, number> = { interactive: 10, standard: 20, batch: 30 };
+
+/** Idempotency keys are honoured for 24 hours (docs/api.md "Jobs"). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+export interface JobServiceOptions {
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+  queues: JobQueues;
+  confirmer: EnqueueConfirmer;
+  prices: Record<string, number>;
+  log: Logger;
+  /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
+  dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
+  /** Checks webhook URLs at submission (invalid_url, url_blocked). */
+  outbound?: Pick<SsrfGuard, 'checkUrl'>;
+  /** Counts new runs and the credits they reserve. */
+  metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
+}
+
+export interface Submission {
+  run: RunRecord;
+  /** True when an earlier request with the same Idempotency-Key created the run. */
+  replayed: boolean;
+}
+
+/**
+ * Accepting, reading and cancelling runs. A run is recorded (with its credits reserved)
+ * before it is queued; the `EnqueueReconciler` finishes the queue write if this process
+ * dies in between (docs/architecture.md).
+ */
+export class JobService {
+  /** For routes that log about runs (the same logger as the service's). */
+  get log(): Logger {
+    return this.opts.log;
+  }
+
+  constructor(private readonly opts: JobServiceOptions) {
+    // Compile every input schema now: a broken one stops the boot, not a caller's request.
+    for (const spec of KINDS) compile(spec.inputSchema);
+  }
+
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string): Promise<Submission> {
+    const spec = findKind(body.kind);
+    if (!spec) {
+      throw new SwitchyardError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
+    }
+    assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
+    if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
+
+    let runId = newRunId();
+    let claimed = false;
+    if (idempotencyKey !== undefined) {
+      const claim = await this.opts.idempotency.claim(accountId, idempotencyKey, fingerprint(body), runId, IDEMPOTENCY_TTL_MS);
+      if (claim.fingerprint !== fingerprint(body)) {
+        throw new SwitchyardError('idempotency_conflict', 'this Idempotency-Key was used with a different request body', {
+          details: { run_id: claim.runId },
+        });
+      }
+      runId = claim.runId;
+      claimed = claim.claimed;
+    }
+
+    const tier = body.confidentiality ?? 'open';
+    const jobClass = body.class ?? 'standard';
+    // With a replayed key, the create below finds the run the first request made (or makes it,
+    // if that request died between its claim and its create): one run either way.
+    const result = await this.opts.runs.create({
+      run_id: runId,
+      account_id: accountId,
+      kind: body.kind,
+      confidentiality: tier,
+      class: jobClass,
+      priorityBase: CLASS_PRIORITY[jobClass],
+      price: this.opts.prices[body.kind],
+      input: body.input,
+      webhook: body.webhook ?? null,
+      ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
+      idempotency_key: idempotencyKey ?? null,
+      created_at: new Date().toISOString(),
+    });
+
+    if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account') {
+      if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
+      if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
+      throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
+    }
+    if (result.outcome === 'exists') {
+      if (result.run.account_id !== accountId) throw new SwitchyardError('internal', 'run id collision');
+      return { run: result.run, replayed: true };
+    }
+    this.opts.metrics?.runSubmitted(result.run);
+    await this.enqueue(result.run);
+    return { run: result.run, replayed: false };
+  }
+
+  /** The SSRF guard's verdict on a webhook URL, naming the field. */
+  private async checkWebhook(url: string): Promise<void> {
+    try {
+      await this.opts.outbound?.checkUrl(url);
+    } catch (err) {
+      if (!(err instanceof SwitchyardError)) throw err;
+      throw new SwitchyardError(err.code, `webhook: ${err.message}`, { details: { path: '/webhook' }, cause: err });
+    }
+  }
+
+  /** Queue write, then its confirmation. A failure here leaves the run to the reconciler: it stays accepted. */
+  private async enqueue(run: RunRecord): Promise<void> {
+    await this.write(run);
+    // Best effort: a missed announcement only waits for the dispatchers' safety sweep.
+    this.opts.dispatch?.announce(queueName(run.kind, run.confidentiality)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
+  }
+
+  private async write(run: RunRecord): Promise<void> {
+    try {
+      await this.opts.queues.add(run);
+      this.opts.confirmer.confirm(run.run_id);
+    } catch (err) {
+      this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');
+    }
+  }
+
+  /** The account's run, or 404 (another account's run is as good as missing). */
+  async get(accountId: string, runId: string): Promise<RunRecord> {
+    const run = await this.opts.runs.get(runId);
+    if (!run || run.account_id !== accountId) throw new NotFoundError('run');
+    return run;
+  }
+
+  async position(run: RunRecord): Promise<number | null> {
+    return run.status === 'queued' ? this.opts.queues.position(run) : null;
+  }
+
+  async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {
+    return this.opts.runs.list(accountId, q);
+  }
+
+  /**
+   * A queued run becomes canceled at once (credits returned); a running run is flagged and
+   * its worker told to stop; a terminal run is a 409.
+   */
+  async cancel(accountId: string, runId: string): Promise<RunRecord> {
+    const run = await this.get(accountId, runId);
+    if (isTerminal(run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${run.status}`, { details: { status: run.status } });
+    const now = new Date().toISOString();
+    if (run.status === 'queued') {
+      const t = await this.opts.runs.transition(run, {
+        from: ['queued'],
+        to: 'canceled',
+        set: { cancel_requested_at: now, finished_at: now, error: { code: 'canceled', message: 'canceled by the caller', retryable: false } },
+      });
+      if (t.ok) {
+        await this.opts.queues.remove(run).catch((err) => this.opts.log.warn({ err, runId }, 'could not remove a canceled job; dispatch will drop it'));
+        return t.run;
+      }
+      if (!t.run) throw new NotFoundError('run');
+      if (isTerminal(t.run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${t.run.status}`, { details: { status: t.run.status } });
+    }
+    // Running: the dispatcher sees the flag and tells the worker; the run ends when the worker stops or its lease does.
+    const t = await this.opts.runs.transition(run, { from: ['running'], set: { cancel_requested_at: now } });
+    if (t.ok) await this.opts.dispatch?.requestCancel(runId);
+    if (!t.ok) {
+      if (t.run && isTerminal(t.run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${t.run.status}`, { details: { status: t.run.status } });
+      throw new SwitchyardError('conflict', 'the run changed state during the cancel; retry');
+    }
+    return t.run;
+  }
+}

@@ -1,0 +1,150 @@
+import { SwitchyardError } from '../../../models/errors.js';
+import { isTerminal, type RunRecord } from '../../../models/types.js';
+import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
+import type { RunFollower } from '../events/run-follower.js';
+import type { JobService } from '../jobs/job-service.js';
+
+export const LLM_KIND = 'inference:llm:text-generate';
+
+/** The model id of a connected llm worker that advertises none: it takes whatever model it is asked for. */
+export const DEFAULT_MODEL = 'default';
+
+/** One tool call as the LLM returns it (OpenAI's shape; `arguments` is JSON text). */
+export interface LlmToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** The input of one llm job: OpenAI-style messages and tools (JSON Schemas as `parameters`). */
+export interface LlmRequest {
+  messages: Array<Record<string, unknown> & { role: string }>;
+  model?: string;
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters: object } }>;
+  tool_choice?: unknown;
+  max_tokens?: number;
+  temperature?: number;
+}
+
+export interface LlmResult {
+  run_id: string;
+  text: string;
+  tool_calls: LlmToolCall[];
+  finish_reason: string;
+  /** As the worker reported it, when it did. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  model: string | null;
+}
+
+export interface LlmRunOptions {
+  /** Called with the run id once the job is accepted (paid for and queued), before any delta. */
+  onAccepted?: (runId: string) => void;
+  /** Streamed text, as the worker sends it. */
+  onDelta?: (delta: string) => void;
+  signal?: AbortSignal;
+  /** @defaultValue the runner's timeoutMs */
+  timeoutMs?: number;
+}
+
+export interface LlmRunnerOptions {
+  jobs: JobService;
+  follower: RunFollower;
+  /** The fleet's counts: which kinds and models connected workers serve. */
+  fleet: Pick<FleetCounters, 'read'>;
+  /** How long one LLM step may take before it is canceled. @defaultValue 120000 */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs one LLM step as an `inference:llm:text-generate` job on the fleet, for an account
+ * (it pays the kind's price), and waits for it on the run's events: no polling. Used by the
+ * agent loop and the OpenAI-compatible surface. Refuses at once (503) while no LLM worker is
+ * connected, rather than queueing a job nobody will take.
+ */
+export class LlmRunner {
+  constructor(private readonly opts: LlmRunnerOptions) {}
+
+  /** Throws 503 `unavailable` unless some connected worker serves the llm kind. */
+  async assertAvailable(): Promise<void> {
+    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
+    if (!llm?.workers) {
+      throw new SwitchyardError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
+    }
+  }
+
+  /** Models advertised by the connected llm workers (`software.models`; `default` for a worker listing none), for /v1/models. */
+  async models(): Promise<string[]> {
+    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
+    if (!llm) return [];
+    const names = new Set(Object.keys(llm.models));
+    if (llm.unnamed_models > 0) names.add(DEFAULT_MODEL);
+    return [...names].sort();
+  }
+
+  async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
+    await this.assertAvailable();
+    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input: request as unknown as Record<string, unknown>, class: 'interactive' });
+    opts.onAccepted?.(run.run_id);
+    let stopDeltas: (() => void) | undefined;
+    try {
+      if (opts.onDelta) stopDeltas = await this.forwardDeltas(run, opts.onDelta);
+      const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);
+      if (!done) {
+        await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
+        if (opts.signal?.aborted) throw new SwitchyardError('unavailable', 'the LLM step was abandoned by its caller');
+        throw new SwitchyardError('unavailable', 'the LLM step did not finish in time; retry later', { details: { run_id: run.run_id } });
+      }
+      return resultOf(done);
+    } catch (err) {
+      // Whatever went wrong here (Redis, the caller), the paid step must not run on unwatched.
+      if (!(err instanceof SwitchyardError && err.code === 'unavailable')) await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
+      throw err;
+    } finally {
+      stopDeltas?.();
+    }
+  }
+
+  /** From event 0: deltas streamed before this subscription started are replayed, not lost. */
+  private async forwardDeltas(run: RunRecord, onDelta: (delta: string) => void): Promise<() => void> {
+    return this.opts.follower.follow(run, 0, {
+      send: (e) => {
+        if (e.event !== 'output') return;
+        const delta = (JSON.parse(e.data) as { delta?: unknown }).delta;
+        if (typeof delta === 'string') onDelta(delta);
+      },
+      end: () => {},
+    });
+  }
+}
+
+function resultOf(run: RunRecord): LlmResult {
+  if (!isTerminal(run.status) || run.status !== 'succeeded' || !run.output) {
+    const error = run.error ?? { code: run.status, message: `the LLM step ended ${run.status}` };
+    throw new SwitchyardError('unavailable', `the LLM step failed: ${error.message}`, { details: { run_id: run.run_id, code: error.code } });
+  }
+  const out = run.output as Record<string, unknown>;
+  const usage = out.usage as LlmResult['usage'] | undefined;
+  return {
+    run_id: run.run_id,
+    text: typeof out.text === 'string' ? out.text : '',
+    tool_calls: toolCallsOf(out.tool_calls),
+    finish_reason: typeof out.finish_reason === 'string' ? out.finish_reason : 'stop',
+    usage: usage && typeof usage === 'object' ? usage : null,
+    model: typeof out.model === 'string' ? out.model : null,
+  };
+}
+
+/**
+ * Tool calls as a worker reported them, kept only in the shape callers rely on: any account can
+ * run an llm worker, so its output is input like any other.
+ */
+function toolCallsOf(raw: unknown): LlmToolCall[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((c, i): LlmToolCall[] => {
+    const fn = c && typeof c === 'object' ? (c as { function?: unknown }).function : undefined;
+    if (!fn || typeof fn !== 'object' || typeof (fn as { name?: unknown }).name !== 'string') return [];
+    const args = (fn as { arguments?: unknown }).arguments;
+    const id = (c as { id?: unknown }).id;
+    return [{ id: typeof id === 'string' && id ? id : `call_${i}`, type: 'function', function: { name: (fn as { name: string }).name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) } }];
+  });
+}

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import type { WorkerInfo } from '../../../dispatch/worker-info.js';
+import type { JobQueues } from '../../../queues/job-queues.js';
+import { KIND_NAMES, TIERS } from '../../../models/kinds.js';
+import { QUEUE_STATES, SLOT_STATES, SOCKET_SURFACES, kindLabel, type SocketSurface } from './metric-labels.js';
+import { QueueDepth } from './queue-depth.js';
+
+/** Where the live gauges read their values, at scrape time. */
+export interface LiveSources {
+  /** For `switchyard_queue_jobs` (fleet-wide, from Redis). */
+  queues: JobQueues;
+  /** The workers connected to this process. */
+  localWorkers: () => readonly WorkerInfo[];
+  /** Open SSE streams of this process. */
+  sseConnections: () => number;
+  /** Open WebSockets of this process, by surface. */
+  socketConnections: () => Record<SocketSurface, number>;
+  log: Logger;
+  /** @defaultValue 1000 */
+  queueCacheMs?: number;
+}
+
+/**
+ * Gauges of live state, set when Prometheus scrapes from what exists at that moment (nothing
+ * to keep in step as workers and clients come and go). Series of fixed label sets are set to
+ * 0 first, so a gauge falls to 0 instead of vanishing when the last worker leaves.
+ */
+export function registerLiveGauges(registers: Registry[], src: LiveSources): void {
+  /** A gauge emptied and filled again at each scrape. */
+  const live = <L extends string>(name: string, help: string, labelNames: readonly L[], fill: (g: Gauge<L>) => void | Promise<void>) => {
+    const gauge: Gauge<L> = new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers,
+      collect: () => {
+        gauge.reset();
+        return fill(gauge);
+      },
+    });
+  };
+  const depth = new QueueDepth({ queues: src.queues, cacheMs: src.queueCacheMs });
+
+  live('switchyard_queue_jobs', 'Jobs in the queues of every instance, by state (read from Redis, cached 1 s)', ['kind', 'tier', 'state'], async (g) => {
+    try {
+      for (const row of await depth.read()) for (const state of QUEUE_STATES) g.set({ kind: row.kind, tier: row.tier, state }, row[state]);
+    } catch (err) {
+      // The rest of the scrape is still worth having; the missing series show the gap.
+      src.log.warn({ err }, 'metrics: could not read the queue counts');
+    }
+  });
+
+  live('switchyard_workers_connected', 'Workers connected to this instance, counted under each kind they serve', ['kind', 'tier'], (g) => {
+    for (const kind of KIND_NAMES) for (const tier of TIERS) g.set({ kind, tier }, 0);
+    for (const w of src.localWorkers()) for (const kind of w.kinds) g.inc({ kind: kindLabel(kind), tier: w.tier });
+  });
+
+  live('switchyard_worker_slots', 'Slots of the workers connected to this instance, busy or free', ['tier', 'state'], (g) => {
+    for (const tier of TIERS) for (const state of SLOT_STATES) g.set({ tier, state }, 0);
+    for (const w of src.localWorkers()) {
+      const busy = Math.min(w.busy, w.slots);
+      g.inc({ tier: w.tier, state: 'busy' }, busy);
+      g.inc({ tier: w.tier, state: 'free' }, w.slots - busy);
+    }
+  });
+
+  live('switchyard_sse_connections', 'Open SSE streams on this instance', [], (g) => g.set(src.sseConnections()));
+
+  live('switchyard_websocket_connections', 'Open WebSockets on this instance, by surface', ['surface'], (g) => {
+    const open = src.socketConnections();
+    for (const surface of SOCKET_SURFACES) g.set({ surface }, open[surface]);
+  });
+}
