@@ -10,8 +10,7 @@ import type { JobAttestation } from '../sdk/client/verify-attestation.js';
 export type RunAttestation = Required<JobAttestation>;
 
 export interface ReceiptCheckerOptions {
-  /** Read at each check: the gateway builds its artifact store after the dispatcher. */
-  artifacts: () => ArtifactStore | undefined;
+  artifacts: ArtifactStore;
   publicUrl: () => string;
 }
 
@@ -95,8 +94,7 @@ export class ReceiptChecker {
 
   /** Each URL's artifact as stored: uploaded under this lease, its bytes unchanged since. */
   private async storedArtifacts(c: ReceiptToCheck): Promise<Array<{ name: string; sha256: string }>> {
-    const store = this.opts.artifacts();
-    if (!store) throw new Error('artifact storage is not configured: private runs cannot be checked');
+    const store = this.opts.artifacts;
     const base = `${this.opts.publicUrl()}/v1/artifacts/`;
     const out: Array<{ name: string; sha256: string }> = [];
     for (const url of c.urls) {

@@ -19,21 +19,23 @@ import type { ChatCompletions } from '../http/openai/chat-completions.js'; // Op
 import type { ToolService } from '../services/tools/tool-service.js'; // tools
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js'; // metrics
 
-/** What route handlers may use. Built once per gateway by `Gateway`. */
+/** What route handlers may use. Built once per gateway by `Gateway` (api/composition/gateway.ts). */
 export interface Services {
   config: Config;
   stores: Stores;
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   jobs: JobService;
-  /** Artifact files (uploads, downloads); unset: the artifact routes answer 503. */
-  artifacts?: ArtifactStore;
+  /** The base of every link the gateway hands out; with PORT=0 it is settled once the server listens. */
+  publicUrl(): string;
+  /** Artifact files (uploads, downloads). */
+  artifacts: ArtifactStore;
   /** Live leases, read by artifact uploads to check upload tokens. */
-  leases?: LeaseStore;
+  leases: LeaseStore;
   /** Follows runs for callers (SSE, WebSocket, `Prefer: wait`). */
   follower: RunFollower;
   /** Aborted when the gateway starts to stop: requests that wait answer at once instead of being cut. */
-  shutdown?: AbortSignal;
+  shutdown: AbortSignal;
   /** Runs LLM steps on the fleet (agent loop, OpenAI surface). */
   llm: LlmRunner;
   /** The process's open SSE streams. */
@@ -44,20 +46,20 @@ export interface Services {
   webhooks: WebhookService;
   /** Custom tools: registration, resolution for bots, calls for the agent loop (docs/tools.md). */
   tools: ToolService;
-  /** The OpenAI-compatible surface (docs/openai.md); unset: its routes answer 503. */
-  openai?: ChatCompletions;
+  /** The OpenAI-compatible surface (docs/openai.md). */
+  openai: ChatCompletions;
   /** Bots: CRUD, sessions and the gate of the bot surfaces (docs/bots.md). */
   bots: BotService;
-  /** Bot turns (invoke, the bot socket): the agent loop over a conversation; unset: invoke answers 503. */
-  botTurns?: BotTurns;
+  /** Bot turns (invoke, the bot socket): the agent loop over a conversation. */
+  botTurns: BotTurns;
   /** The live fleet: capabilities and capacity. */
   fleet: FleetService;
-  /** Private workers' current evidence, for audits (`GET /v1/attestation/workers/{id}`); unset: 503. */
-  attestation?: AttestationService;
+  /** Private workers' current evidence, for audits (`GET /v1/attestation/workers/{id}`). */
+  attestation: AttestationService;
   /** Announces operator trust changes to every instance, which closes the workers they demote. */
   trust: TrustEnforcer;
-  /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md); unset: /metrics answers 503. */
-  metrics?: GatewayMetrics;
+  /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md). */
+  metrics: GatewayMetrics;
   /** Checks every backing service; throws when one is unreachable. */
   ready(): Promise<void>;
 }

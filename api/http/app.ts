@@ -50,7 +50,7 @@ export function routeSpecs(s: Services): RouteSpec[] {
   routes.push(...metricsRoutes(s)); // metrics: GET /metrics, outside /v1 (docs/api.md, "Operators' surfaces")
   routes.push(...attestationRoutes(s)); // private tier: workers' current evidence, for audits
   let openapi: unknown;
-  routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.config.publicUrl, VERSION))));
+  routes.push(...metaRoutes(s, () => (openapi ??= buildOpenApi(routes, s.publicUrl(), VERSION))));
   return routes;
 }
 
@@ -76,7 +76,7 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
 
   app.use(requestId());
   app.use(accessLog(log)); // logs: one line per request (docs/operations.md, "Logs")
-  if (s.metrics) app.use(httpMetrics(s.metrics)); // metrics: outside errorHandler, so it sees the status sent
+  app.use(httpMetrics(s.metrics)); // metrics: outside errorHandler, so it sees the status sent
   app.use(errorHandler(log, errorStyleOf(routes)));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

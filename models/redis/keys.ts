@@ -1,6 +1,10 @@
 /** Every Redis key the stores use, in one place. */
 export class RedisKeys {
   constructor(readonly prefix: string) {}
+  /** The prefix of this deployment's BullMQ queues (BullMQ builds their keys below it). */
+  get queuePrefix(): string {
+    return `${this.prefix}:q`;
+  }
   account = (id: string) => `${this.prefix}:acct:${id}`;
   accountKeys = (id: string) => `${this.prefix}:acct:${id}:keys`;
   /** Index of an account's runs (a sorted set ordered by run id); `:s:<status>` and `:k:<kind>` narrow it. */

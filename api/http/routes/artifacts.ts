@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ArtifactStore, type ByteRange } from '../../../models/artifact-store.js';
+import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ByteRange } from '../../../models/artifact-store.js';
 import { NotFoundError, SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
-import type { LeaseStore } from '../../../dispatch/lease-store.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
@@ -98,11 +97,6 @@ function bearer(ctx: Ctx): string | null {
   return m ? m[1] : null;
 }
 
-function stores(s: Services): { artifacts: ArtifactStore; leases: LeaseStore } {
-  if (!s.artifacts || !s.leases) throw new SwitchyardError('unavailable', 'artifact storage is not configured on this gateway');
-  return { artifacts: s.artifacts, leases: s.leases };
-}
-
 /** The public URL of an artifact. */
 export function artifactUrl(publicUrl: string, meta: Pick<ArtifactMeta, 'id' | 'name'>): string {
   return `${publicUrl}/v1/artifacts/${meta.id}/${encodeURIComponent(meta.name)}`;
@@ -143,7 +137,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         415: { description: 'A Content-Encoding other than identity' },
       },
       async handler(ctx) {
-        const { artifacts, leases } = stores(s);
+        const { artifacts, leases } = s;
         const token = bearer(ctx);
         const lease = token ? await leases.verifyUpload(ctx.params.lease_id, token) : null;
         if (!lease) throw new UnauthorizedError("a live lease's upload_token is required (Authorization: Bearer <upload_token>)");
@@ -180,7 +174,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         }
         ctx.status = 201;
         ctx.body = {
-          url: artifactUrl(s.config.publicUrl, meta),
+          url: artifactUrl(s.publicUrl(), meta),
           sha256: meta.sha256,
           size: meta.size,
           content_type: meta.content_type,
@@ -208,7 +202,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         416: { description: 'Range not satisfiable (error code invalid_request)', headers: { 'Content-Range': 'bytes */size' } },
       },
       async handler(ctx) {
-        const { artifacts } = stores(s);
+        const { artifacts } = s;
         const id = ctx.params.artifact_id;
         const meta = ARTIFACT_ID_PATTERN.test(id) ? await artifacts.get(id) : null;
         if (!meta || meta.name !== ctx.params.name) throw new NotFoundError('artifact');

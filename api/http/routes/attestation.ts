@@ -1,4 +1,4 @@
-import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
+import { NotFoundError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
 
@@ -44,7 +44,6 @@ export function attestationRoutes(s: Services): RouteSpec[] {
         404: { description: 'The worker is not connected, not private, or its evidence has lapsed' },
       },
       async handler(ctx) {
-        if (!s.attestation) throw new SwitchyardError('unavailable', 'attestation is not set up on this gateway');
         const id = ctx.params.worker_id;
         const current = /^wkr_[0-9A-Za-z]{1,64}$/.test(id) ? await s.attestation.current(id) : null;
         if (!current) throw new NotFoundError('current attestation evidence of this worker');

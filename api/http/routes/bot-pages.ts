@@ -44,7 +44,7 @@ export function botPageRoutes(s: Services): RouteSpec[] {
         const bot = await s.bots.get(ctx.params.bot_id);
         if (!bot) throw new NotFoundError('bot');
         const creds = botCredentials(ctx.headers, ctx.query.token);
-        const publicUrl = s.config.publicUrl;
+        const publicUrl = s.publicUrl();
         // The page is the gateway's own: a navigation carries no Origin worth checking, and who
         // may frame the page is the browser's to enforce, by frame-ancestors.
         await s.bots.authorize(bot, { ...creds, origin: new URL(publicUrl).origin });

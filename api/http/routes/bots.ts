@@ -2,7 +2,7 @@ import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
 import { botCredentials } from '../../services/bots/bot-credentials.js';
 import * as B from '../../contract/bot-schemas.js';
 import type { BotRecord, BotService, CreateBotInput } from '../../services/bots/bot-service.js';
-import type { BotMessage, BotTurns } from '../../services/bots/bot-turns.js';
+import type { BotMessage } from '../../services/bots/bot-turns.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
@@ -16,11 +16,6 @@ const surfaceHeaders = [
   { name: 'Origin', description: "Set by browsers; bot tokens are accepted only from the bot's allowedOrigins", schema: { type: 'string' } },
   { name: 'Authorization', description: "Bearer <embed token | session token | the owner's API key>", schema: { type: 'string' } },
 ];
-
-function turns(s: Services): BotTurns {
-  if (!s.botTurns) throw new SwitchyardError('unavailable', 'bots cannot be invoked on this gateway right now');
-  return s.botTurns;
-}
 
 /** The bot of a bot surface (any account's: the surface's own credentials decide). */
 async function surfaceBot(s: Services, ctx: Ctx): Promise<BotRecord> {
@@ -151,7 +146,7 @@ export function botRoutes(s: Services): RouteSpec[] {
       async handler(ctx) {
         const bot = await surfaceBot(s, ctx);
         await s.bots.authorize(bot, botCredentials(ctx.headers, ctx.query.token));
-        ctx.body = await turns(s).run(bot, ctx.state.body as BotMessage, ctx.ip, { signal: hangUp(ctx) });
+        ctx.body = await s.botTurns.run(bot, ctx.state.body as BotMessage, ctx.ip, { signal: hangUp(ctx) });
       },
     },
     {

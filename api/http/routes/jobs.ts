@@ -84,8 +84,8 @@ export function jobRoutes(s: Services): RouteSpec[] {
           const stop = new AbortController();
           const abort = () => stop.abort();
           ctx.res.once('close', abort);
-          s.shutdown?.addEventListener('abort', abort, { once: true });
-          if (s.shutdown?.aborted) abort();
+          s.shutdown.addEventListener('abort', abort, { once: true });
+          if (s.shutdown.aborted) abort();
           try {
             const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
             if (done) {
@@ -99,7 +99,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
             s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
           } finally {
             ctx.res.off('close', abort);
-            s.shutdown?.removeEventListener('abort', abort);
+            s.shutdown.removeEventListener('abort', abort);
           }
         }
         ctx.status = 202;

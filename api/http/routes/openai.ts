@@ -1,17 +1,11 @@
-import { SwitchyardError } from '../../../models/errors.js';
-import { RUN_ID_HEADER, type ChatCompletions } from '../openai/chat-completions.js';
+import { RUN_ID_HEADER } from '../openai/chat-completions.js';
 import type { ChatCompletionBody } from '../openai/chat-request.js';
 import * as O from '../../contract/openai-schemas.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
 
-const unconfigured = (): never => {
-  throw new SwitchyardError('unavailable', 'the OpenAI-compatible surface is not configured on this gateway');
-};
-
 /** OpenAI-compatible routes (docs/openai.md): errors in OpenAI's shape, account key as Bearer. */
 export function openaiRoutes(s: Services): RouteSpec[] {
-  const surface = (): ChatCompletions => s.openai ?? unconfigured();
   return [
     {
       method: 'post',
@@ -47,10 +41,10 @@ export function openaiRoutes(s: Services): RouteSpec[] {
             ctx.respond = false;
             return ctx.res;
           };
-          await surface().stream(accountId, body, takeOver, gone.signal);
+          await s.openai.stream(accountId, body, takeOver, gone.signal);
           return;
         }
-        const { runId, completion } = await surface().complete(accountId, body, gone.signal);
+        const { runId, completion } = await s.openai.complete(accountId, body, gone.signal);
         ctx.set(RUN_ID_HEADER, runId);
         ctx.body = completion;
       },
@@ -65,7 +59,7 @@ export function openaiRoutes(s: Services): RouteSpec[] {
       errorStyle: 'openai',
       responses: { 200: { description: 'The models (empty while no llm worker is connected)', schema: O.modelList } },
       async handler(ctx) {
-        ctx.body = await surface().listModels();
+        ctx.body = await s.openai.listModels();
       },
     },
     {
@@ -78,7 +72,7 @@ export function openaiRoutes(s: Services): RouteSpec[] {
       errorStyle: 'openai',
       responses: { 200: { description: 'The model', schema: O.model }, 404: { description: 'No connected worker serves it' } },
       async handler(ctx) {
-        ctx.body = await surface().retrieveModel(ctx.params.model);
+        ctx.body = await s.openai.retrieveModel(ctx.params.model);
       },
     },
   ];

@@ -28,8 +28,9 @@ export interface BotServiceOptions {
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   tools: Pick<ToolService, 'resolve'>;
-  /** Read at each use: `publicUrl` is settled only once the server listens (PORT=0). */
-  config: Pick<Config, 'publicUrl' | 'agents'>;
+  /** Read at each use: with PORT=0 the URL is settled only once the server listens. */
+  publicUrl: () => string;
+  config: Pick<Config, 'agents'>;
 }
 
 /**
@@ -134,7 +135,7 @@ export class BotService {
 
   /** Allowed frame-ancestors / CORS origins: allowedOrigins and, always, the gateway's own origin (its chat page runs there). */
   allowedOrigins(bot: BotRecord): string[] {
-    return [...new Set([...bot.allowedOrigins, new URL(this.opts.config.publicUrl).origin])];
+    return [...new Set([...bot.allowedOrigins, new URL(this.opts.publicUrl()).origin])];
   }
 
   /** Whether a request's `Origin` header names an allowed origin of the bot. */
@@ -145,7 +146,7 @@ export class BotService {
 
   /** The bot object of the API: the record's fields and the absolute URLs of its surfaces. */
   view(bot: BotRecord) {
-    const base = this.opts.config.publicUrl;
+    const base = this.opts.publicUrl();
     // A secure bot's URLs carry no token: the embed token would be refused; add a session token.
     const query = bot.secure ? '' : `?token=${encodeURIComponent(bot.embed_token)}`;
     const path = `/v1/bots/${bot.id}`;

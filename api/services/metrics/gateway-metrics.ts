@@ -17,9 +17,6 @@ import {
 } from './metric-labels.js';
 import { registerLiveGauges, type LiveSources } from './live-gauges.js';
 
-/** What the live gauges read at scrape time (live-gauges.ts). */
-export type GatewayMetricsOptions = LiveSources;
-
 type KindTier = 'kind' | 'tier';
 type Terminal = (typeof TERMINAL_LABELS)[number];
 
@@ -46,7 +43,7 @@ export class GatewayMetrics implements DispatchObserver {
   private readonly creditsReserved: Counter<'kind'>;
   private readonly creditsCharged: Counter<'kind'>;
 
-  constructor(opts: GatewayMetricsOptions) {
+  constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help, labelNames, registers });
@@ -69,8 +66,15 @@ export class GatewayMetrics implements DispatchObserver {
     this.toolCalls = counter('switchyard_tool_calls_total', 'Custom tool calls, by outcome', ['outcome']);
     this.creditsReserved = counter('switchyard_credits_reserved_total', 'Credits reserved by new runs at submission', ['kind']);
     this.creditsCharged = counter('switchyard_credits_charged_total', 'Credits charged for runs that succeeded', ['kind']);
-    registerLiveGauges(registers, opts);
     this.zeroCounters();
+  }
+
+  /**
+   * Adds the gauges of live state, read from `src` at each scrape. Called once the parts they
+   * read exist (the dispatcher, the SSE streams, the socket servers).
+   */
+  watch(src: LiveSources): void {
+    registerLiveGauges([this.registry], src);
   }
 
   /** The content type of `exposition()` (Prometheus text format 0.0.4). */

@@ -1,0 +1,68 @@
+import { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
+import { EnqueueReconciler } from '../../queues/enqueue-reconciler.js';
+import { queueName } from '../../queues/queue-names.js';
+import { SseStreams } from '../http/sse-streams.js';
+import { ChatCompletions } from '../http/openai/chat-completions.js';
+import { RunFollower } from '../services/events/run-follower.js';
+import { FleetService } from '../services/fleet/fleet-service.js';
+import { JobService } from '../services/jobs/job-service.js';
+import { LlmRunner } from '../services/llm/llm-runner.js';
+import { CallerSocketServer } from '../sockets/caller-socket-server.js';
+import type { Core } from './core.js';
+import type { Fleet } from './fleet.js';
+import type { Outbound } from './outbound.js';
+
+/** The callers' side: submitting and following jobs, over HTTP, SSE, the caller socket and the OpenAI surface. */
+export interface Callers {
+  /** Confirms queue writes in the background (the outbox of accepted runs). */
+  confirmer: EnqueueConfirmer;
+  /** Enqueues accepted runs whose queue write was never confirmed (a crash between the two). */
+  reconciler: EnqueueReconciler;
+  jobs: JobService;
+  follower: RunFollower;
+  sse: SseStreams;
+  callerServer: CallerSocketServer;
+  /** LLM steps on the fleet (agent loop, OpenAI surface). */
+  llm: LlmRunner;
+  fleet: FleetService;
+  /** /v1/chat/completions and /v1/models, each completion one llm job (docs/openai.md). */
+  openai: ChatCompletions;
+}
+
+export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound): Callers {
+  const { config: c, log } = core;
+  const confirmer = new EnqueueConfirmer(core.runs, log);
+  const jobs = new JobService({
+    runs: core.runs,
+    idempotency: core.stores.idempotency,
+    queues: core.queues,
+    confirmer,
+    prices: c.prices,
+    log,
+    dispatch: fleet.dispatcher,
+    outbound: outbound.guard, // webhook URLs are checked at submission
+    metrics: core.metrics,
+  });
+  const reconciler = new EnqueueReconciler({
+    runs: core.runs,
+    queues: core.queues,
+    log,
+    afterMs: c.enqueueReconcileAfterMs,
+    onEnqueued: (run) => fleet.dispatcher.announce(queueName(run.kind, run.confidentiality)),
+  });
+  const follower = new RunFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, position: (run) => jobs.position(run) });
+  const sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
+  const callerServer = new CallerSocketServer({
+    auth: core.auth,
+    gate: core.gate,
+    jobs,
+    follower,
+    log,
+    maxMessageBytes: c.jsonBodyLimitBytes,
+    maxDepth: c.jsonMaxDepth,
+    bufferBytes: c.events.clientBufferBytes,
+  });
+  const llm = new LlmRunner({ jobs, follower, fleet: fleet.dispatcher.fleet, timeoutMs: c.agents.llmStepTimeoutMs });
+  const openai = new ChatCompletions({ llm, log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
+  return { confirmer, reconciler, jobs, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues }), openai };
+}

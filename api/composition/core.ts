@@ -1,0 +1,94 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { createStores } from '../../models/create-stores.js';
+import { ObservedRunStore } from '../../models/observed-run-store.js';
+import { createRedis } from '../../models/redis-connection.js';
+import { RedisKeys } from '../../models/redis/keys.js';
+import { RunEventLog } from '../../models/run-event-log.js';
+import type { Stores } from '../../models/stores.js';
+import { JobQueues } from '../../queues/job-queues.js';
+import type { Config } from '../main/config.js';
+import { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
+import { RequestGate } from '../services/auth/request-gate.js';
+import { RunEventHub } from '../services/events/run-event-hub.js';
+import { RunEventWriter } from '../services/events/run-event-writer.js';
+import { GatewayMetrics } from '../services/metrics/gateway-metrics.js';
+import type { Lifecycle } from './lifecycle.js';
+import { PublicUrl } from './public-url.js';
+
+/** What every capability of a gateway process builds on. */
+export interface Core {
+  config: Config;
+  log: Logger;
+  gatewayId: string;
+  publicUrl: PublicUrl;
+  /** Request paths' connection: fails fast in an outage, pipelines concurrent commands. */
+  redis: Redis;
+  /** The process's one subscriber connection (run events, dispatch, trust changes). */
+  subscriber: Redis;
+  /** Blocking connection shared by this process's BullMQ workers. */
+  bullConnection: Redis;
+  keys: RedisKeys;
+  /** The stores, with the run store observed: every status change, whoever makes it, passes its hooks. */
+  stores: Stores;
+  runs: ObservedRunStore;
+  queues: JobQueues;
+  metrics: GatewayMetrics;
+  gate: RequestGate;
+  auth: ApiKeyAuthenticator;
+  eventLog: RunEventLog;
+  events: RunEventWriter;
+  hub: RunEventHub;
+}
+
+/**
+ * Connects Redis and opens the stores (the one step that needs I/O to build: a MongoDB store
+ * connects), then builds the shared parts. Each is added to the lifecycle as it is made, so a
+ * failure further on still closes what was opened.
+ */
+export async function openCore(config: Config, log: Logger, gatewayId: string, lifecycle: Lifecycle): Promise<Core> {
+  const c = config;
+  const redis = createRedis(c.redisUrl, { name: 'api', autoPipelining: true });
+  const subscriber = createRedis(c.redisUrl, { name: `sub-${gatewayId}`, blocking: true });
+  const bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
+  lifecycle.add('redis', { start: () => redis.ping(), stop: () => quit(redis) });
+  lifecycle.add('redis subscriber', { stop: () => quit(subscriber) });
+  lifecycle.add('redis for BullMQ workers', { stop: () => quit(bullConnection) });
+  await lifecycle.start();
+
+  const base = await createStores({
+    redis,
+    redisPrefix: c.redisPrefix,
+    mongoUrl: c.mongoUrl,
+    mongoDb: c.mongoDb,
+    retentionSeconds: c.runRetentionSeconds,
+    fairShareStep: c.fairShareStep,
+  });
+  lifecycle.add('stores', { stop: () => base.close() });
+  await lifecycle.start();
+
+  const runs = new ObservedRunStore(base.runs);
+  const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
+  const keys = new RedisKeys(c.redisPrefix);
+  const queues = new JobQueues({ connection: redis, prefix: keys.queuePrefix });
+  const metrics = new GatewayMetrics();
+  runs.onStatusChange(metrics.statusChanged);
+  const gate = new RequestGate({ redis, keys, perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
+  const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
+  const events = new RunEventWriter(eventLog, log);
+  runs.onStatusChange(events.statusChanged);
+  const hub = new RunEventHub({ subscriber, log: eventLog, prefix: c.redisPrefix, logger: log });
+  const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
+  lifecycle.add('queues', { stop: () => queues.close() });
+  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, keys, stores, runs, queues, metrics, gate, auth, eventLog, events, hub };
+}
+
+/** The stores other than runs, passed through as they are. */
+function pick(s: Stores): Omit<Stores, 'runs' | 'ping' | 'close'> {
+  const { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools } = s;
+  return { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools };
+}
+
+function quit(client: Redis): Promise<unknown> {
+  return client.quit().catch(() => client.disconnect());
+}
