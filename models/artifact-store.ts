@@ -44,7 +44,7 @@ export interface ArtifactStore {
   /**
    * Streams `body` into storage while hashing it, without ever holding it whole in memory.
    * The artifact becomes visible only once it is complete: a failed or oversize upload
-   * (`SwitchyardError('payload_too_large')`) leaves nothing behind.
+   * (`ApiError('payload_too_large')`) leaves nothing behind.
    */
   put(body: AsyncIterable<Uint8Array>, opts: PutArtifact): Promise<ArtifactMeta>;
   /** The metadata of a live artifact, or null when the id is unknown, malformed, or expired. */

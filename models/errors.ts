@@ -1,6 +1,6 @@
 /**
  * Every error code of the public contract, with its HTTP status. This is the one place
- * that maps codes to statuses; layers below the API throw `SwitchyardError`s by code and
+ * that maps codes to statuses; layers below the API throw `ApiError`s by code and
  * the API renders them.
  */
 export const ERROR_STATUS = {
@@ -30,7 +30,7 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-export class SwitchyardError extends Error {
+export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly details?: Record<string, unknown>;
@@ -43,7 +43,7 @@ export class SwitchyardError extends Error {
     opts: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'SwitchyardError';
+    this.name = 'ApiError';
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.details = opts.details;
@@ -51,13 +51,13 @@ export class SwitchyardError extends Error {
   }
 }
 
-export class NotFoundError extends SwitchyardError {
+export class NotFoundError extends ApiError {
   constructor(what: string) {
     super('not_found', `${what} not found`);
   }
 }
 
-export class InsufficientCreditsError extends SwitchyardError {
+export class InsufficientCreditsError extends ApiError {
   constructor(needed: number, available: number) {
     super('insufficient_credits', `this job costs ${needed} credits; the account has ${available}`, {
       details: { needed, available },
@@ -65,20 +65,20 @@ export class InsufficientCreditsError extends SwitchyardError {
   }
 }
 
-export class UnauthorizedError extends SwitchyardError {
+export class UnauthorizedError extends ApiError {
   constructor(message = 'a valid API key is required') {
     super('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="switchyard"' } });
   }
 }
 
-export class ValidationError extends SwitchyardError {
+export class ValidationError extends ApiError {
   constructor(message: string, errors?: unknown[]) {
     super('invalid_request', message, errors ? { details: { errors } } : {});
   }
 }
 
-/** Status returned by the store when a run transition is refused because the run is already terminal. */
-export class AlreadyTerminalError extends SwitchyardError {
+/** A change to a run that has already ended (cancel, a second terminal report). */
+export class AlreadyTerminalError extends ApiError {
   constructor(runId: string, status: string) {
     super('already_terminal', `run ${runId} is already ${status}`, { details: { status } });
   }
@@ -95,4 +95,44 @@ export function isDatastoreUnavailable(err: unknown): boolean {
   return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN/i.test(
     `${err.name} ${err.message}`,
   );
+}
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  503: 'unavailable',
+};
+
+const MESSAGE_BY_STATUS: Record<number, string> = {
+  400: 'the request body is not valid JSON',
+  413: 'the request body is too large',
+  415: 'unsupported content type or charset: send application/json in UTF-8',
+};
+
+/**
+ * The one mapping from anything thrown to an `ApiError`, for every transport (HTTP, SSE and the
+ * three sockets): errors of ours pass through, http-errors from body parsers keep their 4xx
+ * meaning, a datastore outage is `unavailable` (retry shortly), anything else is `internal`
+ * with the original kept as its cause for the log, never shown.
+ */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err instanceof Error ? err : new Error(String(err));
+  const status = (e as { status?: number }).status ?? (e as { statusCode?: number }).statusCode;
+  // http-errors thrown by koa-body / co-body carry a 4xx status and a safe meaning.
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = CODE_BY_STATUS[status] ?? 'invalid_request';
+    const message = (e as { expose?: boolean }).expose && status !== 400 ? e.message : MESSAGE_BY_STATUS[status] ?? e.message;
+    return new ApiError(code, message);
+  }
+  // Errors from the datastores mean "try again later", not "we are broken".
+  if (isDatastoreUnavailable(e)) return new ApiError('unavailable', 'a backing service is unavailable; retry shortly', { headers: { 'Retry-After': '1' } });
+  return new ApiError('internal', 'internal error', { cause: e });
 }

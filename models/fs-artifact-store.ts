@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
-import { NotFoundError, SwitchyardError } from './errors.js';
+import { NotFoundError, ApiError } from './errors.js';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -85,7 +85,7 @@ export class FsArtifactStore implements ArtifactStore {
         async function* (source: AsyncIterable<Uint8Array>) {
           for await (const chunk of source) {
             size += chunk.length;
-            if (size > max) throw new SwitchyardError('payload_too_large', `an artifact may be at most ${max} bytes`, { details: { max_bytes: max } });
+            if (size > max) throw new ApiError('payload_too_large', `an artifact may be at most ${max} bytes`, { details: { max_bytes: max } });
             hash.update(chunk);
             yield chunk;
           }

@@ -114,9 +114,10 @@ describe('HTTP layer', () => {
 
 describe('error rendering', () => {
   it('turns an unexpected exception into 500 internal without any internals', async () => {
-    const { toSwitchyardError, renderError } = await import('../api/http/middleware/error-handler.js');
+    const { renderError } = await import('../api/http/middleware/error-handler.js');
+    const { toApiError } = await import('../models/errors.js');
     const ctx = { status: 200, body: undefined as unknown, headers: {} as Record<string, string>, state: { requestId: 'r' }, set(k: string, v: string) { this.headers[k] = v; } };
-    renderError(ctx, toSwitchyardError(new TypeError("Cannot read properties of undefined (reading 'x') at /work/main/api/x.ts:3")));
+    renderError(ctx, toApiError(new TypeError("Cannot read properties of undefined (reading 'x') at /work/main/api/x.ts:3")));
     assert.equal(ctx.status, 500);
     assert.deepEqual(ctx.body, { error: { code: 'internal', message: 'internal error' } });
   });

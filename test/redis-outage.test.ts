@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { SwitchyardWorker, silentLogger, type Engine, type GatewayErrorFrame } from '../sdk/worker/index.js';
 import type { RunStore } from '../models/stores.js';
 import { ADMIN_TOKEN, TestGateway, until, uniquePrefix } from './helpers/harness.js';
@@ -83,6 +84,27 @@ describe('a short Redis outage', function () {
       },
       timeoutMs,
     );
+
+  it('answers a request made while Redis is down with unavailable on every transport: 503 over HTTP, an unavailable frame on the caller socket', async () => {
+    const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${key}` } });
+    const frames: Array<Record<string, unknown>> = [];
+    ws.on('message', (data) => frames.push(JSON.parse(data.toString())));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    try {
+      await kill();
+      const http = await gw.submit(key, { kind: KIND, input: { prompt: 'in-the-outage' } });
+      assert.equal(http.status, 503, http.text);
+      assert.equal(http.body.error.code, 'unavailable');
+      ws.send(JSON.stringify({ type: 'submit', id: 'outage-1', kind: KIND, input: { prompt: 'in-the-outage' } }));
+      const answer = await until('the answer to the socket submit', async () => frames.find((f) => f.id === 'outage-1'), 15_000);
+      assert.equal(answer.type, 'error');
+      assert.equal(answer.code, 'unavailable', JSON.stringify(answer));
+      assert.equal(ws.readyState, WebSocket.OPEN, 'the socket stays open: the caller may retry on it');
+    } finally {
+      ws.terminate();
+      await redis.restart();
+    }
+  });
 
   it('a complete (and a log line) sent while Redis is down are retried: the run succeeds on its one attempt with its output', async () => {
     const calls = new Map<string, number>();

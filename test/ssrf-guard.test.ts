@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../api/main/config.js';
 import { OutboundError, SsrfGuard } from '../api/services/outbound/ssrf-guard.js';
-import { SwitchyardError } from '../models/errors.js';
+import { ApiError } from '../models/errors.js';
 
 /** A self-signed certificate for localhost, 127.0.0.1 and ::1, made by the openssl CLI. */
 function selfSigned(dir: string, name: string): { key: Buffer; cert: Buffer; certFile: string } {
@@ -42,7 +42,7 @@ async function outboundCode(promise: Promise<unknown>): Promise<string> {
 
 async function checkCode(promise: Promise<unknown>): Promise<string> {
   const err = await rejection(promise);
-  assert.ok(err instanceof SwitchyardError, `expected a SwitchyardError, got ${err.stack}`);
+  assert.ok(err instanceof ApiError, `expected a ApiError, got ${err.stack}`);
   assert.equal(err.status, 400);
   return err.code;
 }

@@ -6,7 +6,7 @@ import type { Stores } from '../../models/stores.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { FsArtifactStore } from '../../models/fs-artifact-store.js';
-import { SwitchyardError } from '../../models/errors.js';
+import { ApiError } from '../../models/errors.js';
 import { createApp } from '../http/app.js';
 import { bullBoard } from '../http/middleware/bull-board.js';
 import type { SseStreams } from '../http/sse-streams.js';
@@ -244,7 +244,7 @@ export class Gateway {
 
   private async ready(core: Core): Promise<void> {
     // Load balancers stop routing here as soon as stop() begins.
-    if (this.shuttingDown) throw new SwitchyardError('unavailable', 'not ready: this instance is shutting down', { headers: { 'Retry-After': '1' } });
+    if (this.shuttingDown) throw new ApiError('unavailable', 'not ready: this instance is shutting down', { headers: { 'Retry-After': '1' } });
     // A backing service that hangs must not hang the probe.
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('readiness check timed out')), READY_TIMEOUT_MS)));

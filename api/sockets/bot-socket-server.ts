@@ -1,10 +1,10 @@
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { refuseUpgrade } from './worker-socket-server.js';
+import { errorFrame, isUnexpected, refuseUpgrade } from './socket-errors.js';
 import type { BotRecord } from '../../models/bot-types.js';
-import { NotFoundError, SwitchyardError } from '../../models/errors.js';
+import { NotFoundError, ApiError, toApiError } from '../../models/errors.js';
 import { jsonDepth, parseJsonObject } from '../http/middleware/json-body.js';
 import { assertValid } from '../../models/validation.js';
 import { botCredentials, type BotCredentials } from '../services/bots/bot-credentials.js';
@@ -77,9 +77,8 @@ export class BotSocketServer {
     this.admit(req, url, botId).then(
       ({ bot, creds }) => this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, bot, creds, clientAddress(req, this.opts.trustProxy))),
       (err) => {
-        const e = err instanceof SwitchyardError ? err : new SwitchyardError('unavailable', 'could not check the credentials; retry');
-        if (!(err instanceof SwitchyardError)) this.opts.log.warn({ err }, 'bot socket upgrade failed');
-        refuseUpgrade(socket, `${e.status} ${STATUS_CODES[e.status] ?? ''}`, e.code, e.message);
+        if (isUnexpected(err)) this.opts.log.warn({ err }, 'bot socket upgrade failed');
+        refuseUpgrade(socket, toApiError(err));
       },
     );
     return true;
@@ -115,16 +114,16 @@ export class BotSocketServer {
   private onMessage(session: Session, data: RawData, isBinary: boolean): void {
     let msg: Record<string, unknown>;
     try {
-      if (isBinary) throw new SwitchyardError('invalid_request', 'send messages as JSON text frames');
+      if (isBinary) throw new ApiError('invalid_request', 'send messages as JSON text frames');
       msg = parseJsonObject(data.toString(), 'the message');
-      if (jsonDepth(msg, this.opts.maxDepth) > this.opts.maxDepth) throw new SwitchyardError('invalid_request', `the message is nested deeper than ${this.opts.maxDepth} levels`);
+      if (jsonDepth(msg, this.opts.maxDepth) > this.opts.maxDepth) throw new ApiError('invalid_request', `the message is nested deeper than ${this.opts.maxDepth} levels`);
     } catch (err) {
       return this.fail(session, err);
     }
     // A ping is answered at once, even while a turn is under way.
     if (msg.type === 'ping') return this.send(session, { type: 'pong' });
     if (session.waiting >= MAX_WAITING) {
-      return this.fail(session, new SwitchyardError('rate_limited', `${MAX_WAITING} messages are already waiting for their replies; send more once they are answered`));
+      return this.fail(session, new ApiError('rate_limited', `${MAX_WAITING} messages are already waiting for their replies; send more once they are answered`));
     }
     session.waiting++;
     session.queue = session.queue.then(() =>
@@ -136,7 +135,7 @@ export class BotSocketServer {
 
   private async turn(session: Session, msg: Record<string, unknown>): Promise<void> {
     if (session.ws.readyState !== session.ws.OPEN) return;
-    if (msg.type !== 'message') throw new SwitchyardError('invalid_request', `unknown message type ${JSON.stringify(msg.type ?? null)}: use message or ping`);
+    if (msg.type !== 'message') throw new ApiError('invalid_request', `unknown message type ${JSON.stringify(msg.type ?? null)}: use message or ping`);
     const { text, conversation_id } = assertValid<{ text: string; conversation_id?: string }>(B.socketMessage, msg, 'the message');
     const bot = await this.recheck(session);
     if (!bot) return;
@@ -161,18 +160,17 @@ export class BotSocketServer {
       await this.opts.bots.authorize(bot, session.creds);
       return bot;
     } catch (err) {
-      const close = err instanceof SwitchyardError ? CLOSE_FOR[err.code] : undefined;
+      const close = err instanceof ApiError ? CLOSE_FOR[err.code] : undefined;
       if (!close) throw err;
       this.fail(session, err);
-      session.ws.close(close, (err as SwitchyardError).code);
+      session.ws.close(close, (err as ApiError).code);
       return null;
     }
   }
 
   private fail(session: Session, err: unknown): void {
-    const e = err instanceof SwitchyardError ? err : new SwitchyardError('internal', 'the message could not be handled');
-    if (!(err instanceof SwitchyardError)) this.opts.log.error({ err, botId: session.bot.id }, 'bot socket message failed');
-    this.send(session, { type: 'error', code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) });
+    if (isUnexpected(err)) this.opts.log.error({ err, botId: session.bot.id }, 'bot socket message failed');
+    this.send(session, errorFrame(err));
   }
 
   private send(session: Session, frame: object): void {

@@ -2,13 +2,13 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { refuseUpgrade } from './worker-socket-server.js';
-import { SwitchyardError, UnauthorizedError } from '../../models/errors.js';
+import { errorFrame, isUnexpected, refuseUpgrade } from './socket-errors.js';
+import { ApiError, UnauthorizedError, toApiError } from '../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../models/ids.js';
 import type { RunRecord } from '../../models/types.js';
 import type { ApiKeyAuthenticator, Principal } from '../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../services/auth/request-gate.js';
-import { presentedKey } from '../http/middleware/authenticate.js';
+import { presentedKey } from '../services/auth/bearer.js';
 import { jsonDepth, parseJsonObject } from '../http/middleware/json-body.js';
 import { acceptedView } from '../contract/presenters.js';
 import * as S from '../contract/schemas.js';
@@ -71,7 +71,7 @@ export class CallerSocketServer {
     try {
       key = presentedKey(req.headers);
     } catch (err) {
-      refuseUpgrade(socket, '401 Unauthorized', 'unauthorized', (err as Error).message);
+      refuseUpgrade(socket, toApiError(err));
       return true;
     }
     const upgrade = (principal?: Principal) => this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, principal));
@@ -80,8 +80,8 @@ export class CallerSocketServer {
       return true;
     }
     this.identify(key).then(upgrade, (err) => {
-      if (err instanceof SwitchyardError) refuseUpgrade(socket, `${err.status} ${err.status === 429 ? 'Too Many Requests' : 'Unauthorized'}`, err.code, err.message);
-      else refuseUpgrade(socket, '503 Service Unavailable', 'unavailable', 'could not check the API key; retry');
+      if (isUnexpected(err)) this.opts.log.warn({ err }, 'caller socket upgrade failed');
+      refuseUpgrade(socket, toApiError(err));
     });
     return true;
   }
@@ -103,7 +103,7 @@ export class CallerSocketServer {
     const verdict = await this.opts.gate.admit(principal.lookupId);
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
-      throw new SwitchyardError('rate_limited', 'too many requests for this API key', { details: { retry_after_ms: verdict.retryAfterMs } });
+      throw new ApiError('rate_limited', 'too many requests for this API key', { details: { retry_after_ms: verdict.retryAfterMs } });
     }
   }
 
@@ -130,22 +130,22 @@ export class CallerSocketServer {
     let ref: unknown;
     let authAttempt = false;
     try {
-      if (isBinary) throw new SwitchyardError('invalid_request', 'send messages as JSON text frames');
+      if (isBinary) throw new ApiError('invalid_request', 'send messages as JSON text frames');
       const msg = parseJsonObject(data.toString(), 'the message');
-      if (jsonDepth(msg, this.opts.maxDepth) > this.opts.maxDepth) throw new SwitchyardError('invalid_request', `the message is nested deeper than ${this.opts.maxDepth} levels`);
+      if (jsonDepth(msg, this.opts.maxDepth) > this.opts.maxDepth) throw new ApiError('invalid_request', `the message is nested deeper than ${this.opts.maxDepth} levels`);
       ref = msg.id;
       authAttempt = msg.type === 'auth';
       if (ref !== undefined && !((typeof ref === 'string' && ref.length <= 200) || Number.isSafeInteger(ref))) {
         ref = undefined;
-        throw new SwitchyardError('invalid_request', '`id` (echoed in the answer) must be a string of at most 200 characters or an integer');
+        throw new ApiError('invalid_request', '`id` (echoed in the answer) must be a string of at most 200 characters or an integer');
       }
       await this.handle(session, msg, ref);
     } catch (err) {
-      const e = err instanceof SwitchyardError ? err : new SwitchyardError('internal', 'the message could not be handled');
-      if (!(err instanceof SwitchyardError)) this.opts.log.error({ err }, 'caller socket message failed');
-      this.send(session, { type: 'error', ...(ref === undefined ? {} : { id: ref }), code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) });
+      if (isUnexpected(err)) this.opts.log.error({ err }, 'caller socket message failed');
+      const frame = errorFrame(err, ref === undefined ? {} : { id: ref });
+      this.send(session, frame);
       // A wrong key ends the connection; asking before authenticating does not.
-      if (e.code === 'unauthorized' && authAttempt && !session.principal) session.ws.close(CLOSE_UNAUTHORIZED, 'unauthorized');
+      if (frame.code === 'unauthorized' && authAttempt && !session.principal) session.ws.close(CLOSE_UNAUTHORIZED, 'unauthorized');
     }
   }
 
@@ -153,7 +153,7 @@ export class CallerSocketServer {
     const echo = ref === undefined ? {} : { id: ref };
     if (msg.type === 'ping') return this.send(session, { type: 'pong', ...echo });
     if (msg.type === 'auth') {
-      if (session.principal) throw new SwitchyardError('invalid_request', 'this connection is already authenticated');
+      if (session.principal) throw new ApiError('invalid_request', 'this connection is already authenticated');
       if (typeof msg.key !== 'string' || msg.key === '') throw new UnauthorizedError('`key` must be an API key');
       session.principal = await this.identify(msg.key);
       return this.send(session, { type: 'authenticated', ...echo, account_id: session.principal.accountId });
@@ -164,7 +164,7 @@ export class CallerSocketServer {
         await this.admit(session.principal);
         const { type: _t, id: _i, idempotency_key: idem, ...body } = msg;
         if (idem !== undefined && (typeof idem !== 'string' || idem.length === 0 || idem.length > 255)) {
-          throw new SwitchyardError('invalid_request', '`idempotency_key` must be a string of 1 to 255 characters');
+          throw new ApiError('invalid_request', '`idempotency_key` must be a string of 1 to 255 characters');
         }
         assertValid(S.submitJobBody, body, 'the job');
         const { run, replayed } = await this.opts.jobs.submit(session.principal.accountId, body as unknown as SubmitJobBody, idem as string | undefined);
@@ -180,23 +180,23 @@ export class CallerSocketServer {
         return this.send(session, { type: 'unsubscribed', ...echo, run_id: runId });
       }
       default:
-        throw new SwitchyardError('invalid_request', `unknown message type ${JSON.stringify(msg.type ?? null)}: use auth, submit, subscribe, unsubscribe or ping`);
+        throw new ApiError('invalid_request', `unknown message type ${JSON.stringify(msg.type ?? null)}: use auth, submit, subscribe, unsubscribe or ping`);
     }
   }
 
   private async subscribe(session: Session, msg: Record<string, unknown>, echo: object): Promise<void> {
     const runId = msg.run_id;
-    if (typeof runId !== 'string') throw new SwitchyardError('invalid_request', '`run_id` is required');
+    if (typeof runId !== 'string') throw new ApiError('invalid_request', '`run_id` is required');
     const after = msg.after;
     if (after !== undefined && after !== null && !(Number.isSafeInteger(after) && (after as number) >= 0)) {
-      throw new SwitchyardError('invalid_request', '`after` must be the id of an event already received (an integer >= 0)');
+      throw new ApiError('invalid_request', '`after` must be the id of an event already received (an integer >= 0)');
     }
-    if (!RUN_ID_PATTERN.test(runId)) throw new SwitchyardError('not_found', 'run not found', { details: { run_id: runId } });
+    if (!RUN_ID_PATTERN.test(runId)) throw new ApiError('not_found', 'run not found', { details: { run_id: runId } });
     const run = await this.opts.jobs.get(session.principal!.accountId, runId).catch((err) => {
-      throw err instanceof SwitchyardError && err.code === 'not_found' ? new SwitchyardError('not_found', 'run not found', { details: { run_id: runId } }) : err;
+      throw err instanceof ApiError && err.code === 'not_found' ? new ApiError('not_found', 'run not found', { details: { run_id: runId } }) : err;
     });
     if (!session.subscriptions.has(runId) && session.subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      throw new SwitchyardError('invalid_request', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe from finished runs`);
+      throw new ApiError('invalid_request', `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection: unsubscribe from finished runs`);
     }
     // Subscribing again restarts from the new `after`. Messages are handled concurrently, so the
     // map holds a placeholder while the follow starts: an unsubscribe, a newer subscribe or the

@@ -1,10 +1,12 @@
+import { bearerToken } from '../services/auth/bearer.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ulid } from 'ulid';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import { hashSecret, lookupIdOf, sameHash } from '../../models/credentials.js';
-import { isDatastoreUnavailable } from '../../models/errors.js';
+import { isDatastoreUnavailable, toApiError, UnauthorizedError } from '../../models/errors.js';
+import { errorFrame, isUnexpected, refuseUpgrade } from './socket-errors.js';
 import type { OperatorStore, WorkerTokenStore } from '../../models/stores.js';
 import type { OperatorTrust } from '../../models/types.js';
 import { KIND_NAMES } from '../../models/kinds.js';
@@ -36,10 +38,6 @@ interface TokenOwner {
   trust: OperatorTrust;
 }
 
-export function refuseUpgrade(socket: Duplex, status: string, code: string, message: string): void {
-  const body = JSON.stringify({ error: { code, message } });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
 
 /**
  * The fleet's door: authenticates a worker token at the WebSocket upgrade, waits for the
@@ -61,19 +59,19 @@ export class WorkerSocketServer {
     if (new URL(req.url ?? '/', 'http://x').pathname !== WORKER_PATH) return false;
     void this.authenticate(req.headers.authorization).then(
       (owner) => {
-        if (!owner) return refuseUpgrade(socket, '401 Unauthorized', 'unauthorized', 'a valid worker token is required: Authorization: Bearer swt_...');
+        if (!owner) return refuseUpgrade(socket, new UnauthorizedError('a valid worker token is required: Authorization: Bearer swt_...'));
         this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, owner));
       },
       (err) => {
         this.opts.log.warn({ err }, 'worker authentication failed');
-        refuseUpgrade(socket, '503 Service Unavailable', 'unavailable', 'could not check the worker token; retry');
+        refuseUpgrade(socket, toApiError(err));
       },
     );
     return true;
   }
 
   private async authenticate(header: string | undefined): Promise<TokenOwner | null> {
-    const token = /^Bearer[ ]+(\S+)$/i.exec(header ?? '')?.[1];
+    const token = bearerToken(header);
     const lookupId = token ? lookupIdOf('swt', token) : null;
     if (!token || !lookupId) return null;
     const record = await this.opts.workerTokens.findByLookupId(lookupId);
@@ -118,8 +116,8 @@ export class WorkerSocketServer {
             }
           },
           (err) => {
-            this.opts.log.warn({ err }, 'worker frame failed');
-            send({ type: 'error', code: 'internal', message: 'the gateway could not handle this frame; retry it' });
+            if (isUnexpected(err)) this.opts.log.warn({ err }, 'worker frame failed');
+            send(errorFrame(err) as GatewayFrame);
           },
         ),
       );
@@ -177,7 +175,7 @@ export class WorkerSocketServer {
     } catch (err) {
       // Every lease frame gets its answer, naming its lease and frame type so the worker can
       // match it: `unavailable` (a datastore outage) asks the worker to send the frame again.
-      const unavailable = isDatastoreUnavailable(err);
+      const unavailable = toApiError(err).code === 'unavailable';
       this.opts.log.warn({ err, leaseId: frame.lease_id, of: frame.type }, unavailable ? 'worker report deferred: the datastore is unavailable' : 'worker report failed');
       send(
         unavailable

@@ -1,22 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
+import { ApiError, UnauthorizedError } from '../../../models/errors.js';
 import type { ApiKeyAuthenticator } from '../../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../../services/auth/request-gate.js';
+import { bearerToken, presentedKey } from '../../services/auth/bearer.js';
 import type { RequestState } from '../context.js';
-
-/** The account key from `Authorization: Bearer` or `X-Service-Key`, or null. */
-export function presentedKey(headers: { authorization?: string; 'x-service-key'?: string | string[] }): string | null {
-  const auth = headers.authorization;
-  if (auth) {
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
-    if (!m) throw new UnauthorizedError('the Authorization header must read "Bearer <API key>"');
-    return m[1];
-  }
-  const key = headers['x-service-key'];
-  if (Array.isArray(key)) throw new UnauthorizedError('send one X-Service-Key header');
-  return key ? key.trim() : null;
-}
 
 /** Requires a valid account key, then applies the key's gate (revocation + rate limit). */
 export function authenticateAccount(auth: ApiKeyAuthenticator, gate: RequestGate): Middleware<RequestState> {
@@ -28,7 +16,7 @@ export function authenticateAccount(auth: ApiKeyAuthenticator, gate: RequestGate
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
       const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
-      throw new SwitchyardError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
+      throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
         headers: { 'Retry-After': String(seconds), 'RateLimit-Limit': String(gate.limit), 'RateLimit-Remaining': '0' },
         details: { retry_after_ms: verdict.retryAfterMs },
       });
@@ -53,9 +41,7 @@ export function authenticateAdmin(adminToken: string | undefined): Middleware<Re
   return async (ctx, next) => {
     if (!expected) throw new UnauthorizedError('the admin API is disabled: set ADMIN_TOKEN to enable it');
     const header = ctx.get('Authorization');
-    let presented: string | null = null;
-    const bearer = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (bearer) presented = bearer[1];
+    let presented = bearerToken(header);
     const basic = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
     if (basic) {
       const decoded = Buffer.from(basic[1], 'base64').toString('utf8');

@@ -3,7 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import type { Queue } from 'bullmq';
 import type { Middleware } from 'koa';
-import { SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
+import { ApiError, UnauthorizedError } from '../../../models/errors.js';
 import type { RequestState } from '../context.js';
 import { authenticateAdmin } from './authenticate.js';
 
@@ -54,7 +54,7 @@ export function bullBoard(opts: BullBoardOptions): Middleware<RequestState> {
   if (!opts.adminToken) {
     return async (ctx, next) => {
       if (!under(ctx.path)) return next();
-      throw new SwitchyardError('not_found', 'the queue board is off: set ADMIN_TOKEN to enable it');
+      throw new ApiError('not_found', 'the queue board is off: set ADMIN_TOKEN to enable it');
     };
   }
   const admin = authenticateAdmin(opts.adminToken);
@@ -65,12 +65,12 @@ export function bullBoard(opts: BullBoardOptions): Middleware<RequestState> {
       await admin(ctx, async () => {});
     } catch (err) {
       // The operator API's check, but its Bearer challenge would not make a browser ask.
-      if (err instanceof UnauthorizedError) throw new SwitchyardError('unauthorized', err.message, { headers: { 'WWW-Authenticate': BASIC_CHALLENGE } });
+      if (err instanceof UnauthorizedError) throw new ApiError('unauthorized', err.message, { headers: { 'WWW-Authenticate': BASIC_CHALLENGE } });
       throw err;
     }
     // Basic credentials ride along on cross-site form posts too; a read-only board needs no other method.
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw new SwitchyardError('method_not_allowed', 'the queue board is read-only', { headers: { Allow: 'GET, HEAD' } });
+      throw new ApiError('method_not_allowed', 'the queue board is read-only', { headers: { Allow: 'GET, HEAD' } });
     }
     await board(ctx as never, next);
     ctx.set('Content-Security-Policy', BULL_BOARD_CSP);

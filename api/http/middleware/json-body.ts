@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { RequestState } from '../context.js';
 
 export interface JsonBodyOptions {
@@ -58,11 +58,11 @@ export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
     let body: unknown = {};
     if (hasBody) {
       if (!ctx.is(JSON_TYPES)) {
-        throw new SwitchyardError('unsupported_media_type', `send the body as application/json (got ${ctx.get('Content-Type') || 'no Content-Type'})`);
+        throw new ApiError('unsupported_media_type', `send the body as application/json (got ${ctx.get('Content-Type') || 'no Content-Type'})`);
       }
       const charset = ctx.request.charset.toLowerCase();
       if (charset && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new SwitchyardError('unsupported_media_type', `send the body in UTF-8 (got charset=${charset})`);
+        throw new ApiError('unsupported_media_type', `send the body in UTF-8 (got charset=${charset})`);
       }
       try {
         await read(ctx, async () => {});
@@ -70,12 +70,12 @@ export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
         // http-errors (413, 415 for an unknown Content-Encoding) keep their meaning; anything else
         // (zlib failing on bytes that are not what Content-Encoding says) is the caller's bad body.
         if (typeof (err as { status?: number }).status === 'number') throw err;
-        throw new SwitchyardError('invalid_request', 'the request body could not be decoded as its Content-Encoding says');
+        throw new ApiError('invalid_request', 'the request body could not be decoded as its Content-Encoding says');
       }
       body = parseJson(ctx.request.body as string);
     }
     if (jsonDepth(body, opts.maxDepth) > opts.maxDepth) {
-      throw new SwitchyardError('invalid_request', `the JSON body is nested deeper than ${opts.maxDepth} levels`);
+      throw new ApiError('invalid_request', `the JSON body is nested deeper than ${opts.maxDepth} levels`);
     }
     ctx.state.body = body;
     await next();
@@ -83,7 +83,7 @@ export function jsonBody(opts: JsonBodyOptions): Middleware<RequestState> {
 }
 
 function refuseProto(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new SwitchyardError('invalid_request', 'JSON here may not contain a "__proto__" key');
+  if (key === '__proto__') throw new ApiError('invalid_request', 'JSON here may not contain a "__proto__" key');
   return value;
 }
 
@@ -92,7 +92,7 @@ function parseJson(latin1: string): unknown {
   try {
     text = utf8.decode(Buffer.from(latin1, 'latin1'));
   } catch {
-    throw new SwitchyardError('invalid_request', 'the request body is not valid UTF-8');
+    throw new ApiError('invalid_request', 'the request body is not valid UTF-8');
   }
   if (text.trim() === '') return {};
   return parseJsonObject(text);
@@ -106,11 +106,11 @@ export function parseJsonObject(text: string, what = 'the request body'): Record
     // refuse it. The reviver costs a walk, so it only runs when the text could spell one.
     value = text.includes('proto') || text.includes('\\u') ? JSON.parse(text, refuseProto) : JSON.parse(text);
   } catch (err) {
-    if (err instanceof SwitchyardError) throw err;
-    throw new SwitchyardError('invalid_request', `${what} is not valid JSON`);
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('invalid_request', `${what} is not valid JSON`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new SwitchyardError('invalid_request', `${what} must be a JSON object`);
+    throw new ApiError('invalid_request', `${what} must be a JSON object`);
   }
   return value as Record<string, unknown>;
 }

@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { SwitchyardError } from '../../../models/errors.js';
-import { toSwitchyardError } from '../middleware/error-handler.js';
+import { ApiError, toApiError } from '../../../models/errors.js';
 import { DEFAULT_MODEL, type LlmRunner } from '../../services/llm/llm-runner.js';
 import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
 import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
@@ -45,7 +44,7 @@ export class ChatCompletions {
 
   async retrieveModel(id: string) {
     const ids = await this.opts.llm.models();
-    if (!ids.includes(id)) throw new SwitchyardError('not_found', `no connected worker serves the model ${JSON.stringify(id)}`, { details: { param: 'model' } });
+    if (!ids.includes(id)) throw new ApiError('not_found', `no connected worker serves the model ${JSON.stringify(id)}`, { details: { param: 'model' } });
     return modelObject(id);
   }
 
@@ -92,7 +91,7 @@ export class ChatCompletions {
       stream.done();
     } catch (thrown) {
       if (!live) throw thrown;
-      const err = toSwitchyardError(thrown);
+      const err = toApiError(thrown);
       if (err.status >= 500 && err.code !== 'unavailable') this.opts.log.error({ err: err.cause ?? thrown }, 'chat completion stream failed');
       live.stream.fail(openAiErrorBody(err));
     }
@@ -112,7 +111,7 @@ export class ChatCompletions {
     const ids = await this.opts.llm.models();
     if (ids.length === 0) return this.opts.llm.assertAvailable();
     if (ids.includes(model) || ids.includes(DEFAULT_MODEL)) return;
-    throw new SwitchyardError('not_found', `no connected worker serves the model ${JSON.stringify(model)}; GET /v1/models lists those that do: ${ids.join(', ')}`, {
+    throw new ApiError('not_found', `no connected worker serves the model ${JSON.stringify(model)}; GET /v1/models lists those that do: ${ids.join(', ')}`, {
       details: { param: 'model', models: ids },
     });
   }

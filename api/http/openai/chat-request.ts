@@ -1,4 +1,4 @@
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { LlmRequest } from '../../services/llm/llm-runner.js';
 
 type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
@@ -20,7 +20,7 @@ export interface ChatCompletionBody {
 /** Sampling fields a worker may honour; forwarded as given. Others (user, logprobs, ...) are ignored. */
 const FORWARDED = ['top_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty', 'response_format', 'parallel_tool_calls'] as const;
 
-const invalid = (param: string, message: string) => new SwitchyardError('invalid_request', message, { details: { param } });
+const invalid = (param: string, message: string) => new ApiError('invalid_request', message, { details: { param } });
 
 /** Rules across fields, which a schema would state with unreadable messages; each names its param. */
 export function checkChatRequest(body: ChatCompletionBody): void {

@@ -1,4 +1,4 @@
-import type { SwitchyardError } from '../../../models/errors.js';
+import type { ApiError } from '../../../models/errors.js';
 
 /**
  * OpenAI's error `type` for an HTTP status. Clients branch on it (and the SDKs on the status),
@@ -24,7 +24,7 @@ function paramOfPointer(pointer: string): string | null {
  * The request field at fault: `details.param` when the thrower named it, else the first
  * schema error's path (what `assertValid` puts in `details.errors`), else null.
  */
-export function paramOf(err: SwitchyardError): string | null {
+export function paramOf(err: ApiError): string | null {
   const details = err.details ?? {};
   if (typeof details.param === 'string') return details.param;
   const first = Array.isArray(details.errors) ? (details.errors[0] as { path?: unknown } | undefined) : undefined;
@@ -35,7 +35,7 @@ export function paramOf(err: SwitchyardError): string | null {
  * OpenAI's error envelope `{error: {message, type, param, code}}`. It keeps the error envelope
  * fields (`code`, `message`, `details`), so it is also a valid envelope of docs/api.md.
  */
-export function openAiErrorBody(err: SwitchyardError): { error: Record<string, unknown> } {
+export function openAiErrorBody(err: ApiError): { error: Record<string, unknown> } {
   const error: Record<string, unknown> = { message: err.message, type: openAiErrorType(err.status), param: paramOf(err), code: err.code };
   if (err.details) error.details = err.details;
   return { error };

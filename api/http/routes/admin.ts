@@ -1,4 +1,4 @@
-import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
+import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { accountView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
@@ -44,7 +44,7 @@ export function adminRoutes(s: Services): RouteSpec[] {
         if (!ACCOUNT_ID.test(id)) throw new NotFoundError('account');
         const { delta } = ctx.state.body as { delta: number };
         const account = await s.stores.accounts.adjustCredits(id, delta);
-        if (!account) throw new SwitchyardError('conflict', 'the balance would go below zero', { details: { delta } });
+        if (!account) throw new ApiError('conflict', 'the balance would go below zero', { details: { delta } });
         ctx.body = { account: accountView(account) };
       },
     },

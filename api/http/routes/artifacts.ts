@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ByteRange } from '../../../models/artifact-store.js';
-import { NotFoundError, SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
-import type { Ctx } from '../context.js';
+import { NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
+import { bearerToken } from '../../services/auth/bearer.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
 
@@ -36,7 +36,7 @@ const uploadQuery = {
 } as const;
 
 /** 416, with the envelope of `invalid_request` and the `Content-Range` RFC 9110 asks for. */
-export class RangeNotSatisfiableError extends SwitchyardError {
+export class RangeNotSatisfiableError extends ApiError {
   override readonly status = 416;
   constructor(size: number) {
     super('invalid_request', `the requested range is not satisfiable; the artifact has ${size} bytes`, {
@@ -89,12 +89,7 @@ function contentDisposition(name: string): string {
  */
 async function* requestBody(req: IncomingMessage): AsyncGenerator<Uint8Array> {
   for await (const chunk of req.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
-  if (!req.complete) throw new SwitchyardError('invalid_request', 'the upload was interrupted');
-}
-
-function bearer(ctx: Ctx): string | null {
-  const m = /^Bearer[ \t]+([\x21-\x7e]{1,512})[ \t]*$/i.exec(ctx.get('Authorization'));
-  return m ? m[1] : null;
+  if (!req.complete) throw new ApiError('invalid_request', 'the upload was interrupted');
 }
 
 /** The public URL of an artifact. */
@@ -138,21 +133,21 @@ export function artifactRoutes(s: Services): RouteSpec[] {
       },
       async handler(ctx) {
         const { artifacts, leases } = s;
-        const token = bearer(ctx);
+        const token = bearerToken(ctx.get('Authorization'));
         const lease = token ? await leases.verifyUpload(ctx.params.lease_id, token) : null;
         if (!lease) throw new UnauthorizedError("a live lease's upload_token is required (Authorization: Bearer <upload_token>)");
 
         const name = ctx.query.name;
         const problem = checkArtifactName(name);
-        if (problem) throw new SwitchyardError('invalid_request', problem);
+        if (problem) throw new ApiError('invalid_request', problem);
         const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
         if (encoding !== '' && encoding !== 'identity') {
-          throw new SwitchyardError('unsupported_media_type', 'send the artifact without a Content-Encoding');
+          throw new ApiError('unsupported_media_type', 'send the artifact without a Content-Encoding');
         }
         const max = s.config.artifactMaxBytes;
         const declared = ctx.request.length;
         if (declared !== undefined && declared > max) {
-          throw new SwitchyardError('payload_too_large', `an artifact may be at most ${max} bytes`, { details: { max_bytes: max } });
+          throw new ApiError('payload_too_large', `an artifact may be at most ${max} bytes`, { details: { max_bytes: max } });
         }
 
         let meta: ArtifactMeta;
@@ -167,8 +162,8 @@ export function artifactRoutes(s: Services): RouteSpec[] {
             retentionSeconds: s.config.artifactRetentionSeconds,
           });
         } catch (err) {
-          if (!(err instanceof SwitchyardError) && (ctx.req.destroyed || ctx.req.readableAborted)) {
-            throw new SwitchyardError('invalid_request', 'the upload was interrupted', { cause: err });
+          if (!(err instanceof ApiError) && (ctx.req.destroyed || ctx.req.readableAborted)) {
+            throw new ApiError('invalid_request', 'the upload was interrupted', { cause: err });
           }
           throw err;
         }

@@ -1,4 +1,4 @@
-import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
+import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { botCredentials } from '../../services/bots/bot-credentials.js';
 import * as B from '../../contract/bot-schemas.js';
 import type { BotRecord, BotService, CreateBotInput } from '../../services/bots/bot-service.js';
@@ -165,7 +165,7 @@ export function botRoutes(s: Services): RouteSpec[] {
       async handler(ctx) {
         const bot = await surfaceBot(s, ctx);
         if (!allowOrigin(ctx, s.bots, bot)) {
-          throw new SwitchyardError('forbidden', `the origin ${JSON.stringify(ctx.get('Origin'))} is not among this bot's allowedOrigins`);
+          throw new ApiError('forbidden', `the origin ${JSON.stringify(ctx.get('Origin'))} is not among this bot's allowedOrigins`);
         }
         ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
         ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id');

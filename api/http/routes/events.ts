@@ -1,4 +1,4 @@
-import { SwitchyardError, NotFoundError } from '../../../models/errors.js';
+import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../../composition/services.js';
@@ -7,7 +7,7 @@ import type { Services } from '../../composition/services.js';
 function resumeFrom(header: string, query: unknown): number | null {
   const raw = header !== '' ? header : typeof query === 'string' ? query : '';
   if (raw === '') return null;
-  if (!/^\d{1,15}$/.test(raw.trim())) throw new SwitchyardError('invalid_request', 'Last-Event-ID must be an event id this stream sent (a whole number)');
+  if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError('invalid_request', 'Last-Event-ID must be an event id this stream sent (a whole number)');
   return Number(raw.trim());
 }
 

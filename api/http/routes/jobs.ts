@@ -1,4 +1,4 @@
-import { SwitchyardError, NotFoundError } from '../../../models/errors.js';
+import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { RunStatus } from '../../../models/types.js';
 import type { Ctx } from '../context.js';
@@ -22,7 +22,7 @@ function preferredWait(header: string): number {
   const m = /(?:^|[,;])\s*wait\s*=\s*"?([^",;\s]*)"?/i.exec(header);
   if (!m) return 0;
   if (!/^\d{1,4}$/.test(m[1]) || Number(m[1]) > MAX_WAIT_SECONDS) {
-    throw new SwitchyardError('invalid_request', `Prefer: wait=N takes whole seconds from 0 to ${MAX_WAIT_SECONDS}`);
+    throw new ApiError('invalid_request', `Prefer: wait=N takes whole seconds from 0 to ${MAX_WAIT_SECONDS}`);
   }
   return Number(m[1]);
 }
@@ -33,7 +33,7 @@ export const encodeCursor = (runId: string): string => Buffer.from(runId).toStri
 
 function decodeCursor(cursor: string): string {
   const runId = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!RUN_ID_PATTERN.test(runId)) throw new SwitchyardError('invalid_request', 'cursor is not one this API returned');
+  if (!RUN_ID_PATTERN.test(runId)) throw new ApiError('invalid_request', 'cursor is not one this API returned');
   return runId;
 }
 
@@ -70,7 +70,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
       async handler(ctx) {
         const key = ctx.get('Idempotency-Key');
         if (key !== '' && !IDEMPOTENCY_KEY.test(key)) {
-          throw new SwitchyardError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+          throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
         }
         const wait = preferredWait(ctx.get('Prefer'));
         const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined);
@@ -118,7 +118,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
       async handler(ctx) {
         const q = ctx.query as { status?: RunStatus; kind?: string; limit?: string; cursor?: string };
         const limit = q.limit === undefined ? 20 : Number(q.limit);
-        if (!(limit >= 1 && limit <= 100)) throw new SwitchyardError('invalid_request', 'limit must be between 1 and 100');
+        if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const before = q.cursor ? decodeCursor(q.cursor) : undefined;
         const { runs, more } = await s.jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
         ctx.body = {

@@ -1,4 +1,4 @@
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
 import type { Services } from '../../composition/services.js';
@@ -42,8 +42,8 @@ export function metaRoutes(s: Services, openapi: () => unknown): RouteSpec[] {
         try {
           await s.ready();
         } catch (err) {
-          if (err instanceof SwitchyardError) throw err; // e.g. shutting down: its own message
-          throw new SwitchyardError('unavailable', 'not ready: a backing service is unreachable', { cause: err, headers: { 'Retry-After': '1' } });
+          if (err instanceof ApiError) throw err; // e.g. shutting down: its own message
+          throw new ApiError('unavailable', 'not ready: a backing service is unreachable', { cause: err, headers: { 'Retry-After': '1' } });
         }
         ctx.body = { status: 'ready' };
       },

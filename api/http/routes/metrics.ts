@@ -1,3 +1,4 @@
+import { bearerToken } from '../../services/auth/bearer.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { UnauthorizedError } from '../../../models/errors.js';
 import type { Ctx } from '../context.js';
@@ -12,7 +13,7 @@ function metricsGuard(token: string | undefined): (ctx: Ctx) => void {
   const expected = token ? digest(token) : null;
   return (ctx) => {
     if (!expected) return;
-    const presented = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('Authorization'))?.[1];
+    const presented = bearerToken(ctx.get('Authorization'));
     if (!presented || !timingSafeEqual(digest(presented), expected)) {
       throw new UnauthorizedError('a valid metrics token is required: Authorization: Bearer <METRICS_TOKEN>');
     }

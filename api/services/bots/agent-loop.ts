@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ConversationMessage, SingleAgentDefinition } from '../../../models/bot-types.js';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { LlmRequest, LlmRunner, LlmToolCall } from '../llm/llm-runner.js';
 import type { ToolRecord, ToolService } from '../tools/tool-service.js';
 
@@ -87,7 +87,7 @@ export class AgentLoop {
         messages.push({ role: 'tool', tool_call_id: call.id, content: toolMessage(step) });
       }
     }
-    throw new SwitchyardError('max_steps', `the bot took ${limit} LLM step${limit === 1 ? '' : 's'} without reaching an answer`, {
+    throw new ApiError('max_steps', `the bot took ${limit} LLM step${limit === 1 ? '' : 's'} without reaching an answer`, {
       details: { max_steps: limit, steps },
     });
   }
@@ -103,7 +103,7 @@ export class AgentLoop {
           const [record] = await this.opts.tools.resolve(accountId, [id]);
           return { id, record };
         } catch (err) {
-          if (!(err instanceof SwitchyardError) || err.code !== 'unknown_tool') throw err;
+          if (!(err instanceof ApiError) || err.code !== 'unknown_tool') throw err;
           this.opts.log.warn({ accountId, toolId: id }, 'a bot names a tool that no longer exists; the turn runs without it');
           return null;
         }

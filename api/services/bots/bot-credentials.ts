@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { UnauthorizedError } from '../../../models/errors.js';
-import { presentedKey } from '../../http/middleware/authenticate.js';
+import { presentedKey } from '../auth/bearer.js';
 
 /** What a bot surface was given: a bot token (embed or session) or the owner's account key, and the Origin. */
 export interface BotCredentials {

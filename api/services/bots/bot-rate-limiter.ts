@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { RedisKeys } from '../../../models/redis/keys.js';
 import { LuaScript } from '../../../models/redis/lua-script.js';
 
@@ -53,7 +53,7 @@ export class BotRateLimiter {
     if (waitMs === 0) return;
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
     const scope = which === 1 ? 'this bot' : 'this bot from your address';
-    throw new SwitchyardError('rate_limited', `too many messages for ${scope} (${limits[which - 1]} a minute); retry in ${seconds} s`, {
+    throw new ApiError('rate_limited', `too many messages for ${scope} (${limits[which - 1]} a minute); retry in ${seconds} s`, {
       headers: { 'Retry-After': String(seconds) },
       details: { retry_after_ms: waitMs, limit_per_minute: limits[which - 1], scope: which === 1 ? 'bot' : 'client' },
     });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, SwitchyardError, UnauthorizedError, ValidationError } from '../../../models/errors.js';
+import { NotFoundError, ApiError, UnauthorizedError, ValidationError } from '../../../models/errors.js';
 import { hashSecret, sameHash } from '../../../models/credentials.js';
 import { BOT_ID_PATTERN, newBotId, newFlowId, type BotRecord, type FlowRecord } from '../../../models/bot-types.js';
 import type { BotStore } from '../../../models/stores.js';
@@ -100,7 +100,7 @@ export class BotService {
   /** The flow the bot runs; a bot without one is broken (500), which creation makes impossible. */
   async flow(bot: BotRecord): Promise<FlowRecord> {
     const flow = await this.opts.store.getFlow(bot.flow.id);
-    if (!flow) throw new SwitchyardError('internal', `bot ${bot.id} has no flow`);
+    if (!flow) throw new ApiError('internal', `bot ${bot.id} has no flow`);
     return flow;
   }
 
@@ -174,7 +174,7 @@ export class BotService {
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
       const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
-      throw new SwitchyardError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
+      throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
     }
     // Another account's bot does not exist for this key (docs/api.md: 404, never 403).
     if (principal.accountId !== bot.account_id) throw new NotFoundError('bot');
@@ -182,10 +182,10 @@ export class BotService {
 
   private checkOrigin(bot: BotRecord, origin: string | undefined): void {
     if (!origin) {
-      throw new SwitchyardError('forbidden', "bot tokens are accepted only from a browser page on one of the bot's allowedOrigins (an Origin header); server-to-server calls use the owner's API key");
+      throw new ApiError('forbidden', "bot tokens are accepted only from a browser page on one of the bot's allowedOrigins (an Origin header); server-to-server calls use the owner's API key");
     }
     if (!this.isAllowedOrigin(bot, origin)) {
-      throw new SwitchyardError('forbidden', `the origin ${JSON.stringify(origin)} is not among this bot's allowedOrigins`, { details: { origin } });
+      throw new ApiError('forbidden', `the origin ${JSON.stringify(origin)} is not among this bot's allowedOrigins`, { details: { origin } });
     }
   }
 }

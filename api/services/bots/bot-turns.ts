@@ -1,4 +1,4 @@
-import { NotFoundError, SwitchyardError } from '../../../models/errors.js';
+import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { CONVERSATION_ID_PATTERN, newConversationId, type BotRecord } from '../../../models/bot-types.js';
 import type { ConversationStore } from '../../../models/stores.js';
 import type { AgentHooks, AgentLoop, AgentStep } from './agent-loop.js';
@@ -76,7 +76,7 @@ export class BotTurns {
   /** This bot's conversation; another bot's, an expired or a malformed id is not found. */
   private async conversation(bot: BotRecord, id: string) {
     const conversation = CONVERSATION_ID_PATTERN.test(id) ? await this.opts.conversations.get(id) : null;
-    if (!conversation || conversation.bot_id !== bot.id) throw new SwitchyardError('not_found', 'conversation not found for this bot', { details: { conversation_id: id } });
+    if (!conversation || conversation.bot_id !== bot.id) throw new ApiError('not_found', 'conversation not found for this bot', { details: { conversation_id: id } });
     return conversation;
   }
 }

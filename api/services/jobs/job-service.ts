@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { InsufficientCreditsError, NotFoundError, SwitchyardError, UnauthorizedError } from '../../../models/errors.js';
+import { AlreadyTerminalError, InsufficientCreditsError, NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { newRunId } from '../../../models/ids.js';
 import type { RunStore, IdempotencyStore } from '../../../models/stores.js';
 import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
@@ -68,7 +68,7 @@ export class JobService {
   async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
-      throw new SwitchyardError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
+      throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
     if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
@@ -78,7 +78,7 @@ export class JobService {
     if (idempotencyKey !== undefined) {
       const claim = await this.opts.idempotency.claim(accountId, idempotencyKey, fingerprint(body), runId, IDEMPOTENCY_TTL_MS);
       if (claim.fingerprint !== fingerprint(body)) {
-        throw new SwitchyardError('idempotency_conflict', 'this Idempotency-Key was used with a different request body', {
+        throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request body', {
           details: { run_id: claim.runId },
         });
       }
@@ -111,7 +111,7 @@ export class JobService {
       throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
     }
     if (result.outcome === 'exists') {
-      if (result.run.account_id !== accountId) throw new SwitchyardError('internal', 'run id collision');
+      if (result.run.account_id !== accountId) throw new ApiError('internal', 'run id collision');
       return { run: result.run, replayed: true };
     }
     this.opts.metrics?.runSubmitted(result.run);
@@ -124,8 +124,8 @@ export class JobService {
     try {
       await this.opts.outbound?.checkUrl(url);
     } catch (err) {
-      if (!(err instanceof SwitchyardError)) throw err;
-      throw new SwitchyardError(err.code, `webhook: ${err.message}`, { details: { path: '/webhook' }, cause: err });
+      if (!(err instanceof ApiError)) throw err;
+      throw new ApiError(err.code, `webhook: ${err.message}`, { details: { path: '/webhook' }, cause: err });
     }
   }
 
@@ -166,7 +166,7 @@ export class JobService {
    */
   async cancel(accountId: string, runId: string): Promise<RunRecord> {
     const run = await this.get(accountId, runId);
-    if (isTerminal(run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${run.status}`, { details: { status: run.status } });
+    if (isTerminal(run.status)) throw new AlreadyTerminalError(runId, run.status);
     const now = new Date().toISOString();
     if (run.status === 'queued') {
       const t = await this.opts.runs.transition(run, {
@@ -179,14 +179,14 @@ export class JobService {
         return t.run;
       }
       if (!t.run) throw new NotFoundError('run');
-      if (isTerminal(t.run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${t.run.status}`, { details: { status: t.run.status } });
+      if (isTerminal(t.run.status)) throw new AlreadyTerminalError(runId, t.run.status);
     }
     // Running: the dispatcher sees the flag and tells the worker; the run ends when the worker stops or its lease does.
     const t = await this.opts.runs.transition(run, { from: ['running'], set: { cancel_requested_at: now } });
     if (t.ok) await this.opts.dispatch?.requestCancel(runId);
     if (!t.ok) {
-      if (t.run && isTerminal(t.run.status)) throw new SwitchyardError('already_terminal', `run ${runId} is already ${t.run.status}`, { details: { status: t.run.status } });
-      throw new SwitchyardError('conflict', 'the run changed state during the cancel; retry');
+      if (t.run && isTerminal(t.run.status)) throw new AlreadyTerminalError(runId, t.run.status);
+      throw new ApiError('conflict', 'the run changed state during the cancel; retry');
     }
     return t.run;
   }

@@ -1,4 +1,4 @@
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 import type { RunFollower } from '../events/run-follower.js';
@@ -68,7 +68,7 @@ export class LlmRunner {
   async assertAvailable(): Promise<void> {
     const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
     if (!llm?.workers) {
-      throw new SwitchyardError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
+      throw new ApiError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
     }
   }
 
@@ -91,13 +91,13 @@ export class LlmRunner {
       const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);
       if (!done) {
         await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
-        if (opts.signal?.aborted) throw new SwitchyardError('unavailable', 'the LLM step was abandoned by its caller');
-        throw new SwitchyardError('unavailable', 'the LLM step did not finish in time; retry later', { details: { run_id: run.run_id } });
+        if (opts.signal?.aborted) throw new ApiError('unavailable', 'the LLM step was abandoned by its caller');
+        throw new ApiError('unavailable', 'the LLM step did not finish in time; retry later', { details: { run_id: run.run_id } });
       }
       return resultOf(done);
     } catch (err) {
       // Whatever went wrong here (Redis, the caller), the paid step must not run on unwatched.
-      if (!(err instanceof SwitchyardError && err.code === 'unavailable')) await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
+      if (!(err instanceof ApiError && err.code === 'unavailable')) await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
       throw err;
     } finally {
       stopDeltas?.();
@@ -120,7 +120,7 @@ export class LlmRunner {
 function resultOf(run: RunRecord): LlmResult {
   if (!isTerminal(run.status) || run.status !== 'succeeded' || !run.output) {
     const error = run.error ?? { code: run.status, message: `the LLM step ended ${run.status}` };
-    throw new SwitchyardError('unavailable', `the LLM step failed: ${error.message}`, { details: { run_id: run.run_id, code: error.code } });
+    throw new ApiError('unavailable', `the LLM step failed: ${error.message}`, { details: { run_id: run.run_id, code: error.code } });
   }
   const out = run.output as Record<string, unknown>;
   const usage = out.usage as LlmResult['usage'] | undefined;

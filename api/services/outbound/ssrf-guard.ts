@@ -3,7 +3,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { Config } from '../../main/config.js';
 import { AddressPolicy, isLoopbackAddress, resolveHost } from './address-policy.js';
 
@@ -129,7 +129,7 @@ export class SsrfGuard {
    * (DEV_ALLOW_LOCAL_PORTS, `npm run dev --allow-local`) plain http and loopback pass too.
    *
    * @returns the parsed URL.
-   * @throws SwitchyardError `invalid_url` (malformed, not https, credentials, port, a host that
+   * @throws ApiError `invalid_url` (malformed, not https, credentials, port, a host that
    * does not resolve) or `url_blocked` (an address the guard refuses).
    */
   async checkUrl(url: string): Promise<URL> {
@@ -138,8 +138,8 @@ export class SsrfGuard {
       await this.resolveAllowed(target.host, this.devPorts.has(target.port));
       return target.url;
     } catch (err) {
-      if (err instanceof OutboundError) throw new SwitchyardError(err.code === 'url_blocked' ? 'url_blocked' : 'invalid_url', err.message);
-      throw new SwitchyardError('invalid_url', 'the host of the URL does not resolve', { cause: err });
+      if (err instanceof OutboundError) throw new ApiError(err.code === 'url_blocked' ? 'url_blocked' : 'invalid_url', err.message);
+      throw new ApiError('invalid_url', 'the host of the URL does not resolve', { cause: err });
     }
   }
 

@@ -1,7 +1,7 @@
 import safeRegex from 'safe-regex2';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import { fieldErrors } from '../../../models/validation.js';
 
 /** Largest `inputSchema`, as compact JSON. */
@@ -87,6 +87,6 @@ const vettedRegExp = Object.assign(
   { code: 'new RegExp' },
 );
 
-function invalidSchema(message: string, details: Record<string, unknown> = {}): SwitchyardError {
-  return new SwitchyardError('invalid_schema', message, { details: { path: '/inputSchema', ...details } });
+function invalidSchema(message: string, details: Record<string, unknown> = {}): ApiError {
+  return new ApiError('invalid_schema', message, { details: { path: '/inputSchema', ...details } });
 }

@@ -1,5 +1,5 @@
 import { monotonicFactory } from 'ulid';
-import { NotFoundError, SwitchyardError, ValidationError } from '../../../models/errors.js';
+import { NotFoundError, ApiError, ValidationError } from '../../../models/errors.js';
 import type { StoredTool, ToolStore } from '../../../models/stores.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import { mintWebhookSecret } from '../webhooks/signing.js';
@@ -71,7 +71,7 @@ export class ToolService {
   /**
    * Registers a tool. A webhook tool's answer carries its signing secret, this once.
    *
-   * @throws SwitchyardError invalid_request, invalid_schema, invalid_url, url_blocked (400),
+   * @throws ApiError invalid_request, invalid_schema, invalid_url, url_blocked (400),
    * name_conflict or conflict (409: the account has `maxPerAccount` tools).
    */
   async create(accountId: string, input: CreateToolInput): Promise<{ tool: ToolRecord; signing_secret: string | null }> {
@@ -98,10 +98,10 @@ export class ToolService {
     };
     const outcome = await this.opts.store.create(stored, this.maxPerAccount);
     if (outcome === 'name_conflict') {
-      throw new SwitchyardError('name_conflict', `the account already has a tool named "${input.name}"`, { details: { name: input.name } });
+      throw new ApiError('name_conflict', `the account already has a tool named "${input.name}"`, { details: { name: input.name } });
     }
     if (outcome === 'limit_reached') {
-      throw new SwitchyardError('conflict', `an account may have at most ${this.maxPerAccount} tools; delete one first`, { details: { limit: this.maxPerAccount } });
+      throw new ApiError('conflict', `an account may have at most ${this.maxPerAccount} tools; delete one first`, { details: { limit: this.maxPerAccount } });
     }
     return { tool: toRecord(stored), signing_secret: signingSecret };
   }
@@ -126,11 +126,11 @@ export class ToolService {
     return toRecord(removed);
   }
 
-  /** 'custom:<id>' ids of this account -> records, in order; unknown, malformed or foreign -> SwitchyardError('unknown_tool', ..., {details: {tool_id}}) */
+  /** 'custom:<id>' ids of this account -> records, in order; unknown, malformed or foreign -> ApiError('unknown_tool', ..., {details: {tool_id}}) */
   async resolve(accountId: string, toolIds: string[]): Promise<ToolRecord[]> {
     const found = await Promise.all(toolIds.map((toolId) => (typeof toolId === 'string' && toolId.startsWith('custom:') ? this.find(accountId, toolId) : null)));
     return found.map((stored, i) => {
-      if (!stored) throw new SwitchyardError('unknown_tool', `unknown tool ${JSON.stringify(toolIds[i])}: not a custom:<id> of this account`, { details: { tool_id: toolIds[i] } });
+      if (!stored) throw new ApiError('unknown_tool', `unknown tool ${JSON.stringify(toolIds[i])}: not a custom:<id> of this account`, { details: { tool_id: toolIds[i] } });
       return toRecord(stored);
     });
   }
@@ -187,8 +187,8 @@ export class ToolService {
     try {
       return await this.opts.outbound.checkUrl(url);
     } catch (err) {
-      if (!(err instanceof SwitchyardError)) throw err;
-      throw new SwitchyardError(err.code, `url: ${err.message}`, { details: { path: '/url' }, cause: err });
+      if (!(err instanceof ApiError)) throw err;
+      throw new ApiError(err.code, `url: ${err.message}`, { details: { path: '/url' }, cause: err });
     }
   }
 }

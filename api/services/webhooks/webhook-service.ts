@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { SwitchyardError } from '../../../models/errors.js';
+import { ApiError } from '../../../models/errors.js';
 import type { AccountStore } from '../../../models/stores.js';
 import { isTerminal, type RunRecord, type WebhookEvent, type WebhookSecret } from '../../../models/types.js';
 import type { WebhookJobData, WebhookQueue } from '../../../queues/webhook-queue.js';
@@ -97,7 +97,7 @@ export class WebhookService {
       });
       status = res.status;
     } catch (err) {
-      if (err instanceof OutboundError || err instanceof SwitchyardError) error = err.code;
+      if (err instanceof OutboundError || err instanceof ApiError) error = err.code;
       else {
         error = 'internal';
         this.opts.log.warn({ err, runId: d.run_id, event: d.event }, 'webhook attempt failed inside the gateway');
