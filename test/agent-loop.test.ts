@@ -33,7 +33,7 @@ describe('agent loop', function () {
     assert.equal((await socket.next((f) => f.type === 'error')).code, 'unavailable');
     assert.equal(socket.frames.some((f) => f.type === 'conversation'), false, 'no conversation was started');
     socket.close();
-    assert.equal((await fx.gw.gateway.stores.runs.list(owner.id, { limit: 10 })).runs.length, 0, 'no llm job was queued');
+    assert.equal((await fx.gw.stores.runs.list(owner.id, { limit: 10 })).runs.length, 0, 'no llm job was queued');
     assert.equal(fx.tools.at('/tools/weather').length, 0);
   });
 
@@ -71,7 +71,7 @@ describe('agent loop', function () {
       const second = await invoke({ message: 'And about harbours?', conversation_id: id });
       assert.equal(second.status, 200, second.text);
       assert.equal(second.body.conversation_id, id);
-      const latest = (await fx.gw.gateway.stores.runs.list(owner.id, { limit: 1 })).runs[0];
+      const latest = (await fx.gw.stores.runs.list(owner.id, { limit: 1 })).runs[0];
       assert.deepEqual(
         (latest.input.messages as any[]).map((m) => [m.role, m.content]),
         [
@@ -81,7 +81,7 @@ describe('agent loop', function () {
           ['user', 'And about harbours?'],
         ],
       );
-      const stored = await fx.gw.gateway.stores.conversations.get(id);
+      const stored = await fx.gw.stores.conversations.get(id);
       assert.equal(stored!.messages.length, 4);
     });
 

@@ -54,7 +54,7 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     // the URLs the uploads return are fetched as they are.
     gw = await new TestGateway(prefix, { DATA_DIR: dataDir, PORT: String(await freePort()), ARTIFACT_MAX_BYTES: '200mb' }).start();
     small = await new TestGateway(prefix, { DATA_DIR: smallDir, ARTIFACT_MAX_BYTES: '1kb' }).start();
-    leases = new LeaseStore(gw.gateway.redis, prefix);
+    leases = new LeaseStore(gw.redis, prefix);
   });
   after(async () => {
     await gw?.stop();
@@ -107,7 +107,7 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     assert.equal(res.body.sha256, sha256(bytes));
     assert.equal(res.body.size, bytes.length);
     assert.equal(res.body.content_type, 'image/png');
-    assert.ok(res.body.url.startsWith(`${gw.gateway.config.publicUrl}/v1/artifacts/`), res.body.url);
+    assert.ok(res.body.url.startsWith(`${gw.config.publicUrl}/v1/artifacts/`), res.body.url);
     assert.match(res.body.url, /^http:\/\/127\.0\.0\.1:\d+\/v1\/artifacts\/[a-z2-7]{32}\/image\.png$/);
 
     // A plain GET, no header at all (what <img src> does).
@@ -407,8 +407,8 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
   });
 
   it('404s an expired artifact at once and the sweeper deletes it', async () => {
-    const store = gw.gateway.services.artifacts as FsArtifactStore;
-    const sweeper = new ArtifactSweeper({ store, log: gw.gateway.log });
+    const store = gw.services.artifacts as FsArtifactStore;
+    const sweeper = new ArtifactSweeper({ store, log: gw.log });
     const a = await uploaded(randomBytes(50), 'a.png');
     const b = await uploaded(randomBytes(50), 'b.png');
     const keep = await uploaded(randomBytes(50), 'keep.png');

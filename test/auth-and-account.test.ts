@@ -58,7 +58,7 @@ describe('authentication and the account area', () => {
 
     it('stores only a hash of each key', async () => {
       const { key } = await a.account();
-      const redis = a.gateway.redis;
+      const redis = a.redis;
       let cursor = '0';
       do {
         const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:key:*`, 'COUNT', 1000);

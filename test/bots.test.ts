@@ -53,7 +53,7 @@ describe('bots', function () {
       assert.equal(bot.chatUrl, `${fx.gw.url}/v1/bots/${bot.id}/chat?token=${token}`);
       assert.equal(bot.invokeUrl, `${fx.gw.url}/v1/bots/${bot.id}/invoke`);
       assert.equal(bot.wsUrl, `${fx.gw.url.replace(/^http/, 'ws')}/v1/bots/${bot.id}/ws?token=${token}`);
-      const flow = await fx.gw.gateway.stores.bots.getFlow(bot.flow.id);
+      const flow = await fx.gw.stores.bots.getFlow(bot.flow.id);
       assert.deepEqual(flow!.definition, { type: 'single_agent', model: 'demo-llm', systemPrompt: 'You help shoppers.', tools: [tool.tool_id], maxSteps: 8 });
     });
 
@@ -206,7 +206,7 @@ describe('bots', function () {
 
     it('refuses expired and garbage session tokens, and minting for another account', async () => {
       const expired = 'sybs_expired-session-token-for-the-test';
-      await fx.gw.gateway.stores.bots.createSession(hashSecret(expired), { bot_id: bot.id, expires_at: new Date(Date.now() - 1000).toISOString() });
+      await fx.gw.stores.bots.createSession(hashSecret(expired), { bot_id: bot.id, expires_at: new Date(Date.now() - 1000).toISOString() });
       assert.deepEqual(refusal(await fx.invoke(bot.id, hello, { bearer: expired, origin: SHOP })), [401, 'unauthorized']);
       assert.deepEqual(refusal(await fx.invoke(bot.id, hello, { bearer: 'sybs_garbage', origin: SHOP })), [401, 'unauthorized']);
       assert.deepEqual(refusal(await fx.gw.request('POST', `/v1/bots/${bot.id}/sessions`, { key: other.key })), [404, 'not_found']);

@@ -122,7 +122,7 @@ describe('Bull Board at /admin/queues', function () {
     const res = await gw.request('PUT', '/admin/queues/api/queues/inference.image.generate.open/pause', { headers: BEARER });
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('allow'), 'GET, HEAD');
-    assert.equal(await gw.gateway.queues.queue('inference:image:generate', 'open').isPaused(), false);
+    assert.equal(await gw.queues.queue('inference:image:generate', 'open').isPaused(), false);
   });
 
   it('leaves paths that only start like the board alone', async () => {

@@ -115,7 +115,7 @@ describe('caller WebSocket /v1/ws', function () {
     c.send({ type: 'subscribe', run_id: runId, after: 0 });
     c.send({ type: 'unsubscribe', id: 'last', run_id: runId });
     await c.next((m) => m.type === 'unsubscribed' && m.id === 'last');
-    await until('no follower left for the run', async () => gw.gateway.hub.followedRuns === 0);
+    await until('no follower left for the run', async () => gw.hub.followedRuns === 0);
     c.ws.close();
   });
 

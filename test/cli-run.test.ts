@@ -32,9 +32,8 @@ describe('switchyard run', () => {
   before(async () => {
     gw = await new TestGateway(prefix).start();
     ({ key } = await gw.account(10_000));
-    const token = await gw.request('POST', '/v1/account/worker-tokens', { key });
-    assert.equal(token.status, 201, token.text);
-    worker = new SwitchyardWorker({ gateway: gw.url, token: token.body.worker_token, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
+    const tokenToken = await gw.accountWorkerToken(key);
+    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
     await worker.start();
     env = { SWITCHYARD_URL: gw.url, SWITCHYARD_API_KEY: key };
   });

@@ -125,10 +125,9 @@ describe('client library (sdk/client) against a real gateway and demo worker', (
   before(async () => {
     gw = await new TestGateway(prefix).start();
     ({ key } = await gw.account(10_000));
-    const token = await gw.request('POST', '/v1/account/worker-tokens', { key });
-    assert.equal(token.status, 201, token.text);
+    const tokenToken = await gw.accountWorkerToken(key);
     // Long enough that a stream sees the run in flight (progress comes in quarter steps).
-    worker = new SwitchyardWorker({ gateway: gw.url, token: token.body.worker_token, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 800 }), logger: silentLogger, progressIntervalMs: 0 });
+    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 800 }), logger: silentLogger, progressIntervalMs: 0 });
     await worker.start();
     client = new SwitchyardClient({ baseUrl: gw.url, apiKey: key });
   });

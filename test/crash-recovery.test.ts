@@ -26,23 +26,23 @@ describe('crash between the run record and the queue write', () => {
     const { id: accountId } = await first.account(100);
     // The state a crash right after the record write leaves: a run (credits reserved) in the outbox, no job.
     const runId = newRunId();
-    const created = await first.gateway.stores.runs.create(
+    const created = await first.stores.runs.create(
       newRunSpec(accountId, { run_id: runId, input: { prompt: 'survivor' }, created_at: new Date(Date.now() - 10_000).toISOString() }),
     );
     assert.equal(created.outcome, 'created');
     await first.stop();
 
-    const queueOf = (gw: TestGateway) => gw.gateway.queues.queue('inference:image:generate', 'open');
+    const queueOf = (gw: TestGateway) => gw.queues.queue('inference:image:generate', 'open');
     const second = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     const third = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     try {
       const job = await until('the reconciler to enqueue the run', () => queueOf(second).getJob(runId));
       assert.equal(job.data.run_id, runId);
       assert.equal(job.opts.priority, 20);
-      await until('the outbox to empty', async () => (await second.gateway.stores.runs.listUnconfirmed(0, 10)).length === 0);
+      await until('the outbox to empty', async () => (await second.stores.runs.listUnconfirmed(0, 10)).length === 0);
       // Both instances swept; still one job.
       assert.equal(await queueOf(second).count(), 1);
-      const account = await second.gateway.stores.accounts.get(accountId);
+      const account = await second.stores.accounts.get(accountId);
       assert.deepEqual([account?.credits, account?.reserved], [96, 4], 'reserved once');
     } finally {
       await second.stop();
@@ -57,14 +57,14 @@ describe('crash between the run record and the queue write', () => {
     try {
       const { id: accountId, key } = await gw.account(100);
       const runId = newRunId();
-      await gw.gateway.stores.runs.create(
+      await gw.stores.runs.create(
         newRunSpec(accountId, { run_id: runId, kind: 'inference:rig', class: 'batch', priorityBase: 30, price: 10, input: { mesh: 'https://example.com/m.glb' } }),
       );
       const canceled = await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
       assert.equal(canceled.body.status, 'canceled');
       await sleep(600);
-      assert.equal(await gw.gateway.queues.queue('inference:rig', 'open').getJob(runId), undefined);
-      assert.deepEqual(await gw.gateway.stores.runs.listUnconfirmed(0, 10), []);
+      assert.equal(await gw.queues.queue('inference:rig', 'open').getJob(runId), undefined);
+      assert.deepEqual(await gw.stores.runs.listUnconfirmed(0, 10), []);
     } finally {
       await gw.stop();
       await cleanupPrefix(prefix);
@@ -105,23 +105,23 @@ describe('crash between the run record and the queue write', () => {
 
     const gw = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '100' }).start();
     try {
-      await until('the outbox to empty', async () => (await gw.gateway.stores.runs.listUnconfirmed(0, 10)).length === 0);
+      await until('the outbox to empty', async () => (await gw.stores.runs.listUnconfirmed(0, 10)).length === 0);
       const runs = [];
       let before: string | undefined;
       for (;;) {
-        const page = await gw.gateway.stores.runs.list(created.account.id, { limit: 100, before });
+        const page = await gw.stores.runs.list(created.account.id, { limit: 100, before });
         runs.push(...page.runs);
         if (!page.more) break;
         before = page.runs[page.runs.length - 1].run_id;
       }
-      const queue = gw.gateway.queues.queue('inference:image:generate', 'open');
+      const queue = gw.queues.queue('inference:image:generate', 'open');
       const jobs = await queue.getJobs(['prioritized', 'wait'], 0, -1);
       const recordIds = new Set(runs.map((r) => r.run_id));
       const jobIds = jobs.map((j) => j.id!);
       for (const id of accepted) assert.ok(recordIds.has(id), `accepted run ${id} has its record`);
       assert.deepEqual(new Set(jobIds), recordIds, 'every record has one job and every job its record');
       assert.equal(jobIds.length, new Set(jobIds).size, 'no run is queued twice');
-      const account = await gw.gateway.stores.accounts.get(created.account.id);
+      const account = await gw.stores.accounts.get(created.account.id);
       assert.equal(account?.reserved, runs.length * 4, 'one reservation per run');
       assert.equal((account?.credits ?? 0) + (account?.reserved ?? 0), 1_000_000);
     } finally {

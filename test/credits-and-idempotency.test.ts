@@ -49,7 +49,7 @@ describe('credits and idempotency', () => {
       const { key } = await gw.account(100);
       const ok = (await gw.submit(key, body('ok'))).body.run_id;
       const bad = (await gw.submit(key, body('bad'))).body.run_id;
-      const runs = gw.gateway.stores.runs;
+      const runs = gw.stores.runs;
       const okRun = (await runs.get(ok))!;
       const badRun = (await runs.get(bad))!;
       await runs.transition(okRun, { from: ['queued'], to: 'running' });
@@ -118,7 +118,7 @@ describe('credits and idempotency', () => {
       assert.equal((await balance(key)).credits, 100 - PRICE);
       const listed = await gw.request('GET', '/v1/jobs', { key });
       assert.equal(listed.body.data.length, 1);
-      const queued = await gw.gateway.queues.queue('inference:image:generate', 'open').getJob(results[0].body.run_id);
+      const queued = await gw.queues.queue('inference:image:generate', 'open').getJob(results[0].body.run_id);
       assert.ok(queued, 'the one run is queued');
     });
 

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, errorCode, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
@@ -56,7 +56,7 @@ describe('dispatch to remote workers', function () {
     for (const w of workers.splice(0)) w.terminate();
     // Let the gateway notice and requeue, then clear every queue so tests do not leak jobs into each other.
     await sleep(50);
-    for (const q of gw.gateway.queues.all()) await q.obliterate({ force: true });
+    for (const q of gw.queues.all()) await q.obliterate({ force: true });
   });
   after(async () => {
     await gw.stop();
@@ -231,7 +231,7 @@ describe('dispatch to remote workers', function () {
     const { body } = await gw.submit(key, image());
     await gw.request('POST', `/v1/jobs/${body.run_id}/cancel`, { key });
     // Put the job back as a stray (e.g. a late reconciler add), then connect a worker.
-    await gw.gateway.queues.add({ ...(await gw.gateway.stores.runs.get(body.run_id))! });
+    await gw.queues.add({ ...(await gw.stores.runs.get(body.run_id))! });
     const w = await worker(openToken);
     await sleep(400);
     assert.equal(w.leases().length, 0);
@@ -298,7 +298,7 @@ describe('dispatch to remote workers', function () {
   });
 
   it('a fleet-count write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
-    const redis = gw.gateway.redis;
+    const redis = gw.redis;
     const multi = redis.multi;
     // The next write of the fleet counts (the new worker's attach) fails, as if Redis had blipped then.
     redis.multi = function (this: typeof redis, ...args: Parameters<typeof multi>) {
@@ -332,7 +332,7 @@ describe('dispatch to remote workers', function () {
     const keptLease = leases.find((l) => l.run_id === kept)!;
     // The lost run's BullMQ lock disappears: the next heartbeat cannot extend it.
     let queue;
-    for (const q of gw.gateway.queues.all()) if (await q.getJob(lost)) queue = q;
+    for (const q of gw.queues.all()) if (await q.getJob(lost)) queue = q;
     assert.ok(queue);
     const redis = new Redis(REDIS_URL);
     try {
@@ -354,7 +354,7 @@ describe('dispatch to remote workers', function () {
     try {
       const numsub = async () => (await redis.pubsub('NUMSUB', `${p}:chan:operators`, `${p}:chan:queued`, `${p}:chan:cancel`)) as Array<string | number>;
       assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 1, 1]);
-      await other.gateway.dispatcher.stop();
+      await other.dispatcher.stop();
       assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 0, 0], 'the trust channel stays subscribed');
     } finally {
       redis.disconnect();
@@ -420,11 +420,11 @@ describe('dispatch across gateway instances and crashes', function () {
       const { body } = await gw.submit(key, image());
       const lease = await w.lease();
       const drain = w.next((f) => f.type === 'drain');
-      const stopping = gw.gateway.dispatcher.stop(5000);
+      const stopping = gw.dispatcher.stop(5000);
       await drain;
       assert.equal((await w.complete(lease, ['https://drained'])).type, 'ack');
       await stopping;
-      assert.equal((await gw.gateway.stores.runs.get(body.run_id))?.status, 'succeeded');
+      assert.equal((await gw.stores.runs.get(body.run_id))?.status, 'succeeded');
       w.terminate();
     } finally {
       await gw.stop();

@@ -212,7 +212,7 @@ describe('SSE events', function () {
     const redis = new Redis(REDIS_URL);
     try {
       const list = (await redis.client('LIST')) as string;
-      const line = list.split('\n').find((l) => l.includes(`name=switchyard:sub-${gw.gateway.gatewayId}`));
+      const line = list.split('\n').find((l) => l.includes(`name=switchyard:sub-${gw.gatewayId}`));
       assert.ok(line, 'the gateway subscriber connection is listed');
       await redis.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]);
     } finally {

@@ -278,7 +278,7 @@ describe('graceful shutdown: leases handed over to another instance', function (
       const stopping = a.stop();
       await until('the worker to leave A with its lease', async () => !worker.connected && worker.activeLeases === 1);
       // As if the lease had lapsed meanwhile: B finds no lease to adopt.
-      await b.gateway.redis.del(`${b.prefix}:lease:${leaseId}`);
+      await b.redis.del(`${b.prefix}:lease:${leaseId}`);
       toB();
       await until('the lease to be dropped', async () => dropped.get(run));
       assert.match(dropped.get(run)!, /did not take the lease back/);

@@ -63,7 +63,7 @@ describe('health probes, and a gateway shutting down', function () {
       const { id, key } = await gw.account(100);
       // No worker: the run cannot end, so the answer waits until the shutdown ends the wait.
       const waiting = gw.submit(key, undefined, { prefer: 'wait=60' });
-      await until('the run to be accepted', async () => (await gw.gateway.stores.runs.list(id, { limit: 1 })).runs.length === 1);
+      await until('the run to be accepted', async () => (await gw.stores.runs.list(id, { limit: 1 })).runs.length === 1);
       const stopped = gw.stop();
       const answer = await waiting;
       assert.equal(answer.status, 202);
@@ -101,7 +101,7 @@ describe('health probes, and a gateway shutting down', function () {
       assert.equal((await worker.complete(lease, ['https://cdn.example/a.png'])).type, 'ack');
       await stopped;
       const after = await new TestGateway(prefix).start();
-      assert.equal((await after.gateway.stores.runs.get(run))?.status, 'succeeded', 'the drained lease finished');
+      assert.equal((await after.stores.runs.get(run))?.status, 'succeeded', 'the drained lease finished');
       await after.stop();
     } finally {
       worker?.terminate();

@@ -95,14 +95,14 @@ describe('HTTP layer', () => {
     const other = await new TestGateway(p).start();
     try {
       const { key: k } = await other.account();
-      other.gateway.redis.disconnect(false);
+      other.redis.disconnect(false);
       const res = await other.request('GET', '/v1/account', { key: k });
       assert.equal(res.status, 503);
       assert.equal(errorCode(res), 'unavailable');
       const ready = await other.request('GET', '/readyz');
       assert.equal(ready.status, 503);
       assert.equal((await other.request('GET', '/healthz')).status, 200, 'alive, just not ready');
-      other.gateway.redis.connect().catch(() => {});
+      other.redis.connect().catch(() => {});
       await new Promise((r) => setTimeout(r, 300));
       assert.equal((await other.request('GET', '/readyz')).status, 200);
     } finally {

@@ -47,11 +47,11 @@ describe('jobs API', () => {
 
     it('puts the job into the BullMQ queue of its kind and tier with that priority', async () => {
       const res = await gw.submit(key, image('queued', { confidentiality: 'trusted', class: 'interactive' }));
-      const job = await gw.gateway.queues.queue('inference:image:generate', 'trusted').getJob(res.body.run_id);
+      const job = await gw.queues.queue('inference:image:generate', 'trusted').getJob(res.body.run_id);
       assert.ok(job, 'job is in inference.image.generate.trusted');
       assert.equal(job.opts.priority, res.body.priority);
       assert.deepEqual(job.data, { run_id: res.body.run_id, account_id: job.data.account_id, kind: 'inference:image:generate', tier: 'trusted' });
-      assert.equal(await gw.gateway.queues.queue('inference:image:generate', 'open').getJob(res.body.run_id), undefined);
+      assert.equal(await gw.queues.queue('inference:image:generate', 'open').getJob(res.body.run_id), undefined);
     });
 
     it('accepts every kind of the catalogue with a valid input', async () => {
@@ -99,7 +99,7 @@ describe('jobs API', () => {
     it('forwards input verbatim, extra fields included', async () => {
       const input = { prompt: 'x', steps: 30, lora: { name: 'pixel', weight: 0.7 }, 'odd key': [null, true] };
       const res = await gw.submit(key, { kind: 'inference:image:generate', input });
-      const run = await gw.gateway.stores.runs.get(res.body.run_id);
+      const run = await gw.stores.runs.get(res.body.run_id);
       assert.deepEqual(run?.input, input);
     });
   });
@@ -122,7 +122,7 @@ describe('jobs API', () => {
     });
 
     it('reports queue positions in dispatch order', async () => {
-      const queue = gw.gateway.queues.queue('inference:3d:text-to-mesh', 'private');
+      const queue = gw.queues.queue('inference:3d:text-to-mesh', 'private');
       await queue.drain();
       const submit = (cls: string) => gw.submit(key, { kind: 'inference:3d:text-to-mesh', input: { prompt: 'p' }, confidentiality: 'private', class: cls });
       const batch = (await submit('batch')).body.run_id;
@@ -195,7 +195,7 @@ describe('jobs API', () => {
       assert.ok(res.body.finished_at);
       const account = (await gw.request('GET', '/v1/account', { key: acct.key })).body;
       assert.deepEqual([account.credits, account.reserved], [100, 0]);
-      assert.equal(await gw.gateway.queues.queue('inference:image:generate', 'open').getJob(body.run_id), undefined);
+      assert.equal(await gw.queues.queue('inference:image:generate', 'open').getJob(body.run_id), undefined);
     });
 
     it('answers 409 already_terminal for a terminal run', async () => {
@@ -208,12 +208,12 @@ describe('jobs API', () => {
 
     it('flags a running run for its worker and leaves it running', async () => {
       const { body } = await gw.submit(key, image());
-      const run = (await gw.gateway.stores.runs.get(body.run_id))!;
-      await gw.gateway.stores.runs.transition(run, { from: ['queued'], to: 'running' });
+      const run = (await gw.stores.runs.get(body.run_id))!;
+      await gw.stores.runs.transition(run, { from: ['queued'], to: 'running' });
       const res = await gw.request('POST', `/v1/jobs/${body.run_id}/cancel`, { key });
       assert.equal(res.status, 200);
       assert.equal(res.body.status, 'running');
-      assert.ok((await gw.gateway.stores.runs.get(body.run_id))?.cancel_requested_at);
+      assert.ok((await gw.stores.runs.get(body.run_id))?.cancel_requested_at);
     });
 
     it("answers 404 for another account's run and leaves it alone", async () => {

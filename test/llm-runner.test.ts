@@ -23,8 +23,8 @@ describe('LLM steps on the fleet (LlmRunner)', function () {
   });
 
   it('answers 503 unavailable at once while no llm worker is connected, and queues nothing', async () => {
-    await assert.rejects(gw.gateway.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] }), (err: any) => err.code === 'unavailable' && err.status === 503);
-    const listed = await gw.gateway.stores.runs.list(accountId, { limit: 10 });
+    await assert.rejects(gw.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] }), (err: any) => err.code === 'unavailable' && err.status === 503);
+    const listed = await gw.stores.runs.list(accountId, { limit: 10 });
     assert.equal(listed.runs.length, 0);
   });
 
@@ -32,14 +32,14 @@ describe('LLM steps on the fleet (LlmRunner)', function () {
     const token = (await gw.workerToken('open', 'llm'));
     worker = new SwitchyardWorker({ gateway: gw.url, token, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 40 }), logger: silentLogger, software: { models: ['demo-llm'] } });
     await worker.start();
-    const llm = gw.gateway.services.llm;
+    const llm = gw.services.llm;
     assert.deepEqual(await llm.models(), ['demo-llm']);
     const deltas: string[] = [];
     const out = await llm.run(accountId, { messages: [{ role: 'user', content: 'tell me about lighthouses' }] }, { onDelta: (d) => deltas.push(d) });
     assert.ok(out.text.length > 0);
     assert.equal(deltas.join(''), out.text, 'every streamed delta arrives, in order');
     assert.equal(out.tool_calls.length, 0);
-    const run = await gw.gateway.stores.runs.get(out.run_id);
+    const run = await gw.stores.runs.get(out.run_id);
     assert.equal(run!.status, 'succeeded');
     assert.equal(run!.kind, LLM_KIND);
 
@@ -58,7 +58,7 @@ describe('LLM steps on the fleet (LlmRunner)', function () {
     const token = (await gw.workerToken('open', 'raw-llm'));
     const raw = await new RawWorker(gw.url, token).connect({ kinds: [LLM_KIND] });
     try {
-      const pending = gw.gateway.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] });
+      const pending = gw.services.llm.run(accountId, { messages: [{ role: 'user', content: 'hi' }] });
       const lease = await raw.lease();
       const toolCalls = [{}, { function: 7 }, { id: 'c1', function: { name: 'weather', arguments: { city: 'Paris' } } }, { function: { name: 'clock', arguments: '{}' } }];
       await raw.report(lease, { type: 'complete', output: { urls: [], text: '', tool_calls: toolCalls, finish_reason: 'tool_calls' } });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { createLogger } from '../api/main/logger.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
-import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
 /** A request as a client would send it; answers the status, a header and the JSON body. */

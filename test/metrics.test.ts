@@ -208,7 +208,7 @@ describe('GET /metrics', function () {
       body: { name: 'weather', description: 'the weather', kind: 'http', method: 'GET', url: server.url('/tool'), inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
     });
     assert.equal(created.status, 201, created.text);
-    const tools = gw.gateway.services.tools;
+    const tools = gw.services.tools;
     const [tool] = await tools.resolve(account.id, [created.body.tool_id]);
     assert.equal((await tools.call(tool, { city: 'Paris' })).ok, true);
     assert.equal((await tools.call(tool, { town: 'Paris' })).ok, false);
@@ -373,7 +373,7 @@ describe('GET /metrics at shutdown', function () {
     await gw.stop();
     await raw.closed;
     // The server is gone; the registry is still there to read.
-    const e = new Exposition(await gw.gateway.metrics.registry.getSingleMetricAsString('switchyard_leases_lost_total'));
+    const e = new Exposition(await gw.metrics.registry.getSingleMetricAsString('switchyard_leases_lost_total'));
     assert.equal(e.value('switchyard_leases_lost_total', { reason: 'shutdown' }), 1);
     assert.equal(e.value('switchyard_leases_lost_total', { reason: 'disconnect' }), 0);
   });

@@ -88,7 +88,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
         });
       }
       assert.deepEqual((await client.models.list()).data, []);
-      assert.equal((await gw.gateway.stores.runs.list(accountId, { limit: 5 })).runs.length, 0, 'no job was queued');
+      assert.equal((await gw.stores.runs.list(accountId, { limit: 5 })).runs.length, 0, 'no job was queued');
     });
 
     it("refuses a bad key with the SDK's AuthenticationError carrying our message", async () => {
@@ -194,9 +194,9 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
       await gate.next(); // held, never released: the hang-up must end it
       assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
       assert.equal(chunks[0].id, `chatcmpl-${runId}`);
-      assert.equal((await gw.gateway.stores.runs.get(runId))!.status, 'running', 'the first words came before the job ended');
+      assert.equal((await gw.stores.runs.get(runId))!.status, 'running', 'the first words came before the job ended');
       // Leaving mid-stream cancels the job instead of paying for an answer nobody reads.
-      await until('the abandoned job is canceled', async () => (await gw.gateway.stores.runs.get(runId))!.status === 'canceled');
+      await until('the abandoned job is canceled', async () => (await gw.stores.runs.get(runId))!.status === 'canceled');
     });
 
     it('delivers the whole stream once the job goes on, then [DONE]', async () => {
@@ -228,7 +228,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
   describe('with the demo llm worker', () => {
     let worker: SwitchyardWorker;
     before(async () => {
-      await until('the gated worker has left', async () => !(await gw.gateway.services.llm.models()).includes('default'));
+      await until('the gated worker has left', async () => !(await gw.services.llm.models()).includes('default'));
       worker = await startWorker(createDemoEngine({ delayMs: 0 }), { models: ['demo-llm'] });
     });
     after(async () => {
@@ -265,7 +265,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
       assert.equal(choice.logprobs, null);
       const words = choice.message.content!.split(' ').length;
       assert.deepEqual(done.usage, { prompt_tokens: 4, completion_tokens: words, total_tokens: 4 + words });
-      const run = await gw.gateway.stores.runs.get(runId);
+      const run = await gw.stores.runs.get(runId);
       assert.equal(run!.kind, LLM_KIND);
       assert.equal(run!.status, 'succeeded');
       assert.equal((await gw.request('GET', '/v1/account', { key })).body.credits, before - 1, 'the llm price was charged');
@@ -353,7 +353,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
   describe('models advertised by the workers one starts', () => {
     const ids = async () => (await client.models.list()).data.map((m) => m.id);
     before(async () => {
-      await until('the demo worker has left', async () => (await gw.gateway.services.llm.models()).length === 0);
+      await until('the demo worker has left', async () => (await gw.services.llm.models()).length === 0);
     });
 
     it("the dev fleet of npm run dev serves 'demo-llm'", async () => {

@@ -36,8 +36,8 @@ describe('operator trust: vetting and revocation', function () {
   afterEach(async () => {
     for (const w of workers.splice(0)) w.terminate();
     // A worker still attached would take the next test's jobs: wait until both instances have let theirs go.
-    await until('every worker detached', async () => a.gateway.dispatcher.localWorkers().length + b.gateway.dispatcher.localWorkers().length === 0);
-    for (const q of a.gateway.queues.all()) await q.obliterate({ force: true });
+    await until('every worker detached', async () => a.dispatcher.localWorkers().length + b.dispatcher.localWorkers().length === 0);
+    for (const q of a.queues.all()) await q.obliterate({ force: true });
   });
   after(async () => {
     await Promise.all([a.stop(), b.stop()]);

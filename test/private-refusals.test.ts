@@ -5,7 +5,7 @@ import path from 'node:path';
 import { SignJWT, type JWK } from 'jose';
 import { sha256Hex, signReceipt, type Evidence } from '../sdk/attestation/index.js';
 import { SwitchyardWorker, WorkerRefusedError, silentLogger } from '../sdk/worker/index.js';
-import { NRAS_ISSUER, TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
+import { TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
@@ -44,7 +44,7 @@ describe('private tier refusals at the gateway', function () {
   });
   afterEach(async () => {
     for (const w of sockets.splice(0)) w.terminate();
-    for (const q of gw.gateway.queues.all()) await q.obliterate({ force: true });
+    for (const q of gw.queues.all()) await q.obliterate({ force: true });
   });
   after(async () => {
     await gw.stop();
@@ -248,7 +248,7 @@ describe('private tier refusals at the gateway', function () {
       const runId = await submit();
       const lease = await worker.lease();
       const ok = await good(lease);
-      const store = gw.gateway.services.artifacts!;
+      const store = gw.services.artifacts!;
       const open = store.open;
       store.open = async () => {
         store.open = open;

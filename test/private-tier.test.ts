@@ -63,7 +63,7 @@ describe('private tier: attested workers, receipts, verification and routing', f
   });
   afterEach(async () => {
     for (const fn of cleanup.splice(0)) await fn();
-    for (const q of gw.gateway.queues.all()) await q.obliterate({ force: true });
+    for (const q of gw.queues.all()) await q.obliterate({ force: true });
   });
   after(async () => {
     await gw.stop();

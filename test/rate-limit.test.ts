@@ -46,7 +46,7 @@ describe('rate limits', () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => a.submit(key)));
     assert.equal(results.filter((r) => r.status === 202).length, 3);
     assert.equal(results.filter((r) => r.status === 429).length, 7);
-    const account = await a.gateway.stores.accounts.get(id);
+    const account = await a.stores.accounts.get(id);
     assert.deepEqual([account?.credits, account?.reserved, account?.in_flight], [88, 12, 3]);
   });
 });

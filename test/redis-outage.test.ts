@@ -177,7 +177,7 @@ describe('a short Redis outage', function () {
     for (let i = 0; i < 5; i++) runIds.push(await submit(`filled-${i}`));
 
     // Redis dies at the moment the dispatcher reads the third run to lease it (after its fetch from the queue).
-    const runs = (gw.gateway.dispatcher as unknown as { opts: { runs: RunStore } }).opts.runs;
+    const runs = (gw.dispatcher as unknown as { opts: { runs: RunStore } }).opts.runs;
     const get = runs.get.bind(runs);
     let fillFailed = false;
     runs.get = async (runId: string) => {

@@ -283,8 +283,8 @@ describe('custom tools', function () {
       const webhook = await nokey.request('POST', '/v1/tools/definitions', { body: def({ kind: 'webhook', method: 'POST' }), key });
       assert.equal(webhook.status, 201, webhook.text);
       assert.match(webhook.body.signing_secret, /^whsec_/);
-      const [tool] = await nokey.gateway.services.tools.resolve(accountId, [res.body.tool_id]);
-      const result = await nokey.gateway.services.tools.call(tool, { city: 'Lyon' });
+      const [tool] = await nokey.services.tools.resolve(accountId, [res.body.tool_id]);
+      const result = await nokey.services.tools.call(tool, { city: 'Lyon' });
       assert.equal(result.ok, true, JSON.stringify(result));
       assert.equal(server.at(new URL(res.body.url).pathname).at(-1)?.headers.authorization, `Bearer ${token}`);
     });
@@ -347,7 +347,7 @@ describe('custom tools', function () {
   });
 
   describe('ToolService', () => {
-    const tools = () => gw.gateway.services.tools;
+    const tools = () => gw.services.tools;
     const record = async (over: Record<string, unknown> = {}): Promise<ToolRecord> => {
       const tool = await created(def(over));
       return (await tools().resolve(a.id, [tool.tool_id]))[0];

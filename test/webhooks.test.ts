@@ -105,9 +105,8 @@ describe('webhooks', function () {
       WEBHOOK_RETRY_DELAYS_MS: '100,200,400',
     }).start();
     key = (await gw.account(10_000)).key;
-    const minted = await gw.request('POST', '/v1/account/worker-tokens', { key });
-    assert.equal(minted.status, 201, minted.text);
-    worker = new SwitchyardWorker({ gateway: gw.url, token: minted.body.worker_token, kinds: [KIND], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
+    const mintedToken = await gw.accountWorkerToken(key);
+    worker = new SwitchyardWorker({ gateway: gw.url, token: mintedToken, kinds: [KIND], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
     await worker.start();
   });
 

@@ -75,6 +75,39 @@ export class TestGateway {
     await this.gateway?.stop();
   }
 
+  // The gateway's parts that tests look into, named here once so tests do not depend on how
+  // the gateway holds them.
+  get config() {
+    return this.gateway.config;
+  }
+  get log() {
+    return this.gateway.log;
+  }
+  get gatewayId() {
+    return this.gateway.gatewayId;
+  }
+  get services() {
+    return this.gateway.services;
+  }
+  get stores() {
+    return this.gateway.stores;
+  }
+  get redis() {
+    return this.gateway.redis;
+  }
+  get queues() {
+    return this.gateway.queues;
+  }
+  get dispatcher() {
+    return this.gateway.dispatcher;
+  }
+  get hub() {
+    return this.gateway.hub;
+  }
+  get metrics() {
+    return this.gateway.metrics;
+  }
+
   async request<T = any>(method: string, path: string, opts: { body?: unknown; raw?: string | Buffer; key?: string; headers?: Record<string, string> } = {}): Promise<Res<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.key) headers.authorization ??= `Bearer ${opts.key}`;
@@ -105,6 +138,13 @@ export class TestGateway {
   async workerToken(trust: 'open' | 'trusted' = 'open', name = `op-${trust}`): Promise<string> {
     const res = await this.request('POST', '/v1/admin/operators', { body: { name, trust }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     if (res.status !== 201) throw new Error(`operator creation failed: ${res.status} ${res.text}`);
+    return res.body.worker_token;
+  }
+
+  /** Mints a worker token of the account (open tier) through POST /v1/account/worker-tokens. */
+  async accountWorkerToken(key: string): Promise<string> {
+    const res = await this.request('POST', '/v1/account/worker-tokens', { key });
+    if (res.status !== 201) throw new Error(`worker token creation failed: ${res.status} ${res.text}`);
     return res.body.worker_token;
   }
 
