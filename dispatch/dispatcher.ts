@@ -6,20 +6,23 @@ import type { Logger } from 'pino';
 import { hashSecret } from '../models/credentials.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
-import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
+import { isTerminal, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 import { TIERS } from '../models/kinds.js';
 import { queueName, queueTier } from '../queues/queue-names.js';
-import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
+import { inputDigest } from '../sdk/attestation/index.js';
 import { BullWorkers, isLockLost } from './bull-workers.js';
 import { FleetCounters } from './fleet-counters.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
 import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
-import { LeaseHandover, ownerKey } from './lease-handover.js';
+import { ownerKey } from './lease-handover.js';
+import { LeaseSettlement, type ActiveLease, type WorkerReportSink } from './lease-settlement.js';
 import type { LeaseStore } from './lease-store.js';
-import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
+import type { ReceiptChecker } from './receipt-check.js';
 import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
 import type { WorkerInfo } from './worker-info.js';
+
+export type { WorkerReportSink } from './lease-settlement.js';
 
 export interface DispatcherOptions {
   /** Command connection (shared with the API). */
@@ -52,33 +55,11 @@ export interface DispatcherOptions {
   receipts?: ReceiptChecker;
 }
 
-/** What the dispatcher does with a worker's live reports once their lease checks out. */
-export interface WorkerReportSink {
-  progress(runId: string, progress: number, message?: string): Promise<void>;
-  logLine(runId: string, line: string): Promise<void>;
-  output(runId: string, delta: string): Promise<void>;
-}
-
 /** How far a lease got before it went out: what a failed hand-over must undo. */
 interface LeaseProgress {
   /** The run as it was before this lease moved it to `running` (fenced with `fence`). */
   started?: { run: RunRecord; fence: number };
   sent: boolean;
-}
-
-interface ActiveLease {
-  id: string;
-  fence: number;
-  runId: string;
-  accountId: string;
-  queue: string;
-  token: string;
-  job: Job<QueuedJobData>;
-  worker: ConnectedWorker;
-  /** Set once a final report is being handled, so a second one is refused. */
-  closing: boolean;
-  /** Adopted from another instance after the caller canceled: the worker is told once attached. */
-  cancelOnAttach?: boolean;
 }
 
 /**
@@ -99,13 +80,11 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
  */
 export class Dispatcher {
   private readonly bull: BullWorkers;
-  private readonly handover: LeaseHandover;
+  private readonly settlement: LeaseSettlement;
   /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
   readonly fleet: FleetCounters;
   private stopping = false;
   private readonly workers = new Map<string, ConnectedWorker>();
-  private readonly active = new Map<string, ActiveLease>();
-  private readonly byRun = new Map<string, ActiveLease>();
   private readonly channels: { queued: string; cancel: string };
   private timers: NodeJS.Timeout[] = [];
   private wakeTurn = 0;
@@ -118,8 +97,23 @@ export class Dispatcher {
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
     this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
-    this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: this.bull, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs });
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.workers.values(), log: opts.log });
+    this.settlement = new LeaseSettlement(
+      { fill: (w) => this.fill(w), announce: (q) => this.announce(q), attached: (id) => this.workers.get(id) },
+      {
+        runs: opts.runs,
+        leases: opts.leases,
+        bull: this.bull,
+        fleet: this.fleet,
+        log: opts.log,
+        maxAttempts: opts.maxAttempts,
+        gatewayId: opts.gatewayId,
+        leaseTtlMs: this.leaseTtlMs,
+        events: opts.events,
+        metrics: opts.metrics,
+        receipts: opts.receipts,
+      },
+    );
   }
 
   async start(): Promise<void> {
@@ -129,7 +123,7 @@ export class Dispatcher {
         const [queue, count] = message.split(' ');
         this.wake(queue, Number(count) || 1);
       }
-      else if (channel === this.channels.cancel) this.cancelLocal(message);
+      else if (channel === this.channels.cancel) this.settlement.cancelLocal(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.wakeAll());
@@ -161,7 +155,6 @@ export class Dispatcher {
     await this.bull.close();
   }
 
-
   // ---- workers coming and going -------------------------------------------------------------
 
   /** Asks a worker to leave this stopping instance: to move its leases elsewhere if it can, else to finish them. */
@@ -179,7 +172,7 @@ export class Dispatcher {
   async attach(worker: ConnectedWorker): Promise<void> {
     const { info } = worker;
     for (const id of worker.leases) {
-      const lease = this.active.get(id);
+      const lease = this.settlement.get(id);
       if (lease?.cancelOnAttach) worker.send({ type: 'cancel', lease_id: id, run_id: lease.runId });
     }
     if (this.stopping) this.letGo(worker);
@@ -220,47 +213,8 @@ export class Dispatcher {
    * before it is attached, so they count against its slots. Each claim is checked by
    * `LeaseHandover`; the lost ones are left to lapse and be requeued by the stalled checker.
    */
-  async adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
-    const resumed: string[] = [];
-    const lost: string[] = [];
-    for (const claim of claims.slice(0, worker.info.slots)) {
-      // Held here already (by this worker, claimed twice, or by another one): not taken again.
-      const held = this.active.get(claim.lease_id);
-      const outcome = held
-        ? { why: 'the lease is already held on this instance', runId: held.runId }
-        : await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
-      if (!('record' in outcome)) {
-        lost.push(claim.lease_id);
-        this.opts.log.info({ runId: outcome.runId ?? null, leaseId: claim.lease_id, workerId: worker.info.worker_id, why: outcome.why }, 'lease not resumed');
-        continue;
-      }
-      const { record, job } = outcome;
-      const lease: ActiveLease = { id: record.lease_id, fence: record.fence, runId: record.run_id, accountId: record.account_id, queue: record.queue, token: record.lock_token, job, worker, closing: false, cancelOnAttach: outcome.cancelRequested };
-      this.active.set(lease.id, lease);
-      this.byRun.set(lease.runId, lease);
-      worker.leases.add(lease.id);
-      resumed.push(lease.id);
-      this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
-    }
-    for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
-    worker.info.busy = worker.leases.size;
-    this.fleet.changed();
-    return { resumed, lost };
-  }
-
-  /**
-   * A lease whose worker is taking it to another instance: forgotten here, while its record
-   * and BullMQ lock stay in Redis for the adopter. One being settled here finishes here.
-   */
-  private handOver(leaseId: string): void {
-    const lease = this.active.get(leaseId);
-    if (!lease || lease.closing) return;
-    this.active.delete(leaseId);
-    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
-    lease.worker.leases.delete(leaseId);
-    lease.worker.info.busy = lease.worker.leases.size;
-    this.fleet.changed();
-    this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
+  adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
+    return this.settlement.adopt(worker, claims);
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
@@ -275,25 +229,14 @@ export class Dispatcher {
     } catch {
       // already closed
     }
-    if (worker.handover) for (const id of [...worker.leases]) this.handOver(id);
-    else await Promise.all([...worker.leases].map((id) => this.loseLease(id, 'the worker disconnected', loss)));
+    if (worker.handover) for (const id of [...worker.leases]) this.settlement.handOver(id);
+    else await Promise.all([...worker.leases].map((id) => this.settlement.loseLease(id, 'the worker disconnected', loss)));
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
   }
 
   /** Heartbeat: extends the worker's leases. */
-  async heartbeat(worker: ConnectedWorker): Promise<void> {
-    const byQueue = new Map<string, ActiveLease[]>();
-    for (const id of worker.leases) {
-      const lease = this.active.get(id);
-      if (lease) byQueue.set(lease.queue, [...(byQueue.get(lease.queue) ?? []), lease]);
-    }
-    await Promise.all(
-      [...byQueue].map(async ([queue, leases]) => {
-        const lost = await this.bull.extend(queue, leases.map((l) => l.job.id!), leases.map((l) => l.token));
-        await this.opts.leases.touch(leases.map((l) => l.id), this.leaseTtlMs);
-        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed', 'heartbeat');
-      }),
-    );
+  heartbeat(worker: ConnectedWorker): Promise<void> {
+    return this.settlement.heartbeat(worker);
   }
 
   /** Rewrites this instance's fleet counts before they expire (and with any evidence renewed meanwhile). */
@@ -446,7 +389,7 @@ export class Dispatcher {
     }
     if (attempt > this.opts.maxAttempts) {
       // Its earlier leases were lost with their gateway (the stalled checker requeued it).
-      await this.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
+      await this.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
       return;
     }
     const now = new Date().toISOString();
@@ -480,16 +423,12 @@ export class Dispatcher {
       },
       this.leaseTtlMs,
     );
-    this.active.set(lease.id, lease);
-    this.byRun.set(run.run_id, lease);
-    worker.leases.add(lease.id);
-    worker.info.busy = worker.leases.size;
-    this.fleet.changed();
+    this.settlement.open(lease);
     // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
     const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
     if (run.confidentiality === 'private' && !attestedAt(worker)) {
       // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
-      await this.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);
+      await this.settlement.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);
       return;
     }
     worker.send({
@@ -510,7 +449,7 @@ export class Dispatcher {
     this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
     // The worker left while this lease was being made: hand it back now rather than at lock expiry.
-    if (!this.workers.has(worker.info.worker_id)) await this.loseLease(lease.id, 'the worker disconnected', 'disconnect');
+    if (!this.workers.has(worker.info.worker_id)) await this.settlement.loseLease(lease.id, 'the worker disconnected', 'disconnect');
   }
 
   private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
@@ -524,183 +463,8 @@ export class Dispatcher {
   // ---- reports from workers -------------------------------------------------------------------
 
   /** Handles a lease frame; returns the error frame to send, or null (acknowledged). */
-  async report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<{ code: string; message: string } | null> {
-    const lease = this.active.get(frame.lease_id);
-    if (!lease || lease.worker !== worker || lease.fence !== frame.fence || lease.closing) {
-      return { code: 'stale_lease', message: 'this lease is no longer yours: drop its work' };
-    }
-    const run = { run_id: lease.runId, account_id: lease.accountId };
-    switch (frame.type) {
-      case 'progress': {
-        const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress } });
-        if (!t.ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
-        await this.opts.events?.progress(run.run_id, frame.progress, frame.message);
-        return null;
-      }
-      case 'log':
-        await this.opts.events?.logLine(run.run_id, frame.line);
-        return null;
-      case 'output':
-        await this.opts.events?.output(run.run_id, frame.delta);
-        return null;
-      case 'complete':
-        lease.closing = true;
-        return this.settle(lease, 'succeeded', null, frame.output, frame.receipt);
-      case 'fail': {
-        lease.closing = true;
-        return this.settle(lease, 'fail', frame.error);
-      }
-    }
-  }
-
-  /** Ends a lease the way its worker said; refused (stale) if the record moved on under another lease. */
-  private async settle(
-    lease: ActiveLease,
-    reported: 'succeeded' | 'fail',
-    error: RunError | null,
-    output?: RunRecord['output'],
-    receipt?: string,
-  ): Promise<{ code: string; message: string } | null> {
-    // On a datastore error the lease stays open: the worker sends its report again (docs/worker-protocol.md).
-    let retryable = false;
-    try {
-      const run = await this.opts.runs.get(lease.runId);
-      if (run && run.fence === lease.fence && run.status === 'succeeded' && reported === 'succeeded') {
-        // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
-        await lease.job.moveToCompleted(output ?? null, lease.token, false).catch(() => {});
-        return null;
-      }
-      if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
-      let attestation: RunAttestation | undefined;
-      if (reported === 'succeeded' && run.confidentiality === 'private') {
-        const checked = await this.checkReceipt(run, lease, output, receipt);
-        if ('refused' in checked) return checked.refused;
-        attestation = checked.attestation;
-      }
-      // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
-      const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
-      this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome, code: error?.code }, 'lease reported');
-      if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
-      else {
-        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation);
-        if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
-      }
-      return null;
-    } catch (err) {
-      retryable = isDatastoreUnavailable(err);
-      if (retryable) lease.closing = false;
-      throw err;
-    } finally {
-      if (!retryable) await this.release(lease);
-    }
-  }
-
-  /**
-   * A private run's receipt, checked before the run may succeed. A bad or missing one fails the
-   * attempt as retryable (requeued; on the last attempt the run fails with `receipt_invalid`),
-   * and the worker is told why.
-   */
-  private async checkReceipt(run: RunRecord, lease: ActiveLease, output: RunRecord['output'] | undefined, receipt: string | undefined): Promise<{ attestation: RunAttestation } | { refused: { code: string; message: string } }> {
-    try {
-      if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
-      const evidence = lease.worker.attestation?.evidence() ?? [];
-      return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
-    } catch (err) {
-      // The datastore failing is no verdict on the receipt: the worker sends its report again.
-      if (isDatastoreUnavailable(err)) throw err;
-      // Any other failure refuses the receipt (requeued, not left running): only a check's own reason reaches the worker.
-      const reason = err instanceof AttestationError ? err.code : 'unchecked';
-      const message = err instanceof AttestationError ? `the receipt was refused (${err.code}): ${err.message}` : 'the receipt was refused (unchecked): the gateway could not check it';
-      this.opts.log.warn({ err, runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason }, 'private run receipt refused');
-      await this.requeueOrFail(run, lease, { code: 'receipt_invalid', message, retryable: true });
-      return { refused: { code: 'receipt_invalid', message } };
-    }
-  }
-
-  /** A retryable end: back to the queue while attempts remain, else a final failure. */
-  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError): Promise<void> {
-    if (run.cancel_requested_at) {
-      await this.finish(run, lease.fence, lease.job, lease.token, 'canceled', { code: 'canceled', message: 'canceled by the caller', retryable: false });
-      return;
-    }
-    const attemptsLeft = lease.job.attemptsStarted < this.opts.maxAttempts;
-    if (!attemptsLeft) {
-      await this.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
-      return;
-    }
-    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
-    if (!back.ok) return;
-    this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
-    try {
-      await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
-    } catch (err) {
-      // Lock gone: the stalled checker requeues the job instead.
-      if (!isLockLost(err)) throw err;
-    }
-    await this.announce(lease.queue);
-  }
-
-  /** Makes the run terminal (the store settles its credits once), then completes or fails its job. */
-  private async finish(
-    run: RunRecord,
-    fence: number,
-    job: Job<QueuedJobData>,
-    token: string,
-    status: 'succeeded' | 'failed' | 'canceled',
-    error: RunError | null,
-    output?: RunRecord['output'],
-    attestation?: RunAttestation,
-  ): Promise<boolean> {
-    const now = new Date().toISOString();
-    // A private run's attestation is written by the very transition that makes it succeed.
-    const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}) };
-    const t = await this.opts.runs.transition(run, {
-      from: ['running', 'queued'],
-      fence,
-      to: status,
-      set: status === 'succeeded' ? succeeded : { error, finished_at: now },
-    });
-    if (!t.ok) return false;
-    try {
-      if (status === 'succeeded') await job.moveToCompleted(output ?? null, token, false);
-      else await job.moveToFailed(new UnrecoverableError(error?.message ?? status), token, false);
-    } catch (err) {
-      // The record is final; a job whose lock is gone is dropped when next leased.
-      if (!isLockLost(err)) this.opts.log.warn({ err, runId: run.run_id }, 'could not finish the BullMQ job');
-    }
-    return true;
-  }
-
-  private async release(lease: ActiveLease): Promise<void> {
-    this.active.delete(lease.id);
-    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
-    lease.worker.leases.delete(lease.id);
-    lease.worker.info.busy = lease.worker.leases.size;
-    this.fleet.changed();
-    await this.opts.leases.delete(lease.id).catch(() => {});
-    void this.fill(lease.worker);
-  }
-
-  /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
-  private async loseLease(leaseId: string, why: string, reason: LeaseLossReason, sent = true): Promise<void> {
-    const lease = this.active.get(leaseId);
-    if (!lease || lease.closing) return;
-    lease.closing = true;
-    try {
-      const run = await this.opts.runs.get(lease.runId);
-      if (!run || run.fence !== lease.fence || run.status !== 'running') return;
-      this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
-      this.opts.metrics?.leaseLost(reason);
-      await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
-    } catch (err) {
-      this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
-    } finally {
-      // A worker still attached (lock lapsed under it) stops computing a run that now runs elsewhere.
-      if (sent && this.workers.get(lease.worker.info.worker_id) === lease.worker) {
-        lease.worker.send({ type: 'error', code: 'stale_lease', lease_id: lease.id, run_id: lease.runId, message: `this lease was lost (${why}): drop its work` });
-      }
-      await this.release(lease);
-    }
+  report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<{ code: string; message: string } | null> {
+    return this.settlement.report(worker, frame);
   }
 
   // ---- cancel ---------------------------------------------------------------------------------
@@ -708,10 +472,5 @@ export class Dispatcher {
   /** Tells whichever instance holds the run's lease to cancel it. */
   async requestCancel(runId: string): Promise<void> {
     await this.opts.redis.publish(this.channels.cancel, runId);
-  }
-
-  private cancelLocal(runId: string): void {
-    const lease = this.byRun.get(runId);
-    if (lease && !lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId });
   }
 }
