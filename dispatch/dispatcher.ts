@@ -1,22 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { hashSecret } from '../models/credentials.js';
-import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
-import { isTerminal, type RunRecord } from '../models/types.js';
-import type { QueuedJobData } from '../queues/job-queues.js';
 import { TIERS } from '../models/kinds.js';
-import { queueName, queueTier } from '../queues/queue-names.js';
-import { inputDigest } from '../sdk/attestation/index.js';
-import { BullWorkers, isLockLost } from './bull-workers.js';
+import { queueName } from '../queues/queue-names.js';
+import { BullWorkers } from './bull-workers.js';
 import { FleetCounters } from './fleet-counters.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
-import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
-import { ownerKey } from './lease-handover.js';
-import { LeaseSettlement, type ActiveLease, type WorkerReportSink } from './lease-settlement.js';
+import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { LeaseScheduler } from './lease-scheduler.js';
+import { LeaseSettlement, type WorkerReportSink } from './lease-settlement.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker } from './receipt-check.js';
 import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
@@ -55,20 +47,6 @@ export interface DispatcherOptions {
   receipts?: ReceiptChecker;
 }
 
-/** How far a lease got before it went out: what a failed hand-over must undo. */
-interface LeaseProgress {
-  /** The run as it was before this lease moved it to `running` (fenced with `fence`). */
-  started?: { run: RunRecord; fence: number };
-  sent: boolean;
-}
-
-/**
- * A private job is fetched only for a worker whose evidence stays valid at least this much
- * longer, so that it is still valid when the lease frame goes out a few milliseconds later
- * (which is checked again, strictly, right before sending).
- */
-const PRIVATE_LEASE_MARGIN_MS = 1_000;
-
 /** Channels shared by all gateway instances. */
 export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:queued`, cancel: `${prefix}:chan:cancel` });
 
@@ -81,14 +59,13 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
 export class Dispatcher {
   private readonly bull: BullWorkers;
   private readonly settlement: LeaseSettlement;
+  private readonly scheduler: LeaseScheduler;
   /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
   readonly fleet: FleetCounters;
   private stopping = false;
   private readonly workers = new Map<string, ConnectedWorker>();
   private readonly channels: { queued: string; cancel: string };
   private timers: NodeJS.Timeout[] = [];
-  private wakeTurn = 0;
-  private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
   readonly leaseTtlMs: number;
   readonly heartbeatMs: number;
 
@@ -99,7 +76,7 @@ export class Dispatcher {
     this.channels = dispatchChannels(opts.prefix);
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.workers.values(), log: opts.log });
     this.settlement = new LeaseSettlement(
-      { fill: (w) => this.fill(w), announce: (q) => this.announce(q), attached: (id) => this.workers.get(id) },
+      { fill: (w) => this.scheduler.fill(w), announce: (q) => this.scheduler.announce(q), attached: (id) => this.workers.get(id) },
       {
         runs: opts.runs,
         leases: opts.leases,
@@ -114,6 +91,22 @@ export class Dispatcher {
         receipts: opts.receipts,
       },
     );
+    this.scheduler = new LeaseScheduler(
+      { workers: () => this.workers.values(), attached: (id) => this.workers.get(id), stopping: () => this.stopping, settlement: this.settlement },
+      {
+        redis: opts.redis,
+        channel: this.channels.queued,
+        runs: opts.runs,
+        leases: opts.leases,
+        bull: this.bull,
+        log: opts.log,
+        maxAttempts: opts.maxAttempts,
+        gatewayId: opts.gatewayId,
+        leaseTtlMs: this.leaseTtlMs,
+        publicUrl: opts.publicUrl,
+        metrics: opts.metrics,
+      },
+    );
   }
 
   async start(): Promise<void> {
@@ -121,13 +114,13 @@ export class Dispatcher {
     this.opts.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channels.queued) {
         const [queue, count] = message.split(' ');
-        this.wake(queue, Number(count) || 1);
+        this.scheduler.wake(queue, Number(count) || 1);
       }
       else if (channel === this.channels.cancel) this.settlement.cancelLocal(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
-    this.opts.subscriber.on('ready', () => this.wakeAll());
-    const sweep = setInterval(() => this.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
+    this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
+    const sweep = setInterval(() => this.scheduler.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
     const refresh = setInterval(() => this.refreshFleet(), Math.max(500, Math.floor((this.opts.fleetTtlMs ?? 15_000) / 3)));
     this.timers = [sweep, refresh];
     for (const t of this.timers) t.unref();
@@ -186,7 +179,7 @@ export class Dispatcher {
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
     this.fleet.changed();
-    void this.fill(worker);
+    void this.scheduler.fill(worker);
   }
 
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */
@@ -195,7 +188,7 @@ export class Dispatcher {
     // The fleet views (capabilities, capacity) count it as private again at once.
     worker.info.attested_until = worker.attestation?.current?.expires_at ?? null;
     this.fleet.changed();
-    void this.fill(worker);
+    void this.scheduler.fill(worker);
   }
 
   /** The workers connected to this process, as registered (`busy` kept current). */
@@ -245,219 +238,13 @@ export class Dispatcher {
     this.fleet.changed();
   }
 
-  // ---- filling free slots ---------------------------------------------------------------------
-
-  /** Announces a queued job to every instance's dispatcher. */
   /**
    * Announces queued jobs to every instance's dispatcher. Announcements made in the same tick
    * are coalesced per queue into one message carrying their count: under a burst of
    * submissions this is one PUBLISH per queue per tick, not one per job.
    */
   announce(queue: string): Promise<void> {
-    let pending = this.pendingAnnouncements.get(queue);
-    if (!pending) {
-      const entry = { count: 0, sent: undefined as unknown as Promise<void> };
-      entry.sent = new Promise<void>((resolve, reject) =>
-        setImmediate(() => {
-          this.pendingAnnouncements.delete(queue);
-          this.opts.redis.publish(this.channels.queued, `${queue} ${entry.count}`).then(() => resolve(), reject);
-        }),
-      );
-      this.pendingAnnouncements.set(queue, entry);
-      pending = entry;
-    }
-    pending.count++;
-    return pending.sent;
-  }
-
-  /**
-   * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
-   * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
-   */
-  private wake(queue: string, count: number): void {
-    const now = Date.now();
-    const candidates = [...this.workers.values()].filter(
-      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
-    );
-    for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
-  }
-
-  private wakeAll(): void {
-    for (const w of this.workers.values()) void this.fill(w);
-  }
-
-  /** Leases jobs to `worker` until its slots are full or no queue it serves has work. */
-  private async fill(worker: ConnectedWorker): Promise<void> {
-    if (worker.filling) {
-      worker.refill = true;
-      return;
-    }
-    worker.filling = true;
-    try {
-      do {
-        worker.refill = false;
-        while (!worker.draining && worker.leases.size < worker.info.slots && this.workers.has(worker.info.worker_id)) {
-          if (!(await this.leaseOne(worker))) break;
-        }
-      } while (worker.refill && !worker.draining);
-    } catch (err) {
-      this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
-    } finally {
-      worker.filling = false;
-    }
-  }
-
-  /**
-   * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
-   * own tier has none), and within a tier starting at the cursor so kinds take turns.
-   * True if it leased a job.
-   */
-  private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
-    for (const [t, queues] of worker.queues.entries()) {
-      // Private work only while the worker's evidence is valid: checked now, at every lease.
-      if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
-      const n = queues.length;
-      for (let i = 0; i < n && !worker.draining; i++) {
-        const k = (worker.cursor + i) % n;
-        const token = randomUUID();
-        const job = await this.bull.fetch(queues[k], token);
-        if (!job) continue;
-        const fetchedAt = performance.now();
-        worker.cursor = (k + 1) % n;
-        await this.startLease(worker, queues[k], job, token, fetchedAt);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Leases a fetched job to `worker`. If that fails before the lease went out (Redis failing
-   * under it), the job goes back to its queue at once, its attempt not counted: no worker had it.
-   */
-  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<void> {
-    const progress: LeaseProgress = { sent: false };
-    try {
-      await this.leaseJob(worker, queue, job, token, fetchedAt, progress);
-    } catch (err) {
-      if (!progress.sent) await this.handBack(queue, job, token, progress.started, err);
-      throw err;
-    }
-  }
-
-  /** Puts back a job whose lease never reached a worker: its record as before, its job at the head of its queue. */
-  private async handBack(queue: string, job: Job<QueuedJobData>, token: string, started: LeaseProgress['started'], cause: unknown): Promise<void> {
-    this.opts.log.warn({ err: cause, runId: job.data.run_id, queue }, 'could not hand a job to its worker; it goes back to its queue without counting an attempt');
-    try {
-      if (started) {
-        const { run, fence } = started;
-        const undo = { worker_id: run.worker_id ?? null, attempts: run.attempts, fence: run.fence, started_at: run.started_at, progress: run.progress };
-        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: run.status, set: undo }));
-      }
-      await this.bull.handBack(queue, job, token);
-      await this.whileUnavailable(() => this.announce(queue));
-    } catch (err) {
-      this.opts.log.warn({ err, runId: job.data.run_id }, 'could not hand the job back; its lock will lapse and the stalled checker requeues it');
-    }
-  }
-
-  /** Runs `fn` again while the datastore is unavailable, for at most a lease TTL (then locks lapse anyway). */
-  private async whileUnavailable<T>(fn: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.leaseTtlMs;
-    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!isDatastoreUnavailable(err) || this.stopping || Date.now() + delay > deadline) throw err;
-        await sleep(delay);
-      }
-    }
-  }
-
-  private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<void> {
-    const run = await this.opts.runs.get(job.data.run_id);
-    const attempt = job.attemptsStarted;
-    if (!run || isTerminal(run.status)) {
-      // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
-      await this.discard(job, token, 'the run is no longer queued');
-      return;
-    }
-    if (run.status === 'running') {
-      // Still running on its record: the gateway that leased it died and the stalled checker requeued it.
-      this.opts.metrics?.leaseLost('gateway_lost');
-      if (attempt <= this.opts.maxAttempts) this.opts.metrics?.requeued(job.data.kind, job.data.tier);
-    }
-    if (attempt > this.opts.maxAttempts) {
-      // Its earlier leases were lost with their gateway (the stalled checker requeued it).
-      await this.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
-      return;
-    }
-    const now = new Date().toISOString();
-    const started = await this.opts.runs.transition(run, {
-      from: ['queued', 'running'],
-      to: 'running',
-      set: { started_at: run.started_at ?? now, attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
-    });
-    if (!started.ok) {
-      await this.discard(job, token, 'the run changed state while being leased');
-      return;
-    }
-    progress.started = { run, fence: attempt };
-    const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
-    const uploadToken = randomBytes(32).toString('base64url');
-    await this.opts.leases.put(
-      {
-        lease_id: lease.id,
-        run_id: run.run_id,
-        account_id: run.account_id,
-        worker_id: worker.info.worker_id,
-        kind: run.kind,
-        tier: run.confidentiality,
-        fence: attempt,
-        upload_hash: hashSecret(uploadToken),
-        gateway_id: this.opts.gatewayId,
-        queue,
-        job_id: job.id!,
-        lock_token: token,
-        owner: ownerKey(worker.info.owner),
-      },
-      this.leaseTtlMs,
-    );
-    this.settlement.open(lease);
-    // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
-    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
-    if (run.confidentiality === 'private' && !attestedAt(worker)) {
-      // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
-      await this.settlement.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);
-      return;
-    }
-    worker.send({
-      type: 'lease',
-      lease_id: lease.id,
-      fence: attempt,
-      run_id: run.run_id,
-      kind: run.kind,
-      tier: run.confidentiality,
-      attempt,
-      input: run.input,
-      ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
-      upload_token: uploadToken,
-      upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
-    });
-    progress.sent = true;
-    this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
-    this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
-    if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
-    // The worker left while this lease was being made: hand it back now rather than at lock expiry.
-    if (!this.workers.has(worker.info.worker_id)) await this.settlement.loseLease(lease.id, 'the worker disconnected', 'disconnect');
-  }
-
-  private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
-    try {
-      await job.moveToFailed(new UnrecoverableError(why), token, false);
-    } catch (err) {
-      if (!isLockLost(err)) throw err;
-    }
+    return this.scheduler.announce(queue);
   }
 
   // ---- reports from workers -------------------------------------------------------------------
