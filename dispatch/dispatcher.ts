@@ -1,18 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RunStore } from '../models/stores.js';
-import { TIERS } from '../models/kinds.js';
-import { queueName } from '../queues/queue-names.js';
 import { BullWorkers } from './bull-workers.js';
-import { FleetCounters } from './fleet-counters.js';
+import type { ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
-import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { FleetCounters } from './fleet-counters.js';
 import { LeaseScheduler } from './lease-scheduler.js';
 import { LeaseSettlement, type WorkerReportSink } from './lease-settlement.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker } from './receipt-check.js';
-import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
+import type { ResumeClaim, WorkerFrame } from './worker-frames.js';
 import type { WorkerInfo } from './worker-info.js';
+import { WorkerPool } from './worker-pool.js';
 
 export type { WorkerReportSink } from './lease-settlement.js';
 
@@ -55,28 +54,33 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
  * worker's free slot is filled when it registers or finishes a lease, when any instance
  * announces a job on the `queued` channel, and by a slow safety sweep; nothing polls Redis
  * in a loop. The run record is moved first in every step (it is the fence), BullMQ second.
+ *
+ * The work is done by three pieces that share no state: `WorkerPool` (the attached workers),
+ * `LeaseScheduler` (fetching jobs and making leases) and `LeaseSettlement` (the leases held
+ * here and how they end). This class wires them to each other and to Redis, and is the only
+ * one the rest of the gateway sees.
  */
 export class Dispatcher {
+  /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
+  readonly fleet: FleetCounters;
+  readonly leaseTtlMs: number;
+  readonly heartbeatMs: number;
   private readonly bull: BullWorkers;
   private readonly settlement: LeaseSettlement;
   private readonly scheduler: LeaseScheduler;
-  /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
-  readonly fleet: FleetCounters;
-  private stopping = false;
-  private readonly workers = new Map<string, ConnectedWorker>();
+  private readonly pool: WorkerPool;
   private readonly channels: { queued: string; cancel: string };
   private timers: NodeJS.Timeout[] = [];
-  readonly leaseTtlMs: number;
-  readonly heartbeatMs: number;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
     this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
-    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.workers.values(), log: opts.log });
+    // Each piece reaches the ones built after it only through closures, called once running.
+    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.pool.all(), log: opts.log });
     this.settlement = new LeaseSettlement(
-      { fill: (w) => this.scheduler.fill(w), announce: (q) => this.scheduler.announce(q), attached: (id) => this.workers.get(id) },
+      { fill: (w) => this.scheduler.fill(w), announce: (q) => this.scheduler.announce(q), attached: (id) => this.pool.get(id) },
       {
         runs: opts.runs,
         leases: opts.leases,
@@ -92,7 +96,7 @@ export class Dispatcher {
       },
     );
     this.scheduler = new LeaseScheduler(
-      { workers: () => this.workers.values(), attached: (id) => this.workers.get(id), stopping: () => this.stopping, settlement: this.settlement },
+      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, settlement: this.settlement },
       {
         redis: opts.redis,
         channel: this.channels.queued,
@@ -107,6 +111,7 @@ export class Dispatcher {
         metrics: opts.metrics,
       },
     );
+    this.pool = new WorkerPool({ scheduler: this.scheduler, settlement: this.settlement }, { fleet: this.fleet, log: opts.log });
   }
 
   async start(): Promise<void> {
@@ -121,7 +126,7 @@ export class Dispatcher {
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
     const sweep = setInterval(() => this.scheduler.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
-    const refresh = setInterval(() => this.refreshFleet(), Math.max(500, Math.floor((this.opts.fleetTtlMs ?? 15_000) / 3)));
+    const refresh = setInterval(() => this.pool.refresh(), Math.max(500, Math.floor((this.opts.fleetTtlMs ?? 15_000) / 3)));
     this.timers = [sweep, refresh];
     for (const t of this.timers) t.unref();
   }
@@ -135,13 +140,8 @@ export class Dispatcher {
    * whatever they still hold then goes back to its queue when the sockets close.
    */
   async stop(drainMs = 0, handoverMs = 5_000): Promise<void> {
-    this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    for (const w of this.workers.values()) this.letGo(w);
-    const started = Date.now();
-    const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
-    while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
-    await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
+    await this.pool.stop(drainMs, handoverMs);
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
     await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel).catch(() => {});
     await this.fleet.stop();
@@ -150,81 +150,37 @@ export class Dispatcher {
 
   // ---- workers coming and going -------------------------------------------------------------
 
-  /** Asks a worker to leave this stopping instance: to move its leases elsewhere if it can, else to finish them. */
-  private letGo(worker: ConnectedWorker): void {
-    worker.draining = true;
-    if ((worker.protocol ?? 1) >= HANDOVER_PROTOCOL) {
-      worker.handover = true;
-      worker.send({ type: 'reconnect' });
-    } else {
-      worker.send({ type: 'drain' });
-    }
-  }
-
   /** A registered worker joins: it is counted in the fleet and offered work. */
-  async attach(worker: ConnectedWorker): Promise<void> {
-    const { info } = worker;
-    for (const id of worker.leases) {
-      const lease = this.settlement.get(id);
-      if (lease?.cancelOnAttach) worker.send({ type: 'cancel', lease_id: id, run_id: lease.runId });
-    }
-    if (this.stopping) this.letGo(worker);
-    this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
-    const tiers = worker.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
-    worker.tiers = tiers;
-    worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
-    this.workers.set(info.worker_id, worker);
-    if (worker.attestation) {
-      info.attested_until = worker.attestation.current?.expires_at ?? null;
-      info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
-    }
-    this.fleet.changed();
-    void this.scheduler.fill(worker);
+  attach(worker: ConnectedWorker): Promise<void> {
+    return this.pool.attach(worker);
   }
 
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */
   offer(worker: ConnectedWorker): void {
-    if (this.workers.get(worker.info.worker_id) !== worker) return;
-    // The fleet views (capabilities, capacity) count it as private again at once.
-    worker.info.attested_until = worker.attestation?.current?.expires_at ?? null;
-    this.fleet.changed();
-    void this.scheduler.fill(worker);
+    this.pool.offer(worker);
   }
 
   /** The workers connected to this process, as registered (`busy` kept current). */
   localWorkers(): WorkerInfo[] {
-    return [...this.workers.values()].map((w) => w.info);
+    return this.pool.localWorkers();
   }
 
   /** This process's registered workers of one token owner (a trust change closes some: TrustEnforcer). */
   workersOf(owner: WorkerInfo['owner']): ConnectedWorker[] {
-    return [...this.workers.values()].filter((w) => w.info.owner.type === owner.type && w.info.owner.id === owner.id);
+    return this.pool.workersOf(owner);
   }
 
   /**
    * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
-   * before it is attached, so they count against its slots. Each claim is checked by
-   * `LeaseHandover`; the lost ones are left to lapse and be requeued by the stalled checker.
+   * before it is attached, so they count against its slots.
    */
   adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
     return this.settlement.adopt(worker, claims);
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
-  async detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
-    if (!this.workers.delete(worker.info.worker_id)) return;
-    // Gone from the fleet's counts now, before its leases are settled.
-    this.fleet.changed();
-    worker.draining = true;
-    worker.attestation?.close();
-    try {
-      worker.close(code, reason);
-    } catch {
-      // already closed
-    }
-    if (worker.handover) for (const id of [...worker.leases]) this.settlement.handOver(id);
-    else await Promise.all([...worker.leases].map((id) => this.settlement.loseLease(id, 'the worker disconnected', loss)));
-    this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
+  detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
+    return this.pool.detach(worker, code, reason, loss);
   }
 
   /** Heartbeat: extends the worker's leases. */
@@ -232,29 +188,17 @@ export class Dispatcher {
     return this.settlement.heartbeat(worker);
   }
 
-  /** Rewrites this instance's fleet counts before they expire (and with any evidence renewed meanwhile). */
-  private refreshFleet(): void {
-    for (const w of this.workers.values()) if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
-    this.fleet.changed();
-  }
+  // ---- jobs and leases ------------------------------------------------------------------------
 
-  /**
-   * Announces queued jobs to every instance's dispatcher. Announcements made in the same tick
-   * are coalesced per queue into one message carrying their count: under a burst of
-   * submissions this is one PUBLISH per queue per tick, not one per job.
-   */
+  /** Announces a queued job to every instance's dispatcher (coalesced per queue and tick). */
   announce(queue: string): Promise<void> {
     return this.scheduler.announce(queue);
   }
-
-  // ---- reports from workers -------------------------------------------------------------------
 
   /** Handles a lease frame; returns the error frame to send, or null (acknowledged). */
   report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<{ code: string; message: string } | null> {
     return this.settlement.report(worker, frame);
   }
-
-  // ---- cancel ---------------------------------------------------------------------------------
 
   /** Tells whichever instance holds the run's lease to cancel it. */
   async requestCancel(runId: string): Promise<void> {
