@@ -55,10 +55,10 @@ export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:q
  * announces a job on the `queued` channel, and by a slow safety sweep; nothing polls Redis
  * in a loop. The run record is moved first in every step (it is the fence), BullMQ second.
  *
- * The work is done by three pieces that share no state: `WorkerPool` (the attached workers),
- * `LeaseScheduler` (fetching jobs and making leases) and `LeaseSettlement` (the leases held
- * here and how they end). This class wires them to each other and to Redis, and is the only
- * one the rest of the gateway sees.
+ * The work is split where the state divides: `WorkerPool` owns the attached workers,
+ * `LeaseScheduler` the wake-up bookkeeping (fetching jobs and making leases), `LeaseSettlement`
+ * the leases held here (and how they end). This class wires them to each other and to Redis,
+ * and is the only one the rest of the gateway sees.
  */
 export class Dispatcher {
   /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
