@@ -1,0 +1,291 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { hashSecret } from '../models/credentials.js';
+import { isDatastoreUnavailable } from '../models/errors.js';
+import type { RunStore } from '../models/stores.js';
+import { isTerminal, type RunRecord } from '../models/types.js';
+import type { QueuedJobData } from '../queues/job-queues.js';
+import { queueTier } from '../queues/queue-names.js';
+import { inputDigest } from '../sdk/attestation/index.js';
+import { isLockLost, type BullWorkers } from './bull-workers.js';
+import { attestedAt, type ConnectedWorker } from './connected-worker.js';
+import type { DispatchObserver } from './dispatch-observer.js';
+import { ownerKey } from './lease-handover.js';
+import type { ActiveLease, LeaseSettlement } from './lease-settlement.js';
+import type { LeaseStore } from './lease-store.js';
+
+/** How far a lease got before it went out: what a failed hand-over must undo. */
+interface LeaseProgress {
+  /** The run as it was before this lease moved it to `running` (fenced with `fence`). */
+  started?: { run: RunRecord; fence: number };
+  sent: boolean;
+}
+
+/**
+ * A private job is fetched only for a worker whose evidence stays valid at least this much
+ * longer, so that it is still valid when the lease frame goes out a few milliseconds later
+ * (which is checked again, strictly, right before sending).
+ */
+const PRIVATE_LEASE_MARGIN_MS = 1_000;
+
+/**
+ * What the scheduler needs from the rest of the dispatcher. The worker pool is passed in rather
+ * than imported: it calls `fill`, so importing it back would be a cycle.
+ */
+export interface SchedulerContext {
+  /** The workers attached now. */
+  workers(): Iterable<ConnectedWorker>;
+  /** The worker attached under this id now, if any. */
+  attached(workerId: string): ConnectedWorker | undefined;
+  /** The instance is stopping: a Redis outage is not waited out. */
+  stopping(): boolean;
+  /** Holds each lease once it is made, and ends it. */
+  settlement: Pick<LeaseSettlement, 'open' | 'loseLease' | 'finish'>;
+}
+
+export interface LeaseSchedulerOptions {
+  /** Command connection: announcements are published on it. */
+  redis: Redis;
+  /** The channel every instance's scheduler hears announcements on. */
+  channel: string;
+  runs: RunStore;
+  leases: LeaseStore;
+  bull: BullWorkers;
+  log: Logger;
+  maxAttempts: number;
+  gatewayId: string;
+  leaseTtlMs: number;
+  /** Read at each lease: with PORT=0 the public URL is only known once the server listens. */
+  publicUrl: () => string;
+  metrics?: DispatchObserver;
+}
+
+/**
+ * Fills the free slots of this instance's workers from the BullMQ queues they serve. Fetching
+ * is event driven: a worker's free slot is filled when it registers or finishes a lease, when
+ * any instance announces a job, and by a slow safety sweep; nothing polls Redis in a loop.
+ */
+export class LeaseScheduler {
+  private wakeTurn = 0;
+  private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
+
+  constructor(
+    private readonly ctx: SchedulerContext,
+    private readonly opts: LeaseSchedulerOptions,
+  ) {}
+
+  /**
+   * Announces queued jobs to every instance's dispatcher. Announcements made in the same tick
+   * are coalesced per queue into one message carrying their count: under a burst of
+   * submissions this is one PUBLISH per queue per tick, not one per job.
+   */
+  announce(queue: string): Promise<void> {
+    let pending = this.pendingAnnouncements.get(queue);
+    if (!pending) {
+      const entry = { count: 0, sent: undefined as unknown as Promise<void> };
+      entry.sent = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          this.pendingAnnouncements.delete(queue);
+          this.opts.redis.publish(this.opts.channel, `${queue} ${entry.count}`).then(() => resolve(), reject);
+        }),
+      );
+      this.pendingAnnouncements.set(queue, entry);
+      pending = entry;
+    }
+    pending.count++;
+    return pending.sent;
+  }
+
+  /**
+   * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
+   * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
+   */
+  wake(queue: string, count: number): void {
+    const now = Date.now();
+    const candidates = [...this.ctx.workers()].filter(
+      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
+    );
+    for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
+  }
+
+  wakeAll(): void {
+    for (const w of this.ctx.workers()) void this.fill(w);
+  }
+
+  /** Leases jobs to `worker` until its slots are full or no queue it serves has work. */
+  async fill(worker: ConnectedWorker): Promise<void> {
+    if (worker.filling) {
+      worker.refill = true;
+      return;
+    }
+    worker.filling = true;
+    try {
+      do {
+        worker.refill = false;
+        while (!worker.draining && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
+          if (!(await this.leaseOne(worker))) break;
+        }
+      } while (worker.refill && !worker.draining);
+    } catch (err) {
+      this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
+    } finally {
+      worker.filling = false;
+    }
+  }
+
+  /**
+   * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
+   * own tier has none), and within a tier starting at the cursor so kinds take turns.
+   * True if it leased a job.
+   */
+  private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
+    for (const [t, queues] of worker.queues.entries()) {
+      // Private work only while the worker's evidence is valid: checked now, at every lease.
+      if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
+      const n = queues.length;
+      for (let i = 0; i < n && !worker.draining; i++) {
+        const k = (worker.cursor + i) % n;
+        const token = randomUUID();
+        const job = await this.opts.bull.fetch(queues[k], token);
+        if (!job) continue;
+        const fetchedAt = performance.now();
+        worker.cursor = (k + 1) % n;
+        await this.startLease(worker, queues[k], job, token, fetchedAt);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Leases a fetched job to `worker`. If that fails before the lease went out (Redis failing
+   * under it), the job goes back to its queue at once, its attempt not counted: no worker had it.
+   */
+  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<void> {
+    const progress: LeaseProgress = { sent: false };
+    try {
+      await this.leaseJob(worker, queue, job, token, fetchedAt, progress);
+    } catch (err) {
+      if (!progress.sent) await this.handBack(queue, job, token, progress.started, err);
+      throw err;
+    }
+  }
+
+  /** Puts back a job whose lease never reached a worker: its record as before, its job at the head of its queue. */
+  private async handBack(queue: string, job: Job<QueuedJobData>, token: string, started: LeaseProgress['started'], cause: unknown): Promise<void> {
+    this.opts.log.warn({ err: cause, runId: job.data.run_id, queue }, 'could not hand a job to its worker; it goes back to its queue without counting an attempt');
+    try {
+      if (started) {
+        const { run, fence } = started;
+        const undo = { worker_id: run.worker_id ?? null, attempts: run.attempts, fence: run.fence, started_at: run.started_at, progress: run.progress };
+        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: run.status, set: undo }));
+      }
+      await this.opts.bull.handBack(queue, job, token);
+      await this.whileUnavailable(() => this.announce(queue));
+    } catch (err) {
+      this.opts.log.warn({ err, runId: job.data.run_id }, 'could not hand the job back; its lock will lapse and the stalled checker requeues it');
+    }
+  }
+
+  /** Runs `fn` again while the datastore is unavailable, for at most a lease TTL (then locks lapse anyway). */
+  private async whileUnavailable<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.opts.leaseTtlMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!isDatastoreUnavailable(err) || this.ctx.stopping() || Date.now() + delay > deadline) throw err;
+        await sleep(delay);
+      }
+    }
+  }
+
+  private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<void> {
+    const run = await this.opts.runs.get(job.data.run_id);
+    const attempt = job.attemptsStarted;
+    if (!run || isTerminal(run.status)) {
+      // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
+      await this.discard(job, token, 'the run is no longer queued');
+      return;
+    }
+    if (run.status === 'running') {
+      // Still running on its record: the gateway that leased it died and the stalled checker requeued it.
+      this.opts.metrics?.leaseLost('gateway_lost');
+      if (attempt <= this.opts.maxAttempts) this.opts.metrics?.requeued(job.data.kind, job.data.tier);
+    }
+    if (attempt > this.opts.maxAttempts) {
+      // Its earlier leases were lost with their gateway (the stalled checker requeued it).
+      await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
+      return;
+    }
+    const now = new Date().toISOString();
+    const started = await this.opts.runs.transition(run, {
+      from: ['queued', 'running'],
+      to: 'running',
+      set: { started_at: run.started_at ?? now, attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
+    });
+    if (!started.ok) {
+      await this.discard(job, token, 'the run changed state while being leased');
+      return;
+    }
+    progress.started = { run, fence: attempt };
+    const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
+    const uploadToken = randomBytes(32).toString('base64url');
+    await this.opts.leases.put(
+      {
+        lease_id: lease.id,
+        run_id: run.run_id,
+        account_id: run.account_id,
+        worker_id: worker.info.worker_id,
+        kind: run.kind,
+        tier: run.confidentiality,
+        fence: attempt,
+        upload_hash: hashSecret(uploadToken),
+        gateway_id: this.opts.gatewayId,
+        queue,
+        job_id: job.id!,
+        lock_token: token,
+        owner: ownerKey(worker.info.owner),
+      },
+      this.opts.leaseTtlMs,
+    );
+    this.ctx.settlement.open(lease);
+    // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
+    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
+    if (run.confidentiality === 'private' && !attestedAt(worker)) {
+      // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
+      await this.ctx.settlement.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);
+      return;
+    }
+    worker.send({
+      type: 'lease',
+      lease_id: lease.id,
+      fence: attempt,
+      run_id: run.run_id,
+      kind: run.kind,
+      tier: run.confidentiality,
+      attempt,
+      input: run.input,
+      ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
+      upload_token: uploadToken,
+      upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
+    });
+    progress.sent = true;
+    this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
+    this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
+    if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
+    // The worker left while this lease was being made: hand it back now rather than at lock expiry.
+    if (!this.ctx.attached(worker.info.worker_id)) await this.ctx.settlement.loseLease(lease.id, 'the worker disconnected', 'disconnect');
+  }
+
+  private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
+    try {
+      await job.moveToFailed(new UnrecoverableError(why), token, false);
+    } catch (err) {
+      if (!isLockLost(err)) throw err;
+    }
+  }
+}

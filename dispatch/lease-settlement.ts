@@ -1,0 +1,347 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { isDatastoreUnavailable } from '../models/errors.js';
+import type { RunStore } from '../models/stores.js';
+import type { RunError, RunRecord } from '../models/types.js';
+import type { QueuedJobData } from '../queues/job-queues.js';
+import { AttestationError } from '../sdk/attestation/index.js';
+import { isLockLost, type BullWorkers } from './bull-workers.js';
+import type { ConnectedWorker } from './connected-worker.js';
+import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
+import type { FleetCounters } from './fleet-counters.js';
+import { LeaseHandover } from './lease-handover.js';
+import type { LeaseStore } from './lease-store.js';
+import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
+import type { ResumeClaim, WorkerFrame } from './worker-frames.js';
+
+/** What the dispatcher does with a worker's live reports once their lease checks out. */
+export interface WorkerReportSink {
+  progress(runId: string, progress: number, message?: string): Promise<void>;
+  logLine(runId: string, line: string): Promise<void>;
+  output(runId: string, delta: string): Promise<void>;
+}
+
+/** A lease held on this instance: what its reports are checked against and what ends its job. */
+export interface ActiveLease {
+  id: string;
+  fence: number;
+  runId: string;
+  accountId: string;
+  queue: string;
+  token: string;
+  job: Job<QueuedJobData>;
+  worker: ConnectedWorker;
+  /** Set once a final report is being handled, so a second one is refused. */
+  closing: boolean;
+  /** Adopted from another instance after the caller canceled: the worker is told once attached. */
+  cancelOnAttach?: boolean;
+}
+
+/**
+ * What settlement needs from the rest of the dispatcher. Passed in rather than imported: the
+ * scheduler and the worker pool build on settlement, so importing them back would be a cycle.
+ */
+export interface SettlementContext {
+  /** A lease ended: the worker's freed slot is offered work. */
+  fill(worker: ConnectedWorker): Promise<void>;
+  /** A run went back to its queue: every instance may lease it. */
+  announce(queue: string): Promise<void>;
+  /** The worker attached under this id now, if any. */
+  attached(workerId: string): ConnectedWorker | undefined;
+}
+
+export interface LeaseSettlementOptions {
+  runs: RunStore;
+  leases: LeaseStore;
+  bull: BullWorkers;
+  fleet: FleetCounters;
+  log: Logger;
+  maxAttempts: number;
+  gatewayId: string;
+  leaseTtlMs: number;
+  events?: WorkerReportSink;
+  metrics?: DispatchObserver;
+  receipts?: ReceiptChecker;
+}
+
+type Refusal = { code: string; message: string };
+
+/**
+ * The leases this instance holds and every way one ends: reported by its worker, lost with
+ * its worker or its lock, or handed over to another instance; and the ones taken over from
+ * one. The run record is moved first in every step (it is the fence), BullMQ second.
+ */
+export class LeaseSettlement {
+  private readonly handover: LeaseHandover;
+  private readonly active = new Map<string, ActiveLease>();
+  /** Cancels arrive by run id. */
+  private readonly byRun = new Map<string, ActiveLease>();
+
+  constructor(
+    private readonly ctx: SettlementContext,
+    private readonly opts: LeaseSettlementOptions,
+  ) {
+    this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: opts.bull, gatewayId: opts.gatewayId, leaseTtlMs: opts.leaseTtlMs });
+  }
+
+  get(leaseId: string): ActiveLease | undefined {
+    return this.active.get(leaseId);
+  }
+
+  /** A lease that just went to its worker's account: held here, and counted busy in the fleet. */
+  open(lease: ActiveLease): void {
+    this.track(lease);
+    lease.worker.info.busy = lease.worker.leases.size;
+    this.opts.fleet.changed();
+  }
+
+  private track(lease: ActiveLease): void {
+    this.active.set(lease.id, lease);
+    this.byRun.set(lease.runId, lease);
+    lease.worker.leases.add(lease.id);
+  }
+
+  private untrack(lease: ActiveLease): void {
+    this.active.delete(lease.id);
+    // The run may have been requeued and leased here again before this lease was released.
+    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
+    lease.worker.leases.delete(lease.id);
+    lease.worker.info.busy = lease.worker.leases.size;
+    this.opts.fleet.changed();
+  }
+
+  /**
+   * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
+   * before it is attached, so they count against its slots. Each claim is checked by
+   * `LeaseHandover`; the lost ones are left to lapse and be requeued by the stalled checker.
+   */
+  async adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
+    const resumed: string[] = [];
+    const lost: string[] = [];
+    for (const claim of claims.slice(0, worker.info.slots)) {
+      // Held here already (by this worker, claimed twice, or by another one): not taken again.
+      const held = this.active.get(claim.lease_id);
+      const outcome = held
+        ? { why: 'the lease is already held on this instance', runId: held.runId }
+        : await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
+      if (!('record' in outcome)) {
+        lost.push(claim.lease_id);
+        this.opts.log.info({ runId: outcome.runId ?? null, leaseId: claim.lease_id, workerId: worker.info.worker_id, why: outcome.why }, 'lease not resumed');
+        continue;
+      }
+      const { record, job } = outcome;
+      const lease: ActiveLease = { id: record.lease_id, fence: record.fence, runId: record.run_id, accountId: record.account_id, queue: record.queue, token: record.lock_token, job, worker, closing: false, cancelOnAttach: outcome.cancelRequested };
+      this.track(lease);
+      resumed.push(lease.id);
+      this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
+    }
+    for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
+    // Counted once for the whole batch: one fleet write per registration, not per lease.
+    worker.info.busy = worker.leases.size;
+    this.opts.fleet.changed();
+    return { resumed, lost };
+  }
+
+  /**
+   * A lease whose worker is taking it to another instance: forgotten here, while its record
+   * and BullMQ lock stay in Redis for the adopter. One being settled here finishes here.
+   */
+  handOver(leaseId: string): void {
+    const lease = this.active.get(leaseId);
+    if (!lease || lease.closing) return;
+    this.untrack(lease);
+    this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
+  }
+
+  /** Heartbeat: extends the worker's leases; one whose lock lapsed meanwhile is lost. */
+  async heartbeat(worker: ConnectedWorker): Promise<void> {
+    const byQueue = new Map<string, ActiveLease[]>();
+    for (const id of worker.leases) {
+      const lease = this.active.get(id);
+      if (lease) byQueue.set(lease.queue, [...(byQueue.get(lease.queue) ?? []), lease]);
+    }
+    await Promise.all(
+      [...byQueue].map(async ([queue, leases]) => {
+        const lost = await this.opts.bull.extend(queue, leases.map((l) => l.job.id!), leases.map((l) => l.token));
+        await this.opts.leases.touch(leases.map((l) => l.id), this.opts.leaseTtlMs);
+        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed', 'heartbeat');
+      }),
+    );
+  }
+
+  /** Handles a lease frame; returns the error frame to send, or null (acknowledged). */
+  async report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<Refusal | null> {
+    const lease = this.active.get(frame.lease_id);
+    if (!lease || lease.worker !== worker || lease.fence !== frame.fence || lease.closing) {
+      return { code: 'stale_lease', message: 'this lease is no longer yours: drop its work' };
+    }
+    const run = { run_id: lease.runId, account_id: lease.accountId };
+    switch (frame.type) {
+      case 'progress': {
+        const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress } });
+        if (!t.ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+        await this.opts.events?.progress(run.run_id, frame.progress, frame.message);
+        return null;
+      }
+      case 'log':
+        await this.opts.events?.logLine(run.run_id, frame.line);
+        return null;
+      case 'output':
+        await this.opts.events?.output(run.run_id, frame.delta);
+        return null;
+      case 'complete':
+        lease.closing = true;
+        return this.settle(lease, 'succeeded', null, frame.output, frame.receipt);
+      case 'fail': {
+        lease.closing = true;
+        return this.settle(lease, 'fail', frame.error);
+      }
+    }
+  }
+
+  /** Ends a lease the way its worker said; refused (stale) if the record moved on under another lease. */
+  private async settle(lease: ActiveLease, reported: 'succeeded' | 'fail', error: RunError | null, output?: RunRecord['output'], receipt?: string): Promise<Refusal | null> {
+    // On a datastore error the lease stays open: the worker sends its report again (docs/worker-protocol.md).
+    let retryable = false;
+    try {
+      const run = await this.opts.runs.get(lease.runId);
+      if (run && run.fence === lease.fence && run.status === 'succeeded' && reported === 'succeeded') {
+        // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
+        await lease.job.moveToCompleted(output ?? null, lease.token, false).catch(() => {});
+        return null;
+      }
+      if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      let attestation: RunAttestation | undefined;
+      if (reported === 'succeeded' && run.confidentiality === 'private') {
+        const checked = await this.checkReceipt(run, lease, output, receipt);
+        if ('refused' in checked) return checked.refused;
+        attestation = checked.attestation;
+      }
+      // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
+      const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
+      this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome, code: error?.code }, 'lease reported');
+      if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
+      else {
+        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation);
+        if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
+      }
+      return null;
+    } catch (err) {
+      retryable = isDatastoreUnavailable(err);
+      if (retryable) lease.closing = false;
+      throw err;
+    } finally {
+      if (!retryable) await this.release(lease);
+    }
+  }
+
+  /**
+   * A private run's receipt, checked before the run may succeed. A bad or missing one fails the
+   * attempt as retryable (requeued; on the last attempt the run fails with `receipt_invalid`),
+   * and the worker is told why.
+   */
+  private async checkReceipt(run: RunRecord, lease: ActiveLease, output: RunRecord['output'] | undefined, receipt: string | undefined): Promise<{ attestation: RunAttestation } | { refused: Refusal }> {
+    try {
+      if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
+      const evidence = lease.worker.attestation?.evidence() ?? [];
+      return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
+    } catch (err) {
+      // The datastore failing is no verdict on the receipt: the worker sends its report again.
+      if (isDatastoreUnavailable(err)) throw err;
+      // Any other failure refuses the receipt (requeued, not left running): only a check's own reason reaches the worker.
+      const reason = err instanceof AttestationError ? err.code : 'unchecked';
+      const message = err instanceof AttestationError ? `the receipt was refused (${err.code}): ${err.message}` : 'the receipt was refused (unchecked): the gateway could not check it';
+      this.opts.log.warn({ err, runId: run.run_id, leaseId: lease.id, workerId: lease.worker.info.worker_id, reason }, 'private run receipt refused');
+      await this.requeueOrFail(run, lease, { code: 'receipt_invalid', message, retryable: true });
+      return { refused: { code: 'receipt_invalid', message } };
+    }
+  }
+
+  /** A retryable end: back to the queue while attempts remain, else a final failure. */
+  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError): Promise<void> {
+    if (run.cancel_requested_at) {
+      await this.finish(run, lease.fence, lease.job, lease.token, 'canceled', { code: 'canceled', message: 'canceled by the caller', retryable: false });
+      return;
+    }
+    const attemptsLeft = lease.job.attemptsStarted < this.opts.maxAttempts;
+    if (!attemptsLeft) {
+      await this.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
+      return;
+    }
+    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
+    if (!back.ok) return;
+    this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
+    try {
+      await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
+    } catch (err) {
+      // Lock gone: the stalled checker requeues the job instead.
+      if (!isLockLost(err)) throw err;
+    }
+    await this.ctx.announce(lease.queue);
+  }
+
+  /** Makes the run terminal (the store settles its credits once), then completes or fails its job. */
+  async finish(
+    run: RunRecord,
+    fence: number,
+    job: Job<QueuedJobData>,
+    token: string,
+    status: 'succeeded' | 'failed' | 'canceled',
+    error: RunError | null,
+    output?: RunRecord['output'],
+    attestation?: RunAttestation,
+  ): Promise<boolean> {
+    const now = new Date().toISOString();
+    // A private run's attestation is written by the very transition that makes it succeed.
+    const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}) };
+    const t = await this.opts.runs.transition(run, {
+      from: ['running', 'queued'],
+      fence,
+      to: status,
+      set: status === 'succeeded' ? succeeded : { error, finished_at: now },
+    });
+    if (!t.ok) return false;
+    try {
+      if (status === 'succeeded') await job.moveToCompleted(output ?? null, token, false);
+      else await job.moveToFailed(new UnrecoverableError(error?.message ?? status), token, false);
+    } catch (err) {
+      // The record is final; a job whose lock is gone is dropped when next leased.
+      if (!isLockLost(err)) this.opts.log.warn({ err, runId: run.run_id }, 'could not finish the BullMQ job');
+    }
+    return true;
+  }
+
+  private async release(lease: ActiveLease): Promise<void> {
+    this.untrack(lease);
+    await this.opts.leases.delete(lease.id).catch(() => {});
+    void this.ctx.fill(lease.worker);
+  }
+
+  /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
+  async loseLease(leaseId: string, why: string, reason: LeaseLossReason, sent = true): Promise<void> {
+    const lease = this.active.get(leaseId);
+    if (!lease || lease.closing) return;
+    lease.closing = true;
+    try {
+      const run = await this.opts.runs.get(lease.runId);
+      if (!run || run.fence !== lease.fence || run.status !== 'running') return;
+      this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
+      this.opts.metrics?.leaseLost(reason);
+      await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
+    } catch (err) {
+      this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
+    } finally {
+      // A worker still attached (lock lapsed under it) stops computing a run that now runs elsewhere.
+      if (sent && this.ctx.attached(lease.worker.info.worker_id) === lease.worker) {
+        lease.worker.send({ type: 'error', code: 'stale_lease', lease_id: lease.id, run_id: lease.runId, message: `this lease was lost (${why}): drop its work` });
+      }
+      await this.release(lease);
+    }
+  }
+
+  /** A cancel published by whichever instance took it: only the one holding the lease has a worker to tell. */
+  cancelLocal(runId: string): void {
+    const lease = this.byRun.get(runId);
+    if (lease && !lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId });
+  }
+}

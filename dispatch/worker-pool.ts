@@ -1,0 +1,129 @@
+import type { Logger } from 'pino';
+import { TIERS } from '../models/kinds.js';
+import { queueName } from '../queues/queue-names.js';
+import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import type { LeaseLossReason } from './dispatch-observer.js';
+import type { FleetCounters } from './fleet-counters.js';
+import type { LeaseScheduler } from './lease-scheduler.js';
+import type { LeaseSettlement } from './lease-settlement.js';
+import { HANDOVER_PROTOCOL } from './worker-frames.js';
+import type { WorkerInfo } from './worker-info.js';
+
+/** What the pool needs from the rest of the dispatcher: the pieces built before it, passed in by the facade. */
+export interface PoolContext {
+  /** Offers work to a worker that joined or may take private work again. */
+  scheduler: Pick<LeaseScheduler, 'fill'>;
+  /** The leases a worker holds, looked up when it joins and ended when it leaves. */
+  settlement: Pick<LeaseSettlement, 'get' | 'handOver' | 'loseLease'>;
+}
+
+export interface WorkerPoolOptions {
+  fleet: FleetCounters;
+  log: Logger;
+}
+
+/**
+ * The workers attached to this process, by id: what they serve, how they join and leave, and
+ * letting them go when the process stops. Every change is written to the fleet counts at once.
+ */
+export class WorkerPool {
+  private readonly workers = new Map<string, ConnectedWorker>();
+  private stopping = false;
+
+  constructor(
+    private readonly ctx: PoolContext,
+    private readonly opts: WorkerPoolOptions,
+  ) {}
+
+  /** Set once the process stops: a worker attaching now is let go at once. */
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  all(): IterableIterator<ConnectedWorker> {
+    return this.workers.values();
+  }
+
+  get(workerId: string): ConnectedWorker | undefined {
+    return this.workers.get(workerId);
+  }
+
+  /** Asks a worker to leave this stopping instance: to move its leases elsewhere if it can, else to finish them. */
+  private letGo(worker: ConnectedWorker): void {
+    worker.draining = true;
+    if ((worker.protocol ?? 1) >= HANDOVER_PROTOCOL) {
+      worker.handover = true;
+      worker.send({ type: 'reconnect' });
+    } else {
+      worker.send({ type: 'drain' });
+    }
+  }
+
+  async attach(worker: ConnectedWorker): Promise<void> {
+    const { info } = worker;
+    for (const id of worker.leases) {
+      const lease = this.ctx.settlement.get(id);
+      if (lease?.cancelOnAttach) worker.send({ type: 'cancel', lease_id: id, run_id: lease.runId });
+    }
+    if (this.stopping) this.letGo(worker);
+    this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
+    const tiers = worker.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
+    worker.tiers = tiers;
+    worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
+    this.workers.set(info.worker_id, worker);
+    if (worker.attestation) {
+      info.attested_until = worker.attestation.current?.expires_at ?? null;
+      info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
+    }
+    this.opts.fleet.changed();
+    void this.ctx.scheduler.fill(worker);
+  }
+
+  offer(worker: ConnectedWorker): void {
+    if (this.workers.get(worker.info.worker_id) !== worker) return;
+    // The fleet views (capabilities, capacity) count it as private again at once.
+    worker.info.attested_until = worker.attestation?.current?.expires_at ?? null;
+    this.opts.fleet.changed();
+    void this.ctx.scheduler.fill(worker);
+  }
+
+  localWorkers(): WorkerInfo[] {
+    return [...this.workers.values()].map((w) => w.info);
+  }
+
+  workersOf(owner: WorkerInfo['owner']): ConnectedWorker[] {
+    return [...this.workers.values()].filter((w) => w.info.owner.type === owner.type && w.info.owner.id === owner.id);
+  }
+
+  async detach(worker: ConnectedWorker, code: number, reason: string, loss: LeaseLossReason): Promise<void> {
+    if (!this.workers.delete(worker.info.worker_id)) return;
+    // Gone from the fleet's counts now, before its leases are settled.
+    this.opts.fleet.changed();
+    worker.draining = true;
+    worker.attestation?.close();
+    try {
+      worker.close(code, reason);
+    } catch {
+      // already closed
+    }
+    if (worker.handover) for (const id of [...worker.leases]) this.ctx.settlement.handOver(id);
+    else await Promise.all([...worker.leases].map((id) => this.ctx.settlement.loseLease(id, 'the worker disconnected', loss)));
+    this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
+  }
+
+  /** Rewrites this instance's fleet counts before they expire (and with any evidence renewed meanwhile). */
+  refresh(): void {
+    for (const w of this.workers.values()) if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
+    this.opts.fleet.changed();
+  }
+
+  /** Lets every worker go (`Dispatcher.stop` says how), then detaches those still here. */
+  async stop(drainMs: number, handoverMs: number): Promise<void> {
+    this.stopping = true;
+    for (const w of this.workers.values()) this.letGo(w);
+    const started = Date.now();
+    const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
+    while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
+    await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
+  }
+}
