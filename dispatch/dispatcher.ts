@@ -1,3 +1,4 @@
+import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RunStore } from '../models/stores.js';
@@ -47,7 +48,10 @@ export interface DispatcherOptions {
 }
 
 /** Channels shared by all gateway instances. */
-export const dispatchChannels = (prefix: string) => ({ queued: `${prefix}:chan:queued`, cancel: `${prefix}:chan:cancel` });
+export const dispatchChannels = (prefix: string) => {
+  const keys = new RedisKeys(prefix);
+  return { queued: keys.queuedChannel(), cancel: keys.cancelChannel() };
+};
 
 /**
  * Leases queued jobs to the workers connected to this process. Fetching is event driven: a

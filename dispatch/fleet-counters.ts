@@ -1,3 +1,4 @@
+import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { TIERS, type Tier } from '../models/kinds.js';
@@ -59,14 +60,18 @@ export class FleetCounters {
   private lapseTimer?: NodeJS.Timeout;
   private stopped = false;
 
-  constructor(private readonly opts: FleetCountersOptions) {}
+  private readonly keys: RedisKeys;
+
+  constructor(private readonly opts: FleetCountersOptions) {
+    this.keys = new RedisKeys(opts.prefix);
+  }
 
   private get index(): string {
-    return `${this.opts.prefix}:fleet:instances`;
+    return this.keys.fleetInstances();
   }
 
   private record(gatewayId: string): string {
-    return `${this.opts.prefix}:fleet:instance:${gatewayId}`;
+    return this.keys.fleetInstance(gatewayId);
   }
 
   /** This instance's counts, from its attached workers as they are now. */

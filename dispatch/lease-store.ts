@@ -1,3 +1,4 @@
+import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import { hashSecret, sameHash } from '../models/credentials.js';
 
@@ -44,10 +45,17 @@ return 1
  * extend it. Always in Redis, whichever store keeps the runs: leases are transient.
  */
 export class LeaseStore {
-  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+  private readonly keys: RedisKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
+    this.keys = new RedisKeys(prefix);
+  }
 
   private key(leaseId: string): string {
-    return `${this.prefix}:lease:${leaseId}`;
+    return this.keys.lease(leaseId);
   }
 
   async put(lease: LeaseRecord, ttlMs: number): Promise<void> {

@@ -1,3 +1,4 @@
+import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { OperatorStore } from '../models/stores.js';
@@ -45,7 +46,7 @@ export class TrustEnforcer {
   readonly channel: string;
 
   constructor(private readonly opts: TrustEnforcerOptions) {
-    this.channel = `${opts.prefix}:chan:operators`;
+    this.channel = new RedisKeys(opts.prefix).operatorsChannel();
   }
 
   async start(): Promise<void> {

@@ -1,3 +1,4 @@
+import { RedisKeys } from './redis/keys.js';
 import type { Redis } from 'ioredis';
 import { LuaScript } from './redis/lua-script.js';
 
@@ -47,15 +48,19 @@ export interface RunEventLogOptions {
  * the stores are in MongoDB: it is fan-out plumbing, not a system of record.
  */
 export class RunEventLog {
-  constructor(private readonly opts: RunEventLogOptions) {}
+  private readonly keys: RedisKeys;
+
+  constructor(private readonly opts: RunEventLogOptions) {
+    this.keys = new RedisKeys(opts.prefix);
+  }
 
   /** The pub/sub channel of a run's live events. */
   channel(runId: string): string {
-    return `${this.opts.prefix}:ev:${runId}`;
+    return this.keys.runEvents(runId);
   }
 
   private key(runId: string): string {
-    return `${this.opts.prefix}:evlog:${runId}`;
+    return this.keys.runEventLog(runId);
   }
 
   /** Appends events in order; resolves with the number of the last one. */

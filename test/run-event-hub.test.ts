@@ -19,7 +19,7 @@ describe('RunEventHub fan-out', function () {
   const redis = createRedis(REDIS_URL, { name: 'test-hub' });
   const subscriber = createRedis(REDIS_URL, { name: 'test-hub-sub', blocking: true });
   const log = new CountingLog({ redis, prefix, maxLength: 1000, ttlMs: 60_000 });
-  const hub = new RunEventHub({ subscriber, log, prefix, logger: pino({ level: 'silent' }) });
+  const hub = new RunEventHub({ subscriber, log, logger: pino({ level: 'silent' }) });
 
   before(() => hub.start());
   after(async () => {

@@ -77,7 +77,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
   const events = new RunEventWriter(eventLog, log);
   runs.onStatusChange(events.statusChanged);
-  const hub = new RunEventHub({ subscriber, log: eventLog, prefix: c.redisPrefix, logger: log });
+  const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
   return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, keys, stores, runs, queues, metrics, gate, auth, eventLog, events, hub };

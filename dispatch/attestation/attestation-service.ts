@@ -1,3 +1,4 @@
+import { RedisKeys } from '../../models/redis/keys.js';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
@@ -45,8 +46,11 @@ export interface AttestationServiceOptions {
  */
 export class AttestationService {
   private keys?: JWTVerifyGetKey;
+  private readonly redisKeys: RedisKeys;
 
-  constructor(private readonly opts: AttestationServiceOptions) {}
+  constructor(private readonly opts: AttestationServiceOptions) {
+    this.redisKeys = new RedisKeys(opts.prefix);
+  }
 
   /** False when ATTESTATION_JWKS is unset: private workers are then refused. */
   get enabled(): boolean {
@@ -66,8 +70,8 @@ export class AttestationService {
     this.keys = createLocalJWKSet(jwks as { keys: JWK[] });
   }
 
-  private nonceKey = (nonce: string) => `${this.opts.prefix}:att:nonce:${nonce}`;
-  private workerKey = (workerId: string) => `${this.opts.prefix}:att:worker:${workerId}`;
+  private nonceKey = (nonce: string) => this.redisKeys.attestationNonce(nonce);
+  private workerKey = (workerId: string) => this.redisKeys.attestationWorker(workerId);
 
   /** A fresh nonce for one worker connection; it expires after ATTESTATION_NONCE_TTL_MS. */
   async issueNonce(workerId: string): Promise<string> {

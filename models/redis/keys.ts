@@ -42,4 +42,28 @@ export class RedisKeys {
   revokedKey = (lookupId: string) => `${this.prefix}:revoked:${lookupId}`;
   /** Pub/sub channel on which key revocations are announced to every gateway instance. */
   revocations = () => `${this.prefix}:chan:revocations`;
+
+  // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
+  /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */
+  lease = (leaseId: string) => `${this.prefix}:lease:${leaseId}`;
+  /** The gateway instances with workers attached (a sorted set scored by expiry). */
+  fleetInstances = () => `${this.prefix}:fleet:instances`;
+  /** One instance's fleet counts, rewritten on attach, lease, release and detach; expires on its own. */
+  fleetInstance = (gatewayId: string) => `${this.prefix}:fleet:instance:${gatewayId}`;
+  /** Channel: a queue has new jobs (payload: the queue name). */
+  queuedChannel = () => `${this.prefix}:chan:queued`;
+  /** Channel: a run was canceled (payload: the run id), so the instance holding its lease ends it. */
+  cancelChannel = () => `${this.prefix}:chan:cancel`;
+  /** Channel: an operator's trust changed; every instance closes its own workers of that operator. */
+  operatorsChannel = () => `${this.prefix}:chan:operators`;
+  /** A nonce handed to a private worker, spent by the evidence that answers it. */
+  attestationNonce = (nonce: string) => `${this.prefix}:att:nonce:${nonce}`;
+  /** A private worker's current evidence, for audits. */
+  attestationWorker = (workerId: string) => `${this.prefix}:att:worker:${workerId}`;
+
+  // Live events (kept in Redis also when the stores are in MongoDB: fan-out plumbing, not records).
+  /** Channel of a run's live events. */
+  runEvents = (runId: string) => `${this.prefix}:ev:${runId}`;
+  /** A run's event log: a capped stream whose entry ids are the event numbers. */
+  runEventLog = (runId: string) => `${this.prefix}:evlog:${runId}`;
 }

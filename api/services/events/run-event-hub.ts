@@ -23,7 +23,6 @@ export interface RunEventHubOptions {
   /** The process's one subscriber connection (shared with the dispatcher's channels). */
   subscriber: Redis;
   log: RunEventLog;
-  prefix: string;
   logger: Logger;
 }
 
