@@ -86,7 +86,7 @@ describe('source layering', () => {
 
   it('reads the imports of every layer (the check below is not vacuous)', () => {
     assert.deepEqual(importsOf(`import a from './a.js';\nimport type { B } from "../b.js";\nexport { c } from './c.js';\nconst d = await import('./d.js');\n// import x from './commented.js'\nimport 'node:fs';`), ['./a.js', '../b.js', './c.js', './d.js']);
-    assert.ok(edges.get('api/composition/gateway.ts')?.includes('dispatch/dispatcher.ts'), 'the gateway imports the dispatcher');
+    assert.ok(edges.get('api/composition/fleet.ts')?.includes('dispatch/dispatcher.ts'), 'the composition imports the dispatcher');
     const total = [...edges.values()].reduce((n, targets) => n + targets.length, 0);
     assert.ok(total > 300, `only ${total} imports found`);
   });
@@ -98,5 +98,40 @@ describe('source layering', () => {
 
   it('has no import cycle', () => {
     assert.deepEqual(cycles(edges), []);
+  });
+
+  it('inside api/, domain services and the contract know nothing of transports or composition', () => {
+    const under = (file: string, dir: string) => file.startsWith(`${dir}/`);
+    const misplaced = [...edges].flatMap(([file, targets]) =>
+      targets
+        .filter((t) => {
+          // Services read their settings' types from the configuration, nothing else of the process.
+          if (under(file, 'api/services')) return ['api/http', 'api/sockets', 'api/composition'].some((d) => under(t, d)) || (under(t, 'api/main') && t !== 'api/main/config.ts');
+          if (under(file, 'api/contract')) return ['api/http', 'api/sockets', 'api/composition', 'api/main', 'api/services'].some((d) => under(t, d));
+          if (under(file, 'api/http') || under(file, 'api/sockets')) return ['api/composition'].some((d) => under(t, d)) || (under(t, 'api/main') && t !== 'api/main/config.ts');
+          return false;
+        })
+        .map((t) => `${file} -> ${t}`),
+    );
+    assert.deepEqual(misplaced, []);
+  });
+});
+
+describe('docs/architecture.md map', () => {
+  it('names every source folder, and only folders that exist', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Map'), doc.indexOf('\n## ', doc.indexOf('## Map') + 1));
+    const mapped = new Set([...section.matchAll(/^\| `([a-z0-9/-]+)\/` \|/gm)].map((m) => m[1]));
+    const folders = (dir: string): string[] =>
+      readdirSync(path.join(ROOT, dir), { withFileTypes: true })
+        .filter((e) => e.isDirectory() && e.name !== 'node_modules')
+        .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
+    const withSources = [...LAYERS, 'dashboards', 'bench', 'test']
+      .flatMap((top) => [top, ...folders(top)])
+      .filter((dir) => readdirSync(path.join(ROOT, dir), { withFileTypes: true }).some((e) => e.isFile()));
+    // Subfolders of tests, benchmarks and dashboards are theirs to arrange.
+    const expected = withSources.filter((dir) => LAYERS.some((l) => dir === l || dir.startsWith(`${l}/`)) || !dir.includes('/'));
+    assert.deepEqual(expected.filter((dir) => !mapped.has(dir)), [], 'folders missing from the map');
+    assert.deepEqual([...mapped].filter((dir) => !withSources.includes(dir)), [], 'the map names folders that do not exist');
   });
 });

@@ -23,7 +23,7 @@ import { buildFleet } from './fleet.js';
 import { HttpListener } from './http-listener.js';
 import { Lifecycle } from './lifecycle.js';
 import { buildOutbound } from './outbound.js';
-import type { Services } from './services.js';
+import type { Services } from '../http/services.js';
 
 /** /readyz answers 503 when Redis or the store take longer than this. */
 const READY_TIMEOUT_MS = 3_000;

@@ -1,7 +1,7 @@
-import type { ToolRecord } from '../services/tools/tool-service.js';
+import type { StoredTool } from '../../models/stores.js';
 
 /** A tool as the API shows it: `tool_id` to name it by, `auth` without its token, no account. */
-export function toolView(tool: ToolRecord) {
+export function toolView(tool: Omit<StoredTool, 'secrets'>) {
   return {
     id: tool.id,
     tool_id: `custom:${tool.id}`,

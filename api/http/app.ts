@@ -24,7 +24,7 @@ import { httpMetrics } from './middleware/http-metrics.js'; // metrics
 import { openaiRoutes } from './routes/openai.js'; // OpenAI
 import { webhookRoutes } from './routes/webhooks.js';
 import { toolRoutes } from './routes/tools.js'; // tools
-import type { Services } from '../composition/services.js';
+import type { Services } from './services.js';
 import { assertValid } from '../../models/validation.js';
 
 export const VERSION = '0.1.0';

@@ -2,7 +2,7 @@ import { NotFoundError } from '../../../models/errors.js';
 import { accountView, apiKeyView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 import { issueWorkerToken } from '../../services/fleet/worker-tokens.js';
 
 export function accountRoutes(s: Services): RouteSpec[] {

@@ -4,7 +4,7 @@ import type { Ctx } from '../context.js';
 import { operatorView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 import { issueWorkerToken } from '../../services/fleet/worker-tokens.js';
 
 const OPERATOR_ID = /^op_[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -2,7 +2,7 @@ import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { accountView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 import { operatorRoutes } from './admin-operators.js';
 
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;

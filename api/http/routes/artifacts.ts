@@ -3,7 +3,7 @@ import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type Artif
 import { NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { bearerToken } from '../../services/auth/bearer.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /**
  * Artifacts: workers upload run outputs with their lease's upload token; anyone holding the

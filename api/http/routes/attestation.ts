@@ -1,6 +1,6 @@
 import { NotFoundError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 const isoTime = { type: 'string', format: 'date-time' } as const;
 

@@ -4,7 +4,7 @@ import { embedEtag, embedScript } from '../bot-pages/assets.js';
 import { chatPageCsp, chatPageHtml } from '../bot-pages/chat-page.js';
 import { botCredentials } from '../../services/bots/bot-credentials.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /**
  * The bot surfaces people see: the chat page behind `chatUrl` and the embeddable widget script

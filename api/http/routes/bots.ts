@@ -5,7 +5,7 @@ import type { BotRecord, BotService, CreateBotInput } from '../../services/bots/
 import type { BotMessage } from '../../services/bots/bot-turns.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 const tokenQuery = {
   type: 'object',

@@ -1,7 +1,7 @@
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /** Last-Event-ID (or `?after=` for clients that cannot set headers): null on a fresh connection. */
 function resumeFrom(header: string, query: unknown): number | null {

@@ -1,6 +1,6 @@
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 export function fleetRoutes(s: Services): RouteSpec[] {
   return [

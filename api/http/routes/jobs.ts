@@ -6,7 +6,7 @@ import { acceptedView, jobView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
 import type { SubmitJobBody } from '../../services/jobs/job-service.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 // Printable ASCII without spaces at the ends, as Stripe and the IETF draft allow.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;

@@ -1,7 +1,7 @@
 import { ApiError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /** Health probes and the API description; no credential needed. */
 export function metaRoutes(s: Services, openapi: () => unknown): RouteSpec[] {

@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { UnauthorizedError } from '../../../models/errors.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

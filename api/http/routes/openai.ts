@@ -2,7 +2,7 @@ import { RUN_ID_HEADER } from '../openai/chat-completions.js';
 import type { ChatCompletionBody } from '../openai/chat-request.js';
 import * as O from '../../contract/openai-schemas.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /** OpenAI-compatible routes (docs/openai.md): errors in OpenAI's shape, account key as Bearer. */
 export function openaiRoutes(s: Services): RouteSpec[] {

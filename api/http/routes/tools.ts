@@ -1,5 +1,5 @@
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 import * as T from '../../contract/tool-schemas.js';
 import type { CreateToolInput } from '../../services/tools/tool-service.js';
 import { toolView } from '../../contract/tool-view.js';

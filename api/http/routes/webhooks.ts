@@ -3,7 +3,7 @@ import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { WebhookSecret } from '../../../models/types.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../../composition/services.js';
+import type { Services } from '../services.js';
 
 /** A route of the account area that answers the account's signing secret. */
 function secretRoute(method: 'get' | 'post', path: string, operationId: string, summary: string, secret: (accountId: string) => Promise<WebhookSecret>): RouteSpec {

@@ -3,7 +3,7 @@ import type { Stores } from '../../models/stores.js';
 import type { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../services/auth/request-gate.js';
 import type { RunFollower } from '../services/events/run-follower.js';
-import type { SseStreams } from '../http/sse-streams.js';
+import type { SseStreams } from './sse-streams.js';
 import type { LlmRunner } from '../services/llm/llm-runner.js';
 import type { FleetService } from '../services/fleet/fleet-service.js';
 import type { JobService } from '../services/jobs/job-service.js';
@@ -15,7 +15,7 @@ import type { AttestationService } from '../../dispatch/attestation/attestation-
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { BotService } from '../services/bots/bot-service.js'; // bots
 import type { BotTurns } from '../services/bots/bot-turns.js'; // bots
-import type { ChatCompletions } from '../http/openai/chat-completions.js'; // OpenAI
+import type { ChatCompletions } from './openai/chat-completions.js'; // OpenAI
 import type { ToolService } from '../services/tools/tool-service.js'; // tools
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js'; // metrics
 
