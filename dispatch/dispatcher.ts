@@ -18,7 +18,7 @@ import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
-import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from './worker-frames.js';
+import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
 export interface DispatcherOptions {

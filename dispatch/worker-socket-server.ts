@@ -13,9 +13,8 @@ import type { Dispatcher } from './dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from './private-registration.js';
 import type { TrustEnforcer } from './trust-enforcer.js';
 import type { Evidence } from '../sdk/attestation/index.js';
-import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type GatewayFrame, type RegisterFrame } from './worker-frames.js';
-
-export const WORKER_PATH = '/v1/workers/connect';
+import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame } from '../sdk/protocol/index.js';
+import { FrameError, parseFrame } from './worker-frames.js';
 
 export interface WorkerSocketServerOptions {
   dispatcher: Dispatcher;
@@ -47,7 +46,7 @@ export function refuseUpgrade(socket: Duplex, status: string, code: string, mess
  * frame back and touches nothing else; a silent socket is closed after three heartbeats.
  */
 export class WorkerSocketServer {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
 
   constructor(private readonly opts: WorkerSocketServerOptions) {}
 
