@@ -18,7 +18,7 @@ import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
-import { HANDOVER_PROTOCOL, type ResumeClaim, type WorkerFrame } from '../sdk/protocol/index.js';
+import { HANDOVER_PROTOCOL, leaseUploadUrl, type ResumeClaim, type WorkerFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
 export interface DispatcherOptions {
@@ -503,7 +503,7 @@ export class Dispatcher {
       input: run.input,
       ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
       upload_token: uploadToken,
-      upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
+      upload_url: leaseUploadUrl(this.opts.publicUrl(), lease.id),
     });
     progress.sent = true;
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');

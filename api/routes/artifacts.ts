@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ArtifactStore, type ByteRange } from '../../models/artifact-store.js';
 import { NotFoundError, SwitchyardError, UnauthorizedError } from '../../models/errors.js';
 import type { LeaseStore } from '../../dispatch/lease-store.js';
+import { artifactUrl } from '../../sdk/protocol/index.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../services/services.js';
@@ -101,11 +102,6 @@ function bearer(ctx: Ctx): string | null {
 function stores(s: Services): { artifacts: ArtifactStore; leases: LeaseStore } {
   if (!s.artifacts || !s.leases) throw new SwitchyardError('unavailable', 'artifact storage is not configured on this gateway');
   return { artifacts: s.artifacts, leases: s.leases };
-}
-
-/** The public URL of an artifact. */
-export function artifactUrl(publicUrl: string, meta: Pick<ArtifactMeta, 'id' | 'name'>): string {
-  return `${publicUrl}/v1/artifacts/${meta.id}/${encodeURIComponent(meta.name)}`;
 }
 
 const downloadHeaders = {
