@@ -5,6 +5,21 @@ import type { Engine, EngineArtifact, EngineContext, EngineResult } from '../eng
 import { ReceiptSigner, type ReceiptSubject, type WorkerAttestationOptions } from './attestation.js';
 import { consoleLogger, type WorkerLogger } from './logger.js';
 import { UploadError, uploadArtifact, type UploadOptions } from './upload.js';
+import {
+  MAX_ERROR_MESSAGE,
+  MAX_HEARTBEAT_LEASES,
+  MAX_LOG_LINE,
+  MAX_OUTPUT_DELTA,
+  MAX_PROGRESS_MESSAGE,
+  PROTOCOL_VERSIONS,
+  workerSocketUrl,
+  type FailureReport,
+  type LeaseInfo,
+  type RegisteredInfo,
+  type Tier,
+} from '../protocol/index.js';
+
+export { PROTOCOL_VERSIONS, WORKER_PATH, workerSocketUrl, type FailureReport, type LeaseInfo, type RegisteredInfo, type Tier } from '../protocol/index.js';
 
 /**
  * A worker process of the Switchyard fleet: connects out to a gateway over the worker protocol
@@ -13,10 +28,6 @@ import { UploadError, uploadArtifact, type UploadOptions } from './upload.js';
  */
 
 export const SDK_VERSION = '0.1.0';
-export const PROTOCOL_VERSIONS = [1, 2] as const;
-export const WORKER_PATH = '/v1/workers/connect';
-
-export type Tier = 'open' | 'trusted' | 'private';
 
 /** Runs one job of one kind: the same signature as an `Engine`. */
 export type KindHandler = Engine;
@@ -64,35 +75,6 @@ export interface SwitchyardWorkerOptions {
   attestation?: WorkerAttestationOptions;
 }
 
-/** A lease as the gateway sent it. */
-export interface LeaseInfo {
-  lease_id: string;
-  fence: number;
-  run_id: string;
-  kind: string;
-  tier: Tier;
-  attempt: number;
-  input: Record<string, unknown>;
-  /** Private leases: the gateway's hash of the input (the receipt signs the worker's own hash of `input`). */
-  input_sha256?: string;
-  upload_url: string;
-  upload_token: string;
-}
-
-export interface RegisteredInfo {
-  worker_id: string;
-  protocol: number;
-  heartbeat_ms: number;
-  lease_ttl_ms: number;
-}
-
-/** The `error` of a `fail` frame. */
-export interface FailureReport {
-  code: string;
-  message: string;
-  retryable: boolean;
-}
-
 export interface DisconnectInfo {
   code: number;
   reason: string;
@@ -137,35 +119,13 @@ export class WorkerRefusedError extends Error {
   }
 }
 
-/** The gateway's WebSocket URL for a base URL: http -> ws, https -> wss, plus /v1/workers/connect. */
-export function workerSocketUrl(gateway: string): string {
-  let url: URL;
-  try {
-    url = new URL(gateway);
-  } catch {
-    throw new TypeError(`the gateway URL ${JSON.stringify(gateway)} is not a URL`);
-  }
-  const schemes: Record<string, string> = { 'http:': 'ws:', 'https:': 'wss:', 'ws:': 'ws:', 'wss:': 'wss:' };
-  const scheme = schemes[url.protocol];
-  if (!scheme) throw new TypeError(`the gateway URL must be http(s):// (or ws(s)://), not ${url.protocol}`);
-  url.protocol = scheme;
-  if (!url.pathname.endsWith(WORKER_PATH)) url.pathname = url.pathname.replace(/\/+$/, '') + WORKER_PATH;
-  url.search = '';
-  url.hash = '';
-  return url.toString();
-}
-
 // ---- internals --------------------------------------------------------------------------------
 
 const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403]);
 /** Error codes that, before registration, mean "try again later" rather than "you are refused". */
 const TRANSIENT_ERROR_CODES = new Set(['internal', 'unavailable', 'attestation_timeout']);
-/** The gateway's frame limit is 1 MiB; stay under it with room for the envelope. */
-const MAX_FRAME_BYTES = 1_000_000;
-const MAX_LOG_LINE = 10_000;
-const MAX_OUTPUT_DELTA = 100_000;
-const MAX_PROGRESS_MESSAGE = 1_000;
-const MAX_ERROR_MESSAGE = 2_000;
+/** The gateway's frame limit is MAX_FRAME_BYTES (1 MiB); a report stays under it with room for the envelope. */
+const MAX_REPORT_BYTES = 1_000_000;
 /** A registration that lasted this long resets the reconnect backoff. */
 const STABLE_AFTER_MS = 10_000;
 /** On `reconnect`, how long the old socket stays open for answers to frames already sent. */
@@ -641,7 +601,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       conn.ws.terminate();
       return;
     }
-    this.sendRaw(conn, { type: 'heartbeat', leases: [...conn.leases].slice(0, 64) });
+    this.sendRaw(conn, { type: 'heartbeat', leases: [...conn.leases].slice(0, MAX_HEARTBEAT_LEASES) });
     try {
       conn.ws.ping();
     } catch {
@@ -885,8 +845,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     } catch (err) {
       outcome = { type: 'fail', error: { code: 'bad_output', message: `the output is not JSON: ${(err as Error).message}`, retryable: false } };
     }
-    if (text !== null && Buffer.byteLength(text) > MAX_FRAME_BYTES) {
-      outcome = { type: 'fail', error: { code: 'output_too_large', message: `the output is over ${MAX_FRAME_BYTES} bytes of JSON; return large results as artifacts`, retryable: false } };
+    if (text !== null && Buffer.byteLength(text) > MAX_REPORT_BYTES) {
+      outcome = { type: 'fail', error: { code: 'output_too_large', message: `the output is over ${MAX_REPORT_BYTES} bytes of JSON; return large results as artifacts`, retryable: false } };
     }
     if (outcome.type === 'fail') frame = { type: 'fail', error: outcome.error };
 
