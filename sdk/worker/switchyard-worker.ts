@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
-import os from 'node:os';
-import WebSocket, { type ClientOptions, type RawData } from 'ws';
-import type { Engine, EngineArtifact, EngineContext, EngineResult } from '../engines/types.js';
-import { ReceiptSigner, type ReceiptSubject, type WorkerAttestationOptions } from './attestation.js';
-import { consoleLogger, type WorkerLogger } from './logger.js';
-import { UploadError, uploadArtifact, type UploadOptions } from './upload.js';
+import WebSocket, { type RawData } from 'ws';
+import type { EngineArtifact, EngineContext, EngineResult } from '../engines/types.js';
+import { ReceiptSigner, type ReceiptSubject } from './attestation.js';
+import { isRecord } from './is-record.js';
+import type { WorkerLogger } from './logger.js';
+import { UploadError, uploadArtifact } from './upload.js';
+import { WorkerRefusedError, type GatewayErrorFrame, type SwitchyardWorkerEvents } from './worker-events.js';
+import { handlerFor, resolveWorkerOptions, type KindHandler, type ReconnectOptions, type SwitchyardWorkerOptions, type WorkerHandler } from './worker-options.js';
 import {
   MAX_ERROR_MESSAGE,
   MAX_HEARTBEAT_LEASES,
@@ -12,7 +14,6 @@ import {
   MAX_OUTPUT_DELTA,
   MAX_PROGRESS_MESSAGE,
   PROTOCOL_VERSIONS,
-  workerSocketUrl,
   type FailureReport,
   type LeaseInfo,
   type RegisteredInfo,
@@ -20,104 +21,14 @@ import {
 } from '../protocol/index.js';
 
 export { PROTOCOL_VERSIONS, WORKER_PATH, workerSocketUrl, type FailureReport, type LeaseInfo, type RegisteredInfo, type Tier } from '../protocol/index.js';
+export { SDK_VERSION, type KindHandler, type ReconnectOptions, type SwitchyardWorkerOptions, type WorkerHandler } from './worker-options.js';
+export { WorkerRefusedError, type DisconnectInfo, type GatewayErrorFrame, type SwitchyardWorkerEvents } from './worker-events.js';
 
 /**
  * A worker process of the Switchyard fleet: connects out to a gateway over the worker protocol
  * (docs/worker-protocol.md), runs the leases it is given with your handler, uploads the
  * artifacts and reports the outcome. Reconnects on its own; `stop()` lets running work finish.
  */
-
-export const SDK_VERSION = '0.1.0';
-
-/** Runs one job of one kind: the same signature as an `Engine`. */
-export type KindHandler = Engine;
-
-/** One function for every kind, or one per kind (`'*'` is the fallback for kinds not listed). */
-export type WorkerHandler = Engine | Record<string, KindHandler>;
-
-export interface ReconnectOptions {
-  /** First wait after a lost connection. @defaultValue 250 */
-  initialDelayMs?: number;
-  /** Longest wait between two tries. @defaultValue 15000 */
-  maxDelayMs?: number;
-  /** Growth of the wait at each failed try. @defaultValue 2 */
-  factor?: number;
-}
-
-export interface SwitchyardWorkerOptions {
-  /** The gateway's base URL, `http(s)://host[:port][/base]` (`ws(s)://` works too). */
-  gateway: string;
-  /** A worker token, `swt_...`. */
-  token: string;
-  /** Kinds served, or `'all'`. Defaults to the keys of a per-kind handler map. */
-  kinds?: string[] | 'all';
-  /** @defaultValue 'open' */
-  tier?: Tier;
-  /** Leases run at once, 1 to 64. @defaultValue 1 */
-  slots?: number;
-  /** Merged over what the SDK detects (platform, arch, cpus, memory_gb). At most 32 keys. */
-  hardware?: Record<string, unknown>;
-  /** Merged over the SDK's name and version. At most 32 keys. */
-  software?: Record<string, unknown>;
-  handler: WorkerHandler;
-  /** @defaultValue warnings and errors on stderr */
-  logger?: WorkerLogger;
-  reconnect?: ReconnectOptions;
-  /** At most one progress frame per lease per this many ms; the latest value always goes out. @defaultValue 250 */
-  progressIntervalMs?: number;
-  /** Retries and timeouts of artifact uploads. */
-  upload?: Omit<UploadOptions, 'signal'>;
-  /** How long to wait for the gateway's answer to `complete` or `fail`. @defaultValue 30000 */
-  reportTimeoutMs?: number;
-  /** Passed to the `ws` client (agent, TLS options, handshakeTimeout...). */
-  webSocket?: ClientOptions;
-  /** Required with `tier: 'private'`: the receipt key and where evidence comes from (docs/confidentiality.md). */
-  attestation?: WorkerAttestationOptions;
-}
-
-export interface DisconnectInfo {
-  code: number;
-  reason: string;
-  /** When the next try starts; null when the worker does not reconnect (stopping, refused). */
-  reconnectInMs: number | null;
-}
-
-export interface GatewayErrorFrame {
-  code: string;
-  message: string;
-  lease_id?: string;
-}
-
-export interface SwitchyardWorkerEvents {
-  registered: [info: RegisteredInfo];
-  lease: [lease: LeaseInfo];
-  /** The gateway acknowledged the `complete` of this lease. */
-  completed: [lease: LeaseInfo, output: Record<string, unknown>];
-  /** The gateway acknowledged the `fail` of this lease (including cancels: code `canceled`). */
-  failed: [lease: LeaseInfo, error: FailureReport];
-  /** The lease ended without an acknowledged report: lost with its connection, stale, or its report refused. */
-  dropped: [lease: LeaseInfo, reason: string];
-  disconnected: [info: DisconnectInfo];
-  /** The gateway refused this worker for good (bad token, tier not allowed, bad register); the worker has stopped. */
-  refused: [error: WorkerRefusedError];
-  /** An `error` frame from the gateway. */
-  'gateway-error': [frame: GatewayErrorFrame];
-  stopped: [];
-}
-
-/** The gateway will not take this worker: retrying would not help. */
-export class WorkerRefusedError extends Error {
-  override readonly name = 'WorkerRefusedError';
-  constructor(
-    message: string,
-    /** The gateway's error code (`unauthorized`, `forbidden`, `bad_frame`...). */
-    readonly code: string,
-    /** The WebSocket close code (4400, 4401, 4403) or the HTTP status of a refused upgrade (401). */
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
 
 // ---- internals --------------------------------------------------------------------------------
 
@@ -231,10 +142,6 @@ function errorCodeOf(value: unknown): string | null {
   return code === '' ? null : code;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
   const f = frame as Partial<LeaseInfo>;
   if (typeof f.lease_id !== 'string' || typeof f.fence !== 'number' || typeof f.run_id !== 'string' || typeof f.kind !== 'string') return null;
@@ -262,10 +169,6 @@ function checkResult(result: unknown): EngineResult {
   }
   if (result.extra !== undefined && !isRecord(result.extra)) throw Object.assign(new Error('extra must be an object'), { code: 'bad_result', retryable: false });
   return result as unknown as EngineResult;
-}
-
-function defaultHardware(): Record<string, unknown> {
-  return { platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, memory_gb: Math.round(os.totalmem() / 2 ** 30) };
 }
 
 /**
@@ -316,45 +219,18 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
 
   constructor(private readonly opts: SwitchyardWorkerOptions) {
     super();
-    if (!opts || typeof opts !== 'object') throw new TypeError('SwitchyardWorker needs options');
-    this.url = workerSocketUrl(opts.gateway);
-    if (typeof opts.token !== 'string' || opts.token.trim() === '') throw new TypeError('a worker token is required');
-    this.tier = opts.tier ?? 'open';
-    if (!['open', 'trusted', 'private'].includes(this.tier)) throw new TypeError(`tier must be open, trusted or private, not ${JSON.stringify(this.tier)}`);
-    this.slots = opts.slots ?? 1;
-    if (!Number.isInteger(this.slots) || this.slots < 1 || this.slots > 64) throw new RangeError('slots must be a whole number from 1 to 64');
-
-    this.handler = opts.handler;
-    const isMap = isRecord(opts.handler);
-    if (typeof opts.handler !== 'function' && !isMap) throw new TypeError('handler must be a function (kind, input, ctx) or a map kind -> function');
-    if (isMap) {
-      for (const [kind, fn] of Object.entries(opts.handler)) if (typeof fn !== 'function') throw new TypeError(`the handler of ${kind} is not a function`);
-    }
-    const kinds = opts.kinds ?? (isMap ? Object.keys(opts.handler).filter((k) => k !== '*') : undefined);
-    if (kinds === undefined) throw new TypeError("kinds is required with a single handler function (a list of kinds, or 'all')");
-    if (kinds === 'all') this.kinds = ['all'];
-    else {
-      if (!Array.isArray(kinds) || kinds.length === 0 || kinds.length > 64 || kinds.some((k) => typeof k !== 'string' || k === '')) {
-        throw new TypeError("kinds must be 'all' or a list of 1 to 64 kind names");
-      }
-      this.kinds = [...new Set(kinds)];
-    }
-    if (isMap) {
-      const map = opts.handler as Record<string, KindHandler>;
-      const missing = this.kinds.includes('all') ? (map['*'] ? [] : ['all']) : this.kinds.filter((k) => !map[k] && !map['*']);
-      if (missing.length) throw new TypeError(`no handler for ${missing.join(', ')} (give one per kind, or a '*' fallback)`);
-    }
-
-    this.hardware = { ...defaultHardware(), ...(opts.hardware ?? {}) };
-    this.software = { sdk: 'switchyard-worker', sdk_version: SDK_VERSION, node: process.version, ...(opts.software ?? {}) };
-    for (const [name, info] of [['hardware', this.hardware], ['software', this.software]] as const) {
-      if (Object.keys(info).length > 32) throw new RangeError(`${name} may have at most 32 keys (the SDK adds ${name === 'hardware' ? 4 : 3} of its own; override them to make room)`);
-    }
-    this.log = opts.logger ?? consoleLogger('warn');
-    this.backoff = { initialDelayMs: 250, maxDelayMs: 15_000, factor: 2, ...(opts.reconnect ?? {}) };
-    this.progressIntervalMs = opts.progressIntervalMs ?? 250;
-    this.reportTimeoutMs = opts.reportTimeoutMs ?? 30_000;
-    if (this.tier === 'private' && !opts.attestation) throw new TypeError("a private worker needs attestation: { evidence: (eatNonce) => Promise<{token, gpus}> }");
+    const settings = resolveWorkerOptions(opts);
+    this.url = settings.url;
+    this.kinds = settings.kinds;
+    this.tier = settings.tier;
+    this.slots = settings.slots;
+    this.handler = settings.handler;
+    this.hardware = settings.hardware;
+    this.software = settings.software;
+    this.log = settings.log;
+    this.backoff = settings.backoff;
+    this.progressIntervalMs = settings.progressIntervalMs;
+    this.reportTimeoutMs = settings.reportTimeoutMs;
     if (opts.attestation) this.signer = new ReceiptSigner(opts.attestation);
     this.finished = new Promise<void>((resolve, reject) => (this.settleFinished = { resolve, reject }));
     this.finished.catch(() => {});
@@ -718,11 +594,6 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.pump();
   }
 
-  private handlerFor(kind: string): KindHandler | undefined {
-    if (typeof this.handler === 'function') return this.handler;
-    return this.handler[kind] ?? this.handler['*'];
-  }
-
   /** Starts waiting leases while slots are free (not while stopping: those go back with the socket). */
   private pump(): void {
     while (this.state === 'running' && this.busy < this.slots && this.pending.length) {
@@ -738,7 +609,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.busy++;
     let outcome: Outcome;
     try {
-      const handler = this.handlerFor(info.kind);
+      const handler: KindHandler | undefined = handlerFor(this.handler, info.kind);
       if (!handler) throw Object.assign(new Error(`this worker has no handler for ${info.kind}`), { code: 'unsupported_kind', retryable: true });
       const ctx: EngineContext = {
         signal: controller.signal,
