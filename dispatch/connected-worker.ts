@@ -1,6 +1,6 @@
 import type { Tier } from '../models/kinds.js';
 import type { AttestationSession } from './worker-attestation.js';
-import type { GatewayFrame } from './worker-frames.js';
+import type { GatewayFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
 

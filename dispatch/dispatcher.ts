@@ -10,7 +10,7 @@ import { LeaseScheduler } from './lease-scheduler.js';
 import { LeaseSettlement, type WorkerReportSink } from './lease-settlement.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker } from './receipt-check.js';
-import type { ResumeClaim, WorkerFrame } from './worker-frames.js';
+import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 import { WorkerPool } from './worker-pool.js';
 

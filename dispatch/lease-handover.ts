@@ -5,7 +5,7 @@ import type { Tier } from '../models/kinds.js';
 import type { BullWorkers } from './bull-workers.js';
 import { TIER_RANK, attestedAt, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseRecord, LeaseStore } from './lease-store.js';
-import type { ResumeClaim } from './worker-frames.js';
+import type { ResumeClaim } from '../sdk/protocol/index.js';
 
 export interface LeaseHandoverOptions {
   leases: LeaseStore;

@@ -1,3 +1,4 @@
+import { leaseUploadUrl } from '../sdk/protocol/index.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
@@ -271,7 +272,7 @@ export class LeaseScheduler {
       input: run.input,
       ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
       upload_token: uploadToken,
-      upload_url: `${this.opts.publicUrl()}/v1/leases/${lease.id}/artifacts`,
+      upload_url: leaseUploadUrl(this.opts.publicUrl(), lease.id),
     });
     progress.sent = true;
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');

@@ -12,7 +12,7 @@ import type { FleetCounters } from './fleet-counters.js';
 import { LeaseHandover } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
-import type { ResumeClaim, WorkerFrame } from './worker-frames.js';
+import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 
 /** What the dispatcher does with a worker's live reports once their lease checks out. */
 export interface WorkerReportSink {

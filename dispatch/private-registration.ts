@@ -8,7 +8,7 @@ import type { OperatorTrust } from '../models/types.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 import { AttestationSession } from './worker-attestation.js';
-import type { GatewayFrame, RegisterFrame } from './worker-frames.js';
+import type { GatewayFrame, RegisterFrame } from '../sdk/protocol/index.js';
 
 export interface PrivateRegistrationsOptions {
   service: AttestationService;

@@ -5,6 +5,7 @@ import type { RunRecord } from '../models/types.js';
 import { decodeJwt } from 'jose';
 import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation/index.js';
 import type { JobAttestation } from '../sdk/client/verify-attestation.js';
+import { parseArtifactUrl } from '../sdk/protocol/index.js';
 
 /** A private run's `attestation` once its receipt checked out: what the client library verifies (docs/confidentiality.md, "Receipts"). */
 export type RunAttestation = Required<JobAttestation>;
@@ -95,21 +96,14 @@ export class ReceiptChecker {
   /** Each URL's artifact as stored: uploaded under this lease, its bytes unchanged since. */
   private async storedArtifacts(c: ReceiptToCheck): Promise<Array<{ name: string; sha256: string }>> {
     const store = this.opts.artifacts;
-    const base = `${this.opts.publicUrl()}/v1/artifacts/`;
     const out: Array<{ name: string; sha256: string }> = [];
     for (const url of c.urls) {
-      const [id, encoded, ...rest] = url.startsWith(base) ? url.slice(base.length).split('/') : [];
-      let name: string | null = null;
-      try {
-        name = encoded === undefined || rest.length > 0 ? null : decodeURIComponent(encoded);
-      } catch {
-        // not percent-encoded properly: not one of ours
-      }
-      const meta = name !== null && ARTIFACT_ID_PATTERN.test(id) ? await store.get(id) : null;
-      if (!meta || meta.name !== name) throw new AttestationError('artifact_mismatch', `${url} is not an artifact stored by this gateway: a private run's output.urls are its own uploads`);
+      const ref = parseArtifactUrl(this.opts.publicUrl(), url);
+      const meta = ref && ARTIFACT_ID_PATTERN.test(ref.id) ? await store.get(ref.id) : null;
+      if (!ref || !meta || meta.name !== ref.name) throw new AttestationError('artifact_mismatch', `${url} is not an artifact stored by this gateway: a private run's output.urls are its own uploads`);
       if (meta.run_id !== c.run.run_id || meta.lease_id !== c.leaseId) throw new AttestationError('artifact_mismatch', `${url} was not uploaded under this lease`);
       // What callers will download is what the receipt must sign, not only what the upload recorded.
-      if ((await sha256Of(await store.open(id))) !== meta.sha256) throw new AttestationError('artifact_mismatch', `the stored bytes of ${url} changed after its upload`);
+      if ((await sha256Of(await store.open(ref.id))) !== meta.sha256) throw new AttestationError('artifact_mismatch', `the stored bytes of ${url} changed after its upload`);
       out.push({ name: meta.name, sha256: meta.sha256 });
     }
     return out;

@@ -2,7 +2,7 @@ import type { JWK } from 'jose';
 import type { Logger } from 'pino';
 import type { AttestationService, WorkerAttestation } from './attestation/attestation-service.js';
 import { AttestationError, type Evidence } from '../sdk/attestation/index.js';
-import type { GatewayFrame } from './worker-frames.js';
+import type { GatewayFrame } from '../sdk/protocol/index.js';
 
 export interface AttestationSessionOptions {
   service: AttestationService;

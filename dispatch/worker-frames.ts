@@ -1,13 +1,19 @@
 import { compile, fieldErrors } from '../models/validation.js';
 import { KIND_NAMES, TIERS } from '../models/kinds.js';
+import {
+  MAX_ERROR_MESSAGE,
+  MAX_HEARTBEAT_LEASES,
+  MAX_LOG_LINE,
+  MAX_OUTPUT_DELTA,
+  MAX_PROGRESS_MESSAGE,
+  type WorkerFrame,
+} from '../sdk/protocol/index.js';
 
-/** Frames the gateway sends to a worker (docs/worker-protocol.md). */
-export type GatewayFrame = Record<string, unknown> & { type: string };
-
-/** The frames a worker may send (docs/worker-protocol.md), as JSON Schemas checked on arrival. */
-export const PROTOCOL_VERSIONS = [1, 2] as const;
-/** The first version with `reconnect` and `resume`: leases survive a move to another instance. */
-export const HANDOVER_PROTOCOL = 2;
+/**
+ * The gateway's side of the frames a worker sends: the frame types are shared with the SDK
+ * (sdk/protocol/), but what arrives is untrusted, so each frame is checked here against a
+ * JSON Schema before anything reads it.
+ */
 
 const leaseRef = {
   lease_id: { type: 'string', pattern: '^lse_[A-Za-z0-9]{1,64}$' },
@@ -75,25 +81,25 @@ const frameSchemas = {
     type: 'object',
     additionalProperties: false,
     required: ['type'],
-    properties: { type: { const: 'heartbeat' }, leases: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 80 } } },
+    properties: { type: { const: 'heartbeat' }, leases: { type: 'array', maxItems: MAX_HEARTBEAT_LEASES, items: { type: 'string', maxLength: 80 } } },
   },
   progress: {
     type: 'object',
     additionalProperties: false,
     required: ['type', 'lease_id', 'fence', 'progress'],
-    properties: { type: { const: 'progress' }, ...leaseRef, progress: { type: 'number', minimum: 0, maximum: 1 }, message: { type: 'string', maxLength: 1000 } },
+    properties: { type: { const: 'progress' }, ...leaseRef, progress: { type: 'number', minimum: 0, maximum: 1 }, message: { type: 'string', maxLength: MAX_PROGRESS_MESSAGE } },
   },
   log: {
     type: 'object',
     additionalProperties: false,
     required: ['type', 'lease_id', 'fence', 'line'],
-    properties: { type: { const: 'log' }, ...leaseRef, line: { type: 'string', maxLength: 10_000 } },
+    properties: { type: { const: 'log' }, ...leaseRef, line: { type: 'string', maxLength: MAX_LOG_LINE } },
   },
   output: {
     type: 'object',
     additionalProperties: false,
     required: ['type', 'lease_id', 'fence', 'delta'],
-    properties: { type: { const: 'output' }, ...leaseRef, delta: { type: 'string', maxLength: 100_000 } },
+    properties: { type: { const: 'output' }, ...leaseRef, delta: { type: 'string', maxLength: MAX_OUTPUT_DELTA } },
   },
   complete: {
     type: 'object',
@@ -122,45 +128,14 @@ const frameSchemas = {
         type: 'object',
         additionalProperties: false,
         required: ['code', 'message', 'retryable'],
-        properties: { code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$' }, message: { type: 'string', maxLength: 2000 }, retryable: { type: 'boolean' } },
+        properties: { code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$' }, message: { type: 'string', maxLength: MAX_ERROR_MESSAGE }, retryable: { type: 'boolean' } },
       },
     },
   },
-} as const;
+  // Every frame type of the shared contract has its schema here, and no other type does.
+} as const satisfies Record<WorkerFrame['type'], object>;
 
 export type FrameType = keyof typeof frameSchemas;
-
-export interface RegisterFrame {
-  type: 'register';
-  protocol: number[];
-  kinds: string[];
-  tier: (typeof TIERS)[number];
-  slots: number;
-  hardware?: Record<string, unknown>;
-  software?: Record<string, unknown>;
-  attestation?: Record<string, unknown>;
-  receipt_key?: Record<string, unknown>;
-  resume?: ResumeClaim[];
-}
-/** A lease a reconnecting worker says it still runs. */
-export interface ResumeClaim {
-  lease_id: string;
-  fence: number;
-  upload_token: string;
-}
-export interface LeaseFrame {
-  lease_id: string;
-  fence: number;
-}
-export type WorkerFrame =
-  | RegisterFrame
-  | { type: 'attestation'; nonce?: string; evidence: { token: string; gpus: Record<string, string> } }
-  | { type: 'heartbeat'; leases?: string[] }
-  | (LeaseFrame & { type: 'progress'; progress: number; message?: string })
-  | (LeaseFrame & { type: 'log'; line: string })
-  | (LeaseFrame & { type: 'output'; delta: string })
-  | (LeaseFrame & { type: 'complete'; output: { urls: string[] } & Record<string, unknown>; receipt?: string })
-  | (LeaseFrame & { type: 'fail'; error: { code: string; message: string; retryable: boolean } });
 
 export class FrameError extends Error {
   constructor(readonly code: 'bad_frame' | 'unknown_type', message: string, readonly details?: unknown) {

@@ -6,7 +6,7 @@ import type { LeaseLossReason } from './dispatch-observer.js';
 import type { FleetCounters } from './fleet-counters.js';
 import type { LeaseScheduler } from './lease-scheduler.js';
 import type { LeaseSettlement } from './lease-settlement.js';
-import { HANDOVER_PROTOCOL } from './worker-frames.js';
+import { HANDOVER_PROTOCOL } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
 /** What the pool needs from the rest of the dispatcher: the pieces built before it, passed in by the facade. */

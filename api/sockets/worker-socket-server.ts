@@ -15,9 +15,8 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { FrameError, HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, parseFrame, type GatewayFrame, type RegisterFrame } from '../../dispatch/worker-frames.js';
-
-export const WORKER_PATH = '/v1/workers/connect';
+import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame } from '../../sdk/protocol/index.js';
+import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
 
 export interface WorkerSocketServerOptions {
   dispatcher: Dispatcher;
@@ -45,7 +44,7 @@ interface TokenOwner {
  * frame back and touches nothing else; a silent socket is closed after three heartbeats.
  */
 export class WorkerSocketServer {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
 
   constructor(private readonly opts: WorkerSocketServerOptions) {}
 

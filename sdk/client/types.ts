@@ -175,21 +175,32 @@ export interface Capacity {
 
 export type WebhookEvent = 'start' | 'completed';
 
-/** One webhook delivery attempt of a run (GET /v1/jobs/{run_id}/webhooks, docs/webhooks.md). */
+/**
+ * What became of one attempt: `delivered` (2xx), `retrying` (failed, another attempt is
+ * scheduled at `next_attempt_at`), `gave_up` (failed, and it was the last attempt), `failed`
+ * (the receiver answered 410 Gone: no more attempts).
+ */
+export type WebhookOutcome = 'delivered' | 'retrying' | 'gave_up' | 'failed';
+
+/**
+ * One webhook delivery attempt of a run (GET /v1/jobs/{run_id}/webhooks, docs/webhooks.md).
+ * The gateway records and serves attempts in exactly this shape (api/webhooks/).
+ */
 export interface WebhookAttempt {
-  /** The `webhook-id` header sent. */
+  /** The `webhook-id` header sent: the same on every attempt of one event. */
   webhook_id: string;
   event: WebhookEvent;
   url: string;
   /** 1 for the first try of that event. */
   attempt: number;
+  /** When the attempt started. */
   at: string;
   /** The receiver's status; null when none came. */
   status_code: number | null;
-  /** Why no answer came (`timeout`, `connect_failed`, `url_blocked`, ...); null when one did. */
+  /** Why no answer came (`timeout`, `connect_failed`, `tls_failed`, `url_blocked`, ...); null when one did. */
   error: string | null;
   duration_ms: number;
-  outcome: 'delivered' | 'retrying' | 'gave_up' | 'failed';
+  outcome: WebhookOutcome;
   next_attempt_at: string | null;
 }
 
@@ -225,8 +236,11 @@ export interface BotInput {
   allowedOrigins: string[];
 }
 
+/** A bot as the gateway answers it (its `view` in api/bots/ is typed by this). */
 export interface Bot extends BotInput {
   id: string;
+  /** Refuses the embed token: only session tokens minted by the owner's backend are accepted. */
+  secure: boolean;
   /** Publishable, accepted only from allowedOrigins. */
   embedToken: string;
   chatUrl: string;

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ByteRange } from '../../../models/artifact-store.js';
 import { NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
+import { artifactUrl } from '../../../sdk/protocol/index.js';
 import { bearerToken } from '../../services/auth/bearer.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../services.js';
@@ -90,11 +91,6 @@ function contentDisposition(name: string): string {
 async function* requestBody(req: IncomingMessage): AsyncGenerator<Uint8Array> {
   for await (const chunk of req.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
   if (!req.complete) throw new ApiError('invalid_request', 'the upload was interrupted');
-}
-
-/** The public URL of an artifact. */
-export function artifactUrl(publicUrl: string, meta: Pick<ArtifactMeta, 'id' | 'name'>): string {
-  return `${publicUrl}/v1/artifacts/${meta.id}/${encodeURIComponent(meta.name)}`;
 }
 
 const downloadHeaders = {

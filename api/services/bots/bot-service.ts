@@ -9,6 +9,7 @@ import type { Config } from '../../main/config.js';
 import type { ToolService } from '../tools/tool-service.js';
 import { EMBED_TOKEN_PREFIX, SESSION_TOKEN_PREFIX, type BotCredentials } from './bot-credentials.js';
 import { originOf } from './bot-origins.js';
+import type { Bot } from '../../../sdk/client/types.js';
 
 export type { BotRecord } from '../../../models/bot-types.js';
 
@@ -145,7 +146,7 @@ export class BotService {
   }
 
   /** The bot object of the API: the record's fields and the absolute URLs of its surfaces. */
-  view(bot: BotRecord) {
+  view(bot: BotRecord): Bot {
     const base = this.opts.publicUrl();
     // A secure bot's URLs carry no token: the embed token would be refused; add a session token.
     const query = bot.secure ? '' : `?token=${encodeURIComponent(bot.embed_token)}`;

@@ -3,7 +3,7 @@ import type { DispatchObserver, LeaseLossReason } from '../../../dispatch/dispat
 import { LEASE_LOSS_REASONS } from '../../../dispatch/dispatch-observer.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { KIND_NAMES, TIERS, type Tier } from '../../../models/kinds.js';
-import type { WebhookOutcome } from '../webhooks/attempt-log.js';
+import type { WebhookOutcome } from '../../../sdk/client/types.js';
 import {
   DISPATCH_SECONDS_BUCKETS,
   HTTP_SECONDS_BUCKETS,

@@ -1,5 +1,5 @@
 import { KIND_NAMES } from '../../../models/kinds.js';
-import type { WebhookOutcome } from '../webhooks/attempt-log.js';
+import type { WebhookOutcome } from '../../../sdk/client/types.js';
 
 /**
  * The label values metrics may carry. Every one is a fixed set, so no request, id or error

@@ -1,31 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../../models/redis/keys.js';
-import type { WebhookEvent } from '../../../models/types.js';
-
-/**
- * What became of one attempt: `delivered` (2xx), `retrying` (failed, another attempt is
- * scheduled at `next_attempt_at`), `gave_up` (failed, and it was the last attempt), `failed`
- * (the receiver answered 410 Gone: no more attempts).
- */
-export type WebhookOutcome = 'delivered' | 'failed' | 'retrying' | 'gave_up';
-
-/** One delivery attempt as `GET /v1/jobs/{run_id}/webhooks` shows it. */
-export interface WebhookAttempt {
-  webhook_id: string;
-  event: WebhookEvent;
-  url: string;
-  /** 1-based, per event. */
-  attempt: number;
-  /** When the attempt started. */
-  at: string;
-  /** The receiver's HTTP status; null when it never answered. */
-  status_code: number | null;
-  /** Why no answer came (`timeout`, `connect_failed`, `tls_failed`, `url_blocked`, ...); null when one did. */
-  error: string | null;
-  duration_ms: number;
-  outcome: WebhookOutcome;
-  next_attempt_at: string | null;
-}
+// A wire shape the client library reads too, so it is defined once, with the client's types:
+// sdk/client may import only itself and sdk/attestation (test/client-library.test.ts).
+import type { WebhookAttempt } from '../../../sdk/client/types.js';
 
 /** Keeps the newest attempts only; a run sends at most two events of seven attempts each by default. */
 const MAX_ATTEMPTS_KEPT = 100;

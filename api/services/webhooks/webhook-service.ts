@@ -6,7 +6,8 @@ import { isTerminal, type RunRecord, type WebhookEvent, type WebhookSecret } fro
 import type { WebhookJobData, WebhookQueue } from '../../../queues/webhook-queue.js';
 import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
 import { jobView } from '../../contract/presenters.js';
-import type { WebhookAttempt, WebhookAttemptLog, WebhookOutcome } from './attempt-log.js';
+import type { WebhookAttempt, WebhookOutcome } from '../../../sdk/client/types.js';
+import type { WebhookAttemptLog } from './attempt-log.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { mintWebhookSecret, signWebhook } from './signing.js';
 

@@ -1,0 +1,38 @@
+/**
+ * The wire contract between the gateway and its workers (docs/worker-protocol.md): protocol
+ * versions, frame types and limits, and the URLs both ends build or read. The gateway
+ * (dispatch/, api/) and the worker SDK (sdk/worker/) import it; it imports no server code.
+ */
+export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, type ProtocolVersion } from './versions.js';
+export { WORKER_PATH, workerSocketUrl } from './worker-url.js';
+export { artifactUrl, parseArtifactUrl, leaseUploadUrl, type ArtifactRef } from './artifact-url.js';
+export { MAX_FRAME_BYTES, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, MAX_ERROR_MESSAGE, MAX_HEARTBEAT_LEASES } from './limits.js';
+export type {
+  Tier,
+  LeaseRef,
+  ResumeClaim,
+  RegisterFrame,
+  AttestationFrame,
+  HeartbeatFrame,
+  FailureReport,
+  ProgressFrame,
+  LogFrame,
+  OutputFrame,
+  CompleteFrame,
+  FailFrame,
+  LeaseReport,
+  WorkerFrame,
+  Unaddressed,
+  RegisteredInfo,
+  RegisteredFrame,
+  LeaseInfo,
+  LeaseFrame,
+  CancelFrame,
+  AttestFrame,
+  AttestedFrame,
+  ReconnectFrame,
+  DrainFrame,
+  AckFrame,
+  ErrorFrame,
+  GatewayFrame,
+} from './worker-frames.js';

@@ -1,0 +1,181 @@
+import type { Evidence } from '../attestation/evidence.js';
+
+/**
+ * The frames of the worker protocol (docs/worker-protocol.md), both directions, as types only.
+ * The gateway checks what arrives against its JSON Schemas (dispatch/worker-frames.ts) and the
+ * SDK reads what arrives defensively; what each side sends is typed by these, so a field renamed
+ * on one side fails to compile on the other.
+ */
+
+export type Tier = 'open' | 'trusted' | 'private';
+
+/** Names the lease a frame is about; `fence` tells its attempts apart. */
+export interface LeaseRef {
+  lease_id: string;
+  fence: number;
+}
+
+// ---- worker -> gateway ------------------------------------------------------------------------
+
+/** A lease a reconnecting worker says it still runs, proven by the upload token only its lease frame carried. */
+export interface ResumeClaim extends LeaseRef {
+  upload_token: string;
+}
+
+export interface RegisterFrame {
+  type: 'register';
+  protocol: number[];
+  kinds: string[];
+  tier: Tier;
+  slots: number;
+  hardware?: Record<string, unknown>;
+  software?: Record<string, unknown>;
+  attestation?: Record<string, unknown>;
+  /** Private workers: the EC P-384 public JWK their receipts verify with. */
+  receipt_key?: Record<string, unknown>;
+  /** Protocol 2: leases brought along after a `reconnect`. */
+  resume?: ResumeClaim[];
+}
+
+/** Evidence answering the gateway's latest `attest` nonce. */
+export interface AttestationFrame {
+  type: 'attestation';
+  /** The nonce answered (optional for older workers). */
+  nonce?: string;
+  evidence: Evidence;
+}
+
+export interface HeartbeatFrame {
+  type: 'heartbeat';
+  leases?: string[];
+}
+
+/** The `error` of a `fail` frame. */
+export interface FailureReport {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface ProgressFrame extends LeaseRef {
+  type: 'progress';
+  progress: number;
+  message?: string;
+}
+
+export interface LogFrame extends LeaseRef {
+  type: 'log';
+  line: string;
+}
+
+export interface OutputFrame extends LeaseRef {
+  type: 'output';
+  delta: string;
+}
+
+export interface CompleteFrame extends LeaseRef {
+  type: 'complete';
+  output: { urls: string[] } & Record<string, unknown>;
+  /** Private runs: the worker's signed receipt (a compact JWS) over the run, input and artifacts. */
+  receipt?: string;
+}
+
+export interface FailFrame extends LeaseRef {
+  type: 'fail';
+  error: FailureReport;
+}
+
+/** The frames about one lease: each is answered, in order, by an `ack` or an `error` naming it. */
+export type LeaseReport = ProgressFrame | LogFrame | OutputFrame | CompleteFrame | FailFrame;
+
+export type WorkerFrame = RegisterFrame | AttestationFrame | HeartbeatFrame | LeaseReport;
+
+/** A frame without the lease it is about: what a worker makes before it addresses (or holds) it. */
+export type Unaddressed<F> = F extends LeaseRef ? Omit<F, keyof LeaseRef> : F;
+
+// ---- gateway -> worker ------------------------------------------------------------------------
+
+/** What `registered` tells the worker about its registration. */
+export interface RegisteredInfo {
+  worker_id: string;
+  protocol: number;
+  heartbeat_ms: number;
+  lease_ttl_ms: number;
+}
+
+export interface RegisteredFrame extends RegisteredInfo {
+  type: 'registered';
+  /** Private workers: when their evidence lapses. */
+  attestation?: { expires_at: string };
+  /** Protocol 2: how the leases claimed in `resume` split. */
+  resumed?: string[];
+  lost?: string[];
+}
+
+/** A lease as the gateway sends it. */
+export interface LeaseInfo extends LeaseRef {
+  run_id: string;
+  kind: string;
+  tier: Tier;
+  attempt: number;
+  input: Record<string, unknown>;
+  /** Private leases: the gateway's hash of the input (the receipt signs the worker's own hash of `input`). */
+  input_sha256?: string;
+  upload_url: string;
+  upload_token: string;
+}
+
+export interface LeaseFrame extends LeaseInfo {
+  type: 'lease';
+}
+
+export interface CancelFrame {
+  type: 'cancel';
+  lease_id: string;
+  run_id: string;
+}
+
+/** Private workers: send evidence for this nonce. */
+export interface AttestFrame {
+  type: 'attest';
+  nonce: string;
+}
+
+/** The evidence answering a refresh was accepted. */
+export interface AttestedFrame {
+  type: 'attested';
+  expires_at: string;
+}
+
+/** Protocol 2: the instance is stopping; register again elsewhere, claiming the running leases. */
+export interface ReconnectFrame {
+  type: 'reconnect';
+}
+
+/** Finish the current leases, then reconnect; no new ones come. */
+export interface DrainFrame {
+  type: 'drain';
+}
+
+export interface AckFrame {
+  type: 'ack';
+  lease_id: string;
+  of: LeaseReport['type'];
+}
+
+export interface ErrorFrame {
+  type: 'error';
+  code: string;
+  message: string;
+  /** Set when it answers (or ends) a lease's frame. */
+  lease_id?: string;
+  run_id?: string;
+  /** The type of the frame it answers. */
+  of?: string;
+  retryable?: boolean;
+  /** `attestation_failed`: the check that failed. */
+  reason?: string;
+  details?: unknown;
+}
+
+export type GatewayFrame = RegisteredFrame | LeaseFrame | CancelFrame | AttestFrame | AttestedFrame | ReconnectFrame | DrainFrame | AckFrame | ErrorFrame;

@@ -1,0 +1,95 @@
+import type { CompleteFrame, FailFrame, LeaseInfo, LeaseReport, Tier, Unaddressed } from '../protocol/index.js';
+import type { ReceiptSubject } from './attestation.js';
+import type { Connection } from './gateway-connection.js';
+import { isRecord } from './is-record.js';
+
+export type AbortCause = 'canceled' | 'stale' | 'disconnected' | 'stopping';
+
+/** The gateway's answer to one lease frame: an `ack`, or an `error` naming the lease. */
+export type Answer = { ok: true; of: string } | { ok: false; code: string; message: string };
+
+/** A lease frame as the worker makes it: addressed to its lease only when it goes out, as it may be held meanwhile. */
+export type ReportBody = Unaddressed<LeaseReport>;
+
+/** The report that ends a lease. */
+export type FinalReport = Unaddressed<CompleteFrame | FailFrame>;
+
+/**
+ * One lease the worker holds, from its lease frame to the gateway's answer to its final report.
+ * Shared by the runner (which runs and reports it) and the mover (which carries it to another
+ * gateway instance), so its frame bookkeeping survives a change of socket.
+ */
+export interface LeaseState {
+  info: LeaseInfo;
+  conn: Connection;
+  controller: AbortController;
+  cause: AbortCause | null;
+  phase: 'pending' | 'running' | 'reporting' | 'done';
+  /** Frames sent for this lease, and answers (ack or error) received for them. */
+  sent: number;
+  answered: number;
+  /** The frames sent on this connection and not answered yet, oldest first (answers come in order). */
+  unanswered: ReportBody[];
+  /** `unavailable` answers in a row: the resend waits longer each time. */
+  outageRetries: number;
+  /** Frames answered `unavailable`, sent again together, in their order, when `resendTimer` fires. */
+  resend: ReportBody[];
+  resendTimer?: NodeJS.Timeout;
+  /** Set when the final report is sent: resolved by the answer to frame number `finalIndex`. */
+  finalIndex?: number;
+  finalType?: string;
+  onFinalAnswer?: (a: Answer) => void;
+  lastProgressAt: number;
+  pendingProgress: { progress: number; message?: string } | null;
+  progressTimer?: NodeJS.Timeout;
+  /** Between connections (a move to another instance): its frames are held until it is resumed. */
+  moving: boolean;
+  held: ReportBody[];
+  /** The final report, kept so it can go out (again) on the connection the lease moves to. */
+  finalFrame?: FinalReport;
+  finalTimer?: NodeJS.Timeout;
+  /** The final report waits for the answers to the lease's earlier frames (see LeaseRunner.sendFinal). */
+  finalHeld?: boolean;
+  /** Why a lease that did not survive a move was lost, for its `dropped` event. */
+  lostInMove?: string;
+  /** Private leases: what the receipt signs, to sign it again under a new worker id after a move. */
+  receiptSubject?: ReceiptSubject;
+}
+
+export function newLeaseState(info: LeaseInfo, conn: Connection): LeaseState {
+  return {
+    info,
+    conn,
+    controller: new AbortController(),
+    cause: null,
+    phase: 'pending',
+    sent: 0,
+    answered: 0,
+    unanswered: [],
+    outageRetries: 0,
+    resend: [],
+    lastProgressAt: 0,
+    pendingProgress: null,
+    moving: conn.moving,
+    held: [],
+  };
+}
+
+/** The lease of a `lease` frame, or null when a field the worker needs is missing. */
+export function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
+  const f = frame as Partial<LeaseInfo>;
+  if (typeof f.lease_id !== 'string' || typeof f.fence !== 'number' || typeof f.run_id !== 'string' || typeof f.kind !== 'string') return null;
+  if (typeof f.upload_url !== 'string' || typeof f.upload_token !== 'string') return null;
+  return {
+    lease_id: f.lease_id,
+    fence: f.fence,
+    run_id: f.run_id,
+    kind: f.kind,
+    tier: (f.tier ?? 'open') as Tier,
+    attempt: typeof f.attempt === 'number' ? f.attempt : f.fence,
+    input: isRecord(f.input) ? f.input : {},
+    ...(typeof f.input_sha256 === 'string' ? { input_sha256: f.input_sha256 } : {}),
+    upload_url: f.upload_url,
+    upload_token: f.upload_token,
+  };
+}
