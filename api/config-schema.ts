@@ -155,6 +155,7 @@ export const settings = {
   heartbeatMs: integer('HEARTBEAT_MS', { minimum: 100, maximum: 60_000 }, 5000, 'how often workers send heartbeats; three missed close the socket'),
   shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', { minimum: 0, maximum: 600_000 }, 10000, `at shutdown, how long workers of protocol 1 may take to finish their leases before those are requeued (workers of protocol 2, the SDK's, move their running leases to another instance instead: docs/operations.md, "Graceful shutdown")`),
   shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', { minimum: 0, maximum: 60_000 }, 0, "at shutdown, how long `/readyz` answers 503 before the gateway stops listening (set it to your load balancer's probe interval if that is how it learns an instance is leaving)"),
+  demoDelayMs: integer('DEMO_DELAY_MS', { minimum: 0 }, 1000, '`npm run dev` only: how long the demo fleet takes per job'),
   enqueueReconcileAfterMs: integer('ENQUEUE_RECONCILE_AFTER_MS', { minimum: 100 }, 5000, 'age after which an accepted run missing from its queue is enqueued by the reconciler'),
   events: {
     logMax: integer('EVENT_LOG_MAX', { minimum: 100, maximum: 1_000_000 }, 10000, 'events kept per run for replay (oldest trimmed first); the log lives as long as the run record'),
