@@ -31,7 +31,7 @@ export interface Setting<T> {
   readonly docDefault?: string;
   /** README's meaning cell, markdown. */
   readonly doc: string;
-  /** Runs only on a value its schema accepted (undefined: unset, no default). */
+  /** Runs only on a value its schema accepted (undefined: unset, no default); `any` because each reader declares what its schema yields. */
   readonly read: (value: any, ctx: ReadContext) => T;
 }
 
