@@ -115,7 +115,7 @@ function readPrices(text: string | undefined, ctx: ReadContext): Record<string, 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const days = { type: 'number', exclusiveMinimum: 0, maximum: 3650 };
 
-// The order is the README table's.
+// README's table lists the settings in this order.
 export const settings = {
   port: integer('PORT', { minimum: 0, maximum: 65535 }, 8080, 'HTTP port (`0` picks a free one)'),
   host: text('HOST', { minLength: 1 }, '127.0.0.1', 'interface to listen on (`0.0.0.0` in containers)'),
