@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig } from '../api/main/config.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { readmeSettingsTable, settingsTable } from '../api/main/config-doc.js';
+import { ConfigError, envSettings, loadConfig } from '../api/main/config.js';
 
 describe('configuration', () => {
   it('has working defaults with an empty environment', () => {
@@ -47,5 +50,63 @@ describe('configuration', () => {
 
   it('treats empty variables as unset', () => {
     assert.equal(loadConfig({ ADMIN_TOKEN: '', MONGO_URL: '' }).adminToken, undefined);
+  });
+});
+
+/**
+ * README "Configuration" is the manual of the settings: its table must be what the settings
+ * table renders, and, read on its own, name exactly the variables loadConfig reads, each with
+ * the default the schema gives it. The docs' other tables may only name real settings.
+ */
+describe('Config schema', () => {
+  const ROOT = path.resolve(import.meta.dirname, '..');
+  const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+  /** The rows of the Markdown table that follows `heading` (first column -> cells). */
+  const tableAfter = (text: string, heading: string) => {
+    const lines = text.slice(text.indexOf(heading)).split('\n');
+    const start = lines.findIndex((l) => l.startsWith('|'));
+    const rows = lines.slice(start + 2, lines.findIndex((l, i) => i > start && !l.startsWith('|')));
+    return rows.map((row) => row.slice(1, -1).split(/(?<!\\) \| /).map((c) => c.trim()));
+  };
+  const names = (cell: string) => [...cell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]);
+  /** What loadConfig reads, observed through a Proxy rather than taken from the table it is built from. */
+  const readByLoadConfig = () => {
+    const seen: string[] = [];
+    loadConfig(new Proxy({}, { get: (_t, key) => (typeof key === 'string' && seen.push(key), undefined) }));
+    return seen;
+  };
+
+  it('README holds the settings table the schema renders', () => {
+    assert.ok(readmeSettingsTable(read('README.md')), 'README.md has lost its settings markers');
+    assert.equal(readmeSettingsTable(read('README.md')), settingsTable(), 'README is out of date: run `node --import tsx api/main/config-doc.ts`');
+  });
+
+  it('documents every variable loadConfig reads in README, with its default, and no other', () => {
+    const rows = tableAfter(read('README.md'), '## Configuration');
+    const documented = rows.map(([variable]) => names(variable)).flat();
+    assert.deepEqual([...documented].sort(), [...readByLoadConfig()].sort());
+    for (const s of envSettings()) {
+      const row = rows.find(([variable]) => names(variable).includes(s.env))!;
+      const expected = s.default === undefined ? (s.docDefault ?? 'unset') : `\`${s.default}\``;
+      assert.equal(row[1], expected, `${s.env}'s default in README`);
+    }
+  });
+
+  it('gives each variable to one setting', () => {
+    const seen = readByLoadConfig();
+    assert.deepEqual(seen.filter((name, i) => seen.indexOf(name) !== i), []);
+  });
+
+  it('accepts its own defaults', () => {
+    for (const s of envSettings()) if (s.default !== undefined) loadConfig({ [s.env]: String(s.default) });
+  });
+
+  it('is the only source of the settings docs/api.md and docs/deploy.md name in their tables', () => {
+    const known = new Set(readByLoadConfig());
+    const limits = tableAfter(read('docs/api.md'), '## Limits').flatMap((row) => names(row[2]));
+    // NODE_ENV is Node's own, set by the image; not a gateway setting.
+    const compose = tableAfter(read('docs/deploy.md'), '## Configuration').flatMap((row) => names(row[0])).filter((n) => n !== 'NODE_ENV');
+    assert.ok(limits.length > 10 && compose.length > 5, 'the tables were not found');
+    assert.deepEqual([...limits, ...compose].filter((n) => !known.has(n)), []);
   });
 });

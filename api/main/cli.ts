@@ -155,8 +155,7 @@ async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     console.error(`started redis-server with its data in ${path.resolve(config.dataDir, 'redis')}`);
     config = loadConfig(env);
   }
-  const demoDelayMs = Number(env.DEMO_DELAY_MS ?? 1000);
-  if (!Number.isSafeInteger(demoDelayMs) || demoDelayMs < 0) throw new UsageError('DEMO_DELAY_MS must be a whole number of milliseconds');
+  const { demoDelayMs } = config;
   let fleet: { stop(): Promise<void> } | undefined;
   await serve(config, {
     beforeStop: async () => fleet?.stop(),

@@ -1,0 +1,224 @@
+import ipaddr from 'ipaddr.js';
+import { KIND_NAMES, findKind } from '../../models/kinds.js';
+import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
+
+/**
+ * Every setting of the gateway, once: its variable, JSON Schema, default, README text and how
+ * it becomes its value in `Config`. The table's nesting is `Config`'s (api/main/config.ts derives
+ * the type from it), the README's settings table is rendered from it (api/main/config-doc.ts), so a
+ * setting cannot be read, typed and documented three different ways.
+ */
+
+/** The variables as ajv left them: coerced to their schema's type, defaults filled in, unset ones absent. */
+export type EnvValues = Readonly<Record<string, unknown>>;
+
+export interface ReadContext {
+  env: EnvValues;
+  /** The variables the environment set, before defaults. */
+  given: ReadonlySet<string>;
+  /** Problems are collected, not thrown, so one ConfigError can name all of them. */
+  problem(message: string): void;
+}
+
+export interface Setting<T> {
+  /** Absent for a value derived from other settings; such a value has no README row. */
+  readonly env?: string;
+  /** The variable's JSON Schema; ajv coerces the text to its `type`. */
+  readonly schema?: Readonly<Record<string, unknown>>;
+  /** In the variable's own notation ('512mb', '443'): it is what the README shows. */
+  readonly default?: string | number | boolean;
+  /** README's default cell where no value of the variable says it (PUBLIC_URL's follows HOST and PORT). */
+  readonly docDefault?: string;
+  /** README's meaning cell, markdown. */
+  readonly doc: string;
+  /** Runs only on a value its schema accepted (undefined: unset, no default); `any` because each reader declares what its schema yields. */
+  readonly read: (value: any, ctx: ReadContext) => T;
+}
+
+export interface SettingsGroup {
+  readonly [key: string]: Setting<unknown> | SettingsGroup;
+}
+
+export function isSetting(node: Setting<unknown> | SettingsGroup): node is Setting<unknown> {
+  return typeof node.read === 'function';
+}
+
+type Limits = { minimum?: number; maximum?: number; exclusiveMinimum?: number };
+
+const setting = <T>(s: Setting<T>): Setting<T> => s;
+const integer = (env: string, limits: Limits, dflt: number, doc: string) =>
+  setting({ env, schema: { type: 'integer', ...limits }, default: dflt, doc, read: (v: number) => v });
+const number = (env: string, limits: Limits, dflt: number, doc: string) =>
+  setting({ env, schema: { type: 'number', ...limits }, default: dflt, doc, read: (v: number) => v });
+const text = (env: string, schema: { pattern?: string; minLength?: number }, dflt: string, doc: string) =>
+  setting({ env, schema: { type: 'string', ...schema }, default: dflt, doc, read: (v: string) => v });
+const optionalText = (env: string, schema: { pattern?: string; minLength?: number }, doc: string) =>
+  setting({ env, schema: { type: 'string', ...schema }, doc, read: (v: string | undefined) => v });
+
+const SIZE = /^(\d+)(b|kb|mb|gb)?$/;
+/** A size such as `512mb`; `units` is the alternation the variable accepts. */
+const bytes = (env: string, units: string, dflt: string, doc: string) =>
+  setting({
+    env, schema: { type: 'string', pattern: `^\\d+(${units})?$` }, default: dflt, doc,
+    read: (v: string) => {
+      const m = SIZE.exec(v)!;
+      return Number(m[1]) * (m[2] === 'gb' ? 1024 ** 3 : m[2] === 'mb' ? 1024 * 1024 : m[2] === 'kb' ? 1024 : 1);
+    },
+  });
+
+const items = (v: string | undefined) => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+/** Comma-separated text; `check` returns the problem with one item, if any. */
+const list = (env: string, doc: string, opts: { docDefault?: string; check?: (item: string) => string | undefined } = {}) =>
+  setting({
+    env, schema: { type: 'string' }, docDefault: opts.docDefault, doc,
+    read: (v: string | undefined, ctx) => {
+      const out = items(v);
+      for (const item of out) {
+        const problem = opts.check?.(item);
+        if (problem) ctx.problem(problem);
+      }
+      return out;
+    },
+  });
+const ports = (env: string, dflt: string | undefined, doc: string) =>
+  setting({
+    env, schema: { type: 'string', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$' }, default: dflt, doc,
+    read: (v: string | undefined, ctx) => {
+      const out = items(v).map(Number);
+      if (out.some((p) => p < 1 || p > 65535)) ctx.problem(`${env} must list ports 1-65535`);
+      return out;
+    },
+  });
+
+function readPrices(text: string | undefined, ctx: ReadContext): Record<string, number> {
+  const prices: Record<string, number> = Object.fromEntries(KIND_NAMES.map((k) => [k, findKind(k)!.defaultPrice]));
+  if (text === undefined) return prices;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    ctx.problem('PRICES must be a JSON object such as {"inference:image:generate": 4}');
+    return prices;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    ctx.problem('PRICES must be a JSON object of kind -> credits');
+    return prices;
+  }
+  for (const [kind, price] of Object.entries(parsed)) {
+    if (!findKind(kind)) ctx.problem(`PRICES names an unknown kind ${JSON.stringify(kind)}`);
+    else if (!Number.isSafeInteger(price) || (price as number) < 0) ctx.problem(`PRICES[${kind}] must be a whole number >= 0`);
+    else prices[kind] = price as number;
+  }
+  return prices;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const days = { type: 'number', exclusiveMinimum: 0, maximum: 3650 };
+
+// README's table lists the settings in this order.
+export const settings = {
+  port: integer('PORT', { minimum: 0, maximum: 65535 }, 8080, 'HTTP port (`0` picks a free one)'),
+  host: text('HOST', { minLength: 1 }, '127.0.0.1', 'interface to listen on (`0.0.0.0` in containers)'),
+  publicUrl: setting({
+    env: 'PUBLIC_URL', schema: { type: 'string', pattern: '^https?://[^/]+(/.*)?$' }, docDefault: '`http://HOST:PORT`',
+    doc: 'base URL callers use, for absolute links',
+    // A wildcard listen address is no address to give callers; loopback at least works locally.
+    read: (v: string | undefined, { env }) =>
+      (v ?? `http://${env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/+$/, ''),
+  }),
+  redisUrl: text('REDIS_URL', { pattern: '^rediss?://' }, 'redis://127.0.0.1:6379', 'Redis for the queues (and the stores, without MongoDB)'),
+  // The dev launcher starts a local redis-server only when no Redis was asked for.
+  redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') }),
+  redisPrefix: text('REDIS_PREFIX', { pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, 'sy', "prefix of every Redis key Switchyard writes, BullMQ's included"),
+  mongoUrl: optionalText('MONGO_URL', { pattern: '^mongodb(\\+srv)?://' }, 'keep accounts, keys, runs and idempotency records in MongoDB (a replica set: runs are created and settled in transactions)'),
+  mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
+  adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),
+  dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
+  artifactMaxBytes: bytes('ARTIFACT_MAX_BYTES', 'b|kb|mb|gb', '512mb', 'largest artifact a worker may upload (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
+  artifactRetentionSeconds: setting({
+    env: 'ARTIFACT_RETENTION_DAYS', schema: days, default: 30, doc: 'how long an artifact URL serves its file; expired files are swept every 10 minutes',
+    // A fraction of a day that rounds to 0 s would make every artifact expire on upload.
+    read: (d: number) => Math.max(1, Math.round(d * 86400)),
+  }),
+  prices: setting({
+    env: 'PRICES', schema: { type: 'string' }, docDefault: 'catalogue prices', read: readPrices,
+    doc: 'JSON object of credits per kind, e.g. `{"inference:image:generate": 4}`; unnamed kinds keep their default',
+  }),
+  runRetentionSeconds: setting({ env: 'RUN_RETENTION_DAYS', schema: days, default: 30, doc: 'how long finished runs are kept', read: (d: number) => Math.round(d * 86400) }),
+  jobMaxAttempts: integer('JOB_MAX_ATTEMPTS', { minimum: 1, maximum: 100 }, 3, 'leases a run may use before it fails for good'),
+  jsonBodyLimitBytes: bytes('JSON_BODY_LIMIT', 'b|kb|mb', '1mb', 'largest JSON body (`b`, `kb`, `mb`); larger ones get 413'),
+  jsonMaxDepth: integer('JSON_MAX_DEPTH', { minimum: 2, maximum: 1000 }, 64, 'deepest nesting accepted in a JSON body'),
+  rateLimitPerSecond: number('RATE_LIMIT_PER_SEC', { minimum: 0 }, 50, 'sustained requests per second per API key, shared by all instances (`0` = off)'),
+  rateLimitBurst: integer('RATE_LIMIT_BURST', { minimum: 1 }, 100, 'requests a key may make at once'),
+  fairShareStep: integer('FAIR_SHARE_STEP', { minimum: 1 }, 10, "an account's runs in flight per priority step (fair sharing within a class)"),
+  leaseTtlMs: integer('LEASE_TTL_MS', { minimum: 1000, maximum: 3_600_000 }, 30000, "a lease not extended by its worker's heartbeats for this long is lost (its job goes back to the queue)"),
+  heartbeatMs: integer('HEARTBEAT_MS', { minimum: 100, maximum: 60_000 }, 5000, 'how often workers send heartbeats; three missed close the socket'),
+  shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', { minimum: 0, maximum: 600_000 }, 10000, `at shutdown, how long workers of protocol 1 may take to finish their leases before those are requeued (workers of protocol 2, the SDK's, move their running leases to another instance instead: docs/operations.md, "Graceful shutdown")`),
+  shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', { minimum: 0, maximum: 60_000 }, 0, "at shutdown, how long `/readyz` answers 503 before the gateway stops listening (set it to your load balancer's probe interval if that is how it learns an instance is leaving)"),
+  demoDelayMs: integer('DEMO_DELAY_MS', { minimum: 0 }, 1000, '`npm run dev` only: how long the demo fleet takes per job'),
+  enqueueReconcileAfterMs: integer('ENQUEUE_RECONCILE_AFTER_MS', { minimum: 100 }, 5000, 'age after which an accepted run missing from its queue is enqueued by the reconciler'),
+  events: {
+    logMax: integer('EVENT_LOG_MAX', { minimum: 100, maximum: 1_000_000 }, 10000, 'events kept per run for replay (oldest trimmed first); the log lives as long as the run record'),
+    pingMs: integer('SSE_PING_MS', { minimum: 100, maximum: 15000 }, 15000, 'interval of the `: ping` comment on SSE streams (at most 15000)'),
+    clientBufferBytes: bytes('EVENT_CLIENT_BUFFER', 'b|kb|mb', '1mb', 'unsent bytes a live SSE or WebSocket client may hold before it is cut off (it resumes with `Last-Event-ID` / `after`)'),
+  },
+  // Checked against the attestation service's own settings type, so the two cannot part.
+  attestation: {
+    jwks: optionalText('ATTESTATION_JWKS', { minLength: 1 }, "the attestation verifier's keys for private workers: a JWKS file or https URL (NVIDIA's in production; `npm run dev` makes a local one); unset, private workers are refused (docs/confidentiality.md)"),
+    issuer: text('ATTESTATION_ISSUER', { minLength: 1 }, 'https://nras.attestation.nvidia.com', 'the `iss` every evidence token must carry'),
+    driverVersions: list('ATTESTATION_DRIVER_VERSIONS', 'comma-separated allow-list of GPU driver versions', { docDefault: 'unset (any)' }),
+    vbiosVersions: list('ATTESTATION_VBIOS_VERSIONS', 'comma-separated allow-list of GPU VBIOS versions', { docDefault: 'unset (any)' }),
+    nonceTtlMs: integer('ATTESTATION_NONCE_TTL_MS', { minimum: 1000, maximum: 3_600_000 }, 120000, "how long a worker has to answer the gateway's attestation nonce"),
+    refreshBeforeMs: integer('ATTESTATION_REFRESH_BEFORE_MS', { minimum: 1000, maximum: 86_400_000 }, 300000, 'fresh evidence is asked for this long before the current one expires'),
+  } satisfies { [K in keyof AttestationSettings]-?: Setting<AttestationSettings[K]> },
+  agents: {
+    toolSecretKey: setting({
+      env: 'TOOL_SECRET_KEY', schema: { type: 'string', pattern: '^([A-Za-z0-9+/]{43}=|[0-9a-fA-F]{64})$' },
+      doc: "32 bytes (base64 or hex) that encrypt tools' secrets at rest (AES-256-GCM); unset, the gateway makes one once and keeps it in `DATA_DIR/tool-secret.key` (mode 0600), with a warning that instances sharing a store must share the key; a key that cannot open the stored secrets stops the start",
+      read: (v: string | undefined): Buffer | undefined => (v ? Buffer.from(v, v.length === 64 ? 'hex' : 'base64') : undefined),
+    }),
+    maxSteps: integer('AGENT_MAX_STEPS', { minimum: 1, maximum: 50 }, 8, 'LLM steps per bot turn before it stops with `max_steps`'),
+    llmStepTimeoutMs: integer('LLM_STEP_TIMEOUT_MS', { minimum: 1000, maximum: 600_000 }, 120000, 'how long one LLM step (an llm job) may take'),
+    botRatePerMinute: integer('BOT_RATE_PER_MIN', { minimum: 1, maximum: 1_000_000 }, 120, 'messages per minute one bot accepts'),
+    botClientRatePerMinute: integer('BOT_CLIENT_RATE_PER_MIN', { minimum: 1, maximum: 1_000_000 }, 20, 'messages per minute one bot accepts from one client address'),
+    botSessionTtlSeconds: integer('BOT_SESSION_TTL_S', { minimum: 30, maximum: 86400 }, 900, 'lifetime of secure-mode bot session tokens'),
+  },
+  webhooks: {
+    retryDelaysMs: setting({
+      env: 'WEBHOOK_RETRY_DELAYS_MS', schema: { type: 'string', pattern: '^\\s*(\\d+\\s*(,\\s*\\d+\\s*)*)?$' }, default: '5000,300000,1800000,7200000,18000000,36000000',
+      doc: "delays (ms) before each webhook retry, one retry per entry; the default's last try is ~17.6 h after the first (docs/webhooks.md)",
+      read: (v: string) => items(v).map(Number),
+    }),
+  },
+  outbound: {
+    allowedPorts: ports('OUTBOUND_ALLOWED_PORTS', '443', 'ports a webhook (or any account-supplied) URL may name, comma-separated'),
+    allowCidrs: list('OUTBOUND_ALLOW_CIDRS', 'address ranges exempt from the SSRF guard, e.g. `10.20.0.0/16` for internal receivers', {
+      check: (cidr) => {
+        try {
+          ipaddr.parseCIDR(cidr);
+          return undefined;
+        } catch {
+          return `OUTBOUND_ALLOW_CIDRS: ${JSON.stringify(cidr)} is not an address range such as 10.0.0.0/8`;
+        }
+      },
+    }),
+    caFile: optionalText('OUTBOUND_CA_FILE', { minLength: 1 }, 'PEM file of extra certificate authorities trusted for outbound https, beside the system roots'),
+    connectTimeoutMs: integer('OUTBOUND_CONNECT_TIMEOUT_MS', { minimum: 100, maximum: 120_000 }, 5000, 'outbound calls: DNS, TCP and TLS must finish within this'),
+    totalTimeoutMs: integer('OUTBOUND_TOTAL_TIMEOUT_MS', { minimum: 100, maximum: 600_000 }, 15000, 'outbound calls: the whole call, to the last response byte'),
+    maxResponseBytes: bytes('OUTBOUND_MAX_RESPONSE', 'b|kb|mb', '1mb', 'outbound calls: a larger response body fails the call (`b`, `kb`, `mb`)'),
+    devLocalPorts: ports('DEV_ALLOW_LOCAL_PORTS', undefined, '`npm run dev` only (`--allow-local`), UNSAFE in production: ports on which tool and webhook URLs may be plain http and reach loopback; `serve` refuses to start with it'),
+  },
+  keyCacheTtlMs: integer('KEY_CACHE_TTL_MS', { minimum: 0 }, 60000, 'how long a process caches an API key record (revocations still bite at once)'),
+  trustProxy: setting({ env: 'TRUST_PROXY', schema: { type: 'boolean' }, default: false, doc: 'trust `X-Forwarded-*` from a reverse proxy', read: (v: boolean) => v }),
+  metricsToken: optionalText('METRICS_TOKEN', { minLength: 16 }, 'bearer token `GET /metrics` requires; unset, `/metrics` is open (keep it on a private network)'),
+  logLevel: setting({
+    env: 'LOG_LEVEL', schema: { enum: LOG_LEVELS }, default: 'info', doc: `${LOG_LEVELS.map((l) => `\`${l}\``).join(' ')} (JSON logs on stdout)`,
+    read: (v: string) => v,
+  }),
+};
+
+type ValueOf<N> = N extends Setting<infer T> ? T : ConfigOf<N>;
+/** Settings whose value may be undefined become optional properties, as a hand-written interface would have them. */
+type OptionalKeys<G> = { [K in keyof G]: G[K] extends Setting<infer T> ? (undefined extends T ? K : never) : never }[keyof G];
+type Flatten<T> = { [K in keyof T]: T[K] };
+export type ConfigOf<G> = Flatten<{ [K in Exclude<keyof G, OptionalKeys<G>>]: ValueOf<G[K]> } & { [K in OptionalKeys<G>]?: Exclude<ValueOf<G[K]>, undefined> }>;
