@@ -26,10 +26,10 @@ export interface WorkerSocketServerOptions {
   log: Logger;
   /** A socket must register within this long. @defaultValue 10000 */
   registerTimeoutMs?: number;
-  /** Registers private workers once their evidence checks out; unset or disabled: they are refused. */
-  attestation?: PrivateRegistrations;
-  /** Applies operator trust changes to registered workers (unset: only new sockets see them). */
-  trust?: TrustEnforcer;
+  /** Registers private workers once their evidence checks out; with no verifier configured they are refused. */
+  attestation: PrivateRegistrations;
+  /** Applies operator trust changes to the workers registered on every instance. */
+  trust: TrustEnforcer;
 }
 
 interface TokenOwner {
@@ -124,7 +124,7 @@ export class WorkerSocketServer {
     ws.on('close', () => {
       clearTimeout(registerTimer);
       clearInterval(silence);
-      this.opts.attestation?.abandon(ws);
+      this.opts.attestation.abandon(ws);
       // After the frames already received: a report sent just before the close is handled, and
       // a worker moving to another instance has its leases handed over only once it is quiet.
       chain = chain.then(() => {
@@ -149,7 +149,7 @@ export class WorkerSocketServer {
     }
     if (frame.type === 'attestation') return this.onAttestation(frame.evidence, owner, worker, send, ws, frame.nonce);
     if (frame.type === 'register') {
-      if (worker || this.opts.attestation?.waiting(ws)) {
+      if (worker || this.opts.attestation.waiting(ws)) {
         send({ type: 'error', code: 'bad_frame', message: 'already registered' });
         return null;
       }
@@ -200,9 +200,9 @@ export class WorkerSocketServer {
     nonce?: string,
   ): Promise<ConnectedWorker | null> {
     const gate = this.opts.attestation;
-    const waiting = gate?.waiting(ws);
+    const waiting = gate.waiting(ws);
     const attesting = waiting?.worker ?? (worker?.attestation ? worker : null);
-    if (!gate || !attesting) {
+    if (!attesting) {
       send({ type: 'error', code: 'bad_frame', message: 'attestation frames answer the attest nonces of private workers' });
       if (!worker) ws.close(4400, 'not registered');
       return null;
@@ -230,7 +230,7 @@ export class WorkerSocketServer {
       ws.close(4400, 'protocol');
       return null;
     }
-    if (frame.tier === 'private' && !this.opts.attestation?.enabled) {
+    if (frame.tier === 'private' && !this.opts.attestation.enabled) {
       send({ type: 'error', code: 'forbidden', message: 'private workers must present attestation evidence, and this gateway has no attestation verifier configured (ATTESTATION_JWKS)' });
       ws.close(4403, 'attestation required');
       return null;
@@ -275,7 +275,7 @@ export class WorkerSocketServer {
       worker.tiers = privateWorkerTiers(owner.trust);
       // Evidence first: registration (and adopting any leases it brings) waits for it.
       if (!attested) {
-        await this.opts.attestation!.begin(ws, worker, frame, send);
+        await this.opts.attestation.begin(ws, worker, frame, send);
         return 'attesting';
       }
     }
@@ -293,7 +293,7 @@ export class WorkerSocketServer {
     try {
       await this.opts.dispatcher.attach(worker);
       // A demotion announced between the read above and the attach found no worker to close here: check once more.
-      if (owner.owner.type === 'operator' && worker.info.tier !== 'open') await this.opts.trust?.enforce(owner.owner.id);
+      if (owner.owner.type === 'operator' && worker.info.tier !== 'open') await this.opts.trust.enforce(owner.owner.id);
     } catch (err) {
       // Told `registered` already: no ghost left attached; the worker reconnects (1011 is retryable).
       this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'attaching a worker failed; closing it');
