@@ -44,7 +44,7 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function readUrl(child: ChildProcess, script: string): Promise<string> {
+export function readUrl(child: ChildProcess, script: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     const fail = (why: string) => {

@@ -1,9 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { stopChild } from './child-server.js';
+import { readUrl, stopChild } from './child-server.js';
 
 const benchDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -16,7 +14,7 @@ interface IpcRequest {
 
 export interface IpcChild {
   pid: number;
-  /** From the child's first stdout line, `{"url": ...}` (servers only). */
+  /** From the child's `{"url": ...}` stdout line (servers only); log lines before it are skipped. */
   url: string;
   /** Sends `{type, ...body}`; resolves with the child's answer (rejects on its error or timeout). */
   request<T>(type: string, body?: Record<string, unknown>, timeoutMs?: number): Promise<T>;
@@ -59,7 +57,7 @@ export async function startIpcChild(script: string, opts: IpcChildOptions = {}):
     for (const p of pending.values()) p.reject(new Error(`${script} exited (code ${code}, signal ${signal})`));
     pending.clear();
   });
-  const url = opts.printsUrl ? await firstLineUrl(child, script) : '';
+  const url = opts.printsUrl ? await readUrl(child, script) : '';
   if (!opts.printsUrl) child.stdout!.resume();
   return {
     pid: child.pid!,
@@ -80,22 +78,6 @@ export async function startIpcChild(script: string, opts: IpcChildOptions = {}):
   };
 }
 
-async function firstLineUrl(child: ChildProcess, script: string): Promise<string> {
-  const lines = createInterface({ input: child.stdout! });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  try {
-    const [line] = (await Promise.race([
-      once(lines, 'line'),
-      once(child, 'exit').then(([code, signal]) => {
-        throw new Error(`${script} exited before listening (code ${code}, signal ${signal})`);
-      }),
-    ])) as [string];
-    lines.on('line', () => {}); // keep draining stdout
-    return (JSON.parse(line) as { url: string }).url;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Child side: answers the parent's requests of the given types. Handlers return the reply's
