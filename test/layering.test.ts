@@ -117,6 +117,15 @@ describe('source layering', () => {
   });
 });
 
+describe('Redis key names', () => {
+  it('are built in RedisKeys only (models/redis/keys.ts); BullMQ builds its own below keys.queuePrefix', () => {
+    const files = LAYERS.flatMap((layer) => sourceFiles(layer)).filter((f) => f !== 'models/redis/keys.ts');
+    // A key is a template that puts a prefix before a colon: `${prefix}:run:...`.
+    const builders = files.filter((f) => /\$\{[\w.]*[pP]refix\}:/.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.deepEqual(builders, []);
+  });
+});
+
 describe('docs/architecture.md map', () => {
   it('names every source folder, and only folders that exist', () => {
     const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
