@@ -35,12 +35,23 @@ describe('npm start and npm run dev under a supervisor', function () {
     return { child, output: () => text, exited };
   }
 
-  /** The gateway processes of this test still running (they would be orphans once npm exits). */
+  /**
+   * The gateway processes of this checkout still running (they would be orphans once npm exits).
+   * Gateways that other checkouts on the machine run have another working directory.
+   */
   const gatewaysLeft = async () => {
     const { execFileSync } = await import('node:child_process');
+    const { readlinkSync } = await import('node:fs');
+    const cwdOf = (pid: string) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`);
+      } catch {
+        return null; // exited meanwhile, or not ours to read
+      }
+    };
     return execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
       .split('\n')
-      .filter((l) => l.includes('api/bin/switchyard.mjs') && !l.includes(' ps '));
+      .filter((l) => l.includes('api/bin/switchyard.mjs') && !l.includes(' ps ') && cwdOf(l.trim().split(/\s+/)[0]) === process.cwd());
   };
 
   for (const [script, args, ready] of [
