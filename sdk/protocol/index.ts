@@ -26,6 +26,7 @@ export type {
   RegisteredInfo,
   RegisteredFrame,
   LeaseInfo,
+  LeaseInputFile,
   LeaseFrame,
   CancelFrame,
   AttestFrame,

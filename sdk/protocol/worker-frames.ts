@@ -112,6 +112,19 @@ export interface RegisteredFrame extends RegisteredInfo {
   lost?: string[];
 }
 
+/**
+ * A file of the job's input, staged by the gateway (docs/files.md). The worker fetches `url`
+ * with `Authorization: Bearer <upload_token>` of this lease, which is valid for this lease's
+ * files only and only while the lease lives; it never sees the caller's original URL.
+ */
+export interface LeaseInputFile {
+  url: string;
+  size: number;
+  content_type: string;
+  /** Hex sha256 of the bytes: the worker checks what it fetched against it. */
+  sha256: string;
+}
+
 /** A lease as the gateway sends it. */
 export interface LeaseInfo extends LeaseRef {
   run_id: string;
@@ -123,6 +136,8 @@ export interface LeaseInfo extends LeaseRef {
   input_sha256?: string;
   upload_url: string;
   upload_token: string;
+  /** The input's files, by the name of the input field that holds each (kinds' file fields are top-level). */
+  files?: Record<string, LeaseInputFile>;
 }
 
 export interface LeaseFrame extends LeaseInfo {
