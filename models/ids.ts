@@ -6,6 +6,10 @@ const ulid = monotonicFactory();
 export const newRunId = (): string => `run_${ulid()}`;
 export const newAccountId = (): string => `acct_${ulid()}`;
 export const newOperatorId = (): string => `op_${ulid()}`;
+/** `file_` and a ULID: an account's files list newest first by id. */
+export const newFileId = (): string => `file_${ulid()}`;
+
+export const FILE_ID_PATTERN = /^file_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 

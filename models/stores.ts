@@ -153,6 +153,42 @@ export interface SampledSecret {
   sealed: string;
 }
 
+/** A file an account uploaded (`/v1/files`, docs/files.md); its bytes are an artifact of the artifact store. */
+export interface FileRecord {
+  /** `file_` and a ULID. */
+  id: string;
+  account_id: string;
+  /** Where the bytes are, in the artifact store. */
+  artifact_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  /** Hex sha256 of the bytes. */
+  sha256: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export type CreateFileResult = { created: true; usedBytes: number } | { created: false; usedBytes: number };
+
+export interface FileStore {
+  /**
+   * Records the file and adds its size to its account's stored bytes, in one atomic step, unless
+   * that would pass `quotaBytes`: then nothing is recorded. `usedBytes`: the account's total after.
+   */
+  create(file: FileRecord, quotaBytes: number): Promise<CreateFileResult>;
+  /** The account's live file; null when unknown, another account's, or expired. */
+  get(accountId: string, id: string): Promise<FileRecord | null>;
+  /** The account's live files, newest first, after the file id `after` (exclusive) when given. */
+  list(accountId: string, opts: { limit: number; after?: string }): Promise<FileRecord[]>;
+  /** Removes the account's file and frees its bytes; null when the account has no such file. */
+  delete(accountId: string, id: string): Promise<FileRecord | null>;
+  /** Bytes the account's files hold now. */
+  usedBytes(accountId: string): Promise<number>;
+  /** Up to `limit` files (of any account) whose `expires_at` is at or before `now`, for the sweeper to delete. */
+  expired(now: Date, limit: number): Promise<FileRecord[]>;
+}
+
 export interface Stores {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
@@ -166,6 +202,8 @@ export interface Stores {
   bots: BotStore;
   /** Bot conversations (api/agents/). */
   conversations: ConversationStore;
+  /** Files accounts uploaded (`/v1/files`). */
+  files: FileStore;
   /** Throws if the backing database cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

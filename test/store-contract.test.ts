@@ -1,57 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { mintSecret } from '../models/credentials.js';
 import { NotFoundError } from '../models/errors.js';
 import { newRunId } from '../models/ids.js';
 import { newBotId, newConversationId, newFlowId, type BotRecord, type ConversationMessage, type FlowRecord } from '../models/bot-types.js';
-import { MongoStores } from '../models/mongo/mongo-stores.js';
-import { RedisStores } from '../models/redis/redis-stores.js';
 import type { StoredTool, Stores } from '../models/stores.js';
-import { REDIS_URL, cleanupPrefix, newRunSpec, uniquePrefix } from './helpers/harness.js';
-
-/**
- * One contract, every store: Redis always, MongoDB wherever MONGO_URL points at a replica set.
- */
-interface Target {
-  name: string;
-  open(): Promise<{ stores: Stores; teardown(): Promise<void> }>;
-}
-
-const opts = { retentionSeconds: 3600, fairShareStep: 3 };
-
-const targets: Target[] = [
-  {
-    name: 'redis',
-    async open() {
-      const prefix = uniquePrefix('store');
-      const redis = new Redis(REDIS_URL);
-      return {
-        stores: new RedisStores(redis, prefix, opts),
-        async teardown() {
-          redis.disconnect();
-          await cleanupPrefix(prefix);
-        },
-      };
-    },
-  },
-];
-if (process.env.MONGO_URL) {
-  targets.push({
-    name: 'mongodb',
-    async open() {
-      const db = `switchyard_test_${randomBytes(4).toString('hex')}`;
-      const stores = await MongoStores.connect(process.env.MONGO_URL!, db, opts);
-      return {
-        stores,
-        async teardown() {
-          await stores.dropDatabase();
-          await stores.close();
-        },
-      };
-    },
-  });
-}
+import { newRunSpec } from './helpers/harness.js';
+import { storeTargets } from './helpers/store-targets.js';
 
 describe('store contract', () => {
   if (!process.env.MONGO_URL) {
@@ -59,7 +14,7 @@ describe('store contract', () => {
     it('also runs against MongoDB when MONGO_URL is set (MONGO_URL is not set here)');
   }
 
-  for (const target of targets) {
+  for (const target of storeTargets) {
     describe(target.name, () => {
       let stores: Stores;
       let teardown: () => Promise<void>;

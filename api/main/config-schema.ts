@@ -140,6 +140,12 @@ export const settings = {
     // A fraction of a day that rounds to 0 s would make every artifact expire on upload.
     read: (d: number) => Math.max(1, Math.round(d * 86400)),
   }),
+  fileMaxBytes: bytes('FILE_MAX_BYTES', 'b|kb|mb|gb', '100mb', 'largest file an account may upload to `/v1/files` (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
+  fileQuotaBytes: bytes('FILE_QUOTA_BYTES', 'b|kb|mb|gb', '1gb', 'bytes of files an account may keep at once; an upload past it gets 409 `quota_exceeded`'),
+  fileRetentionSeconds: setting({
+    env: 'FILE_RETENTION_DAYS', schema: days, default: 7, doc: 'how long an uploaded file is kept; expired files are deleted and stop counting against the quota',
+    read: (d: number) => Math.max(1, Math.round(d * 86400)),
+  }),
   prices: setting({
     env: 'PRICES', schema: { type: 'string' }, docDefault: 'catalogue prices', read: readPrices,
     doc: 'JSON object of credits per kind, e.g. `{"inference:image:generate": 4}`; unnamed kinds keep their default',

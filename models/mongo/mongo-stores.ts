@@ -8,6 +8,7 @@ import { MongoIdempotencyStore, type IdempotencyDoc } from './mongo-idempotency-
 import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type WorkerTokenDoc } from './mongo-operator-store.js';
 import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
 import { MongoToolStore, type ToolCountDoc, type ToolDoc } from './mongo-tool-store.js';
+import { MongoFileStore, type FileDoc, type FileUsageDoc } from './mongo-file-store.js';
 
 /**
  * Every store in one MongoDB database. Runs are created and settled in multi-document
@@ -24,6 +25,7 @@ export class MongoStores implements Stores {
   readonly bots: MongoBotStore;
   readonly conversations: MongoConversationStore;
   readonly tools: MongoToolStore;
+  readonly files: MongoFileStore;
 
   private constructor(private readonly client: MongoClient, private readonly db: Db, opts: MongoRunStoreOptions) {
     const accounts = db.collection<AccountDoc>('accounts');
@@ -36,6 +38,7 @@ export class MongoStores implements Stores {
     this.bots = new MongoBotStore(db.collection<BotDoc>('bots'), db.collection<FlowDoc>('flows'), db.collection<BotSessionDoc>('bot_sessions'));
     this.conversations = new MongoConversationStore(db.collection<ConversationDoc>('conversations'));
     this.tools = new MongoToolStore(client, db.collection<ToolDoc>('tools'), db.collection<ToolCountDoc>('tool_counts'));
+    this.files = new MongoFileStore(db.collection<FileDoc>('files'), db.collection<FileUsageDoc>('file_usage'));
   }
 
   /** For tests: drops the whole database. */
@@ -79,6 +82,8 @@ export class MongoStores implements Stores {
     await this.db.collection('conversations').createIndexes([{ key: { expire_at: 1 }, expireAfterSeconds: 0 }]);
     // Tool names are unique per account; this index is what enforces it. It also serves listing.
     await this.db.collection('tools').createIndexes([{ key: { account_id: 1, name: 1 }, unique: true }, { key: { account_id: 1, _id: 1 } }]);
+    // Files list newest first per account; the retention sweep reads them by expiry (and deletes them itself, freeing quota).
+    await this.db.collection('files').createIndexes([{ key: { account_id: 1, _id: -1 } }, { key: { expires_at: 1 } }]);
     // Creates the counters' collection, which a transaction cannot do on servers before 4.4 (48: it exists).
     await this.db.createCollection('tool_counts').catch((err: { code?: number }) => {
       if (err.code !== 48) throw err;

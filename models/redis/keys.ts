@@ -43,6 +43,15 @@ export class RedisKeys {
   /** Pub/sub channel on which key revocations are announced to every gateway instance. */
   revocations = () => `${this.prefix}:chan:revocations`;
 
+  /** An uploaded file's record (JSON). */
+  file = (id: string) => `${this.prefix}:file:${id}`;
+  /** Index of an account's files (a sorted set of ids, all scored 0, so in id order). */
+  accountFiles = (id: string) => `${this.prefix}:acct:${id}:files`;
+  /** Bytes an account's files hold, counted against FILE_QUOTA_BYTES. */
+  accountFileBytes = (id: string) => `${this.prefix}:acct:${id}:file-bytes`;
+  /** Every file by expiry (a sorted set scored by `expires_at` in ms), for the retention sweep. */
+  filesByExpiry = () => `${this.prefix}:files:expiry`;
+
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */
   lease = (leaseId: string) => `${this.prefix}:lease:${leaseId}`;

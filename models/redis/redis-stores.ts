@@ -9,6 +9,7 @@ import { RedisIdempotencyStore } from './redis-idempotency-store.js';
 import { RedisOperatorStore, RedisWorkerTokenStore } from './redis-operator-store.js';
 import { RedisRunStore, type RedisRunStoreOptions } from './redis-run-store.js';
 import { RedisToolStore } from './redis-tool-store.js';
+import { RedisFileStore } from './redis-file-store.js';
 
 /** The embedded default: every store in the Redis that also holds the queues. */
 export class RedisStores implements Stores {
@@ -21,6 +22,7 @@ export class RedisStores implements Stores {
   readonly bots: RedisBotStore;
   readonly conversations: RedisConversationStore;
   readonly tools: RedisToolStore;
+  readonly files: RedisFileStore;
 
   constructor(private readonly redis: Redis, prefix: string, opts: RedisRunStoreOptions) {
     const keys = new RedisKeys(prefix);
@@ -33,6 +35,7 @@ export class RedisStores implements Stores {
     this.bots = new RedisBotStore(redis, keys);
     this.conversations = new RedisConversationStore(redis, keys);
     this.tools = new RedisToolStore(redis, keys);
+    this.files = new RedisFileStore(redis, keys);
   }
 
   async ping(): Promise<void> {
