@@ -1,17 +1,19 @@
 import type { Readable } from 'node:stream';
 
 /**
- * Files that workers upload for a run (images, meshes, audio, video...), served to anyone who
- * has the URL. An artifact is immutable: its id, name, bytes and metadata never change, and it
- * is deleted once its `expires_at` passes.
+ * Stored files: the artifacts workers upload for a run (images, meshes, audio, video...),
+ * served to anyone who has the URL, and the bytes of the files accounts upload (`/v1/files`),
+ * served behind the account's key. A stored file is immutable: its id, name, bytes and
+ * metadata never change, and it is deleted once its `expires_at` passes.
  */
 export interface ArtifactMeta {
   /** Unguessable, 32 characters of lowercase base32 (160 random bits). */
   id: string;
   /** The file name the worker gave, validated by `checkArtifactName`; the last URL segment. */
   name: string;
-  run_id: string;
-  lease_id: string;
+  /** The run and lease that uploaded it; null for an account's own upload (`/v1/files`). */
+  run_id: string | null;
+  lease_id: string | null;
   account_id: string;
   size: number;
   /** Hex sha256 of the bytes; served as the strong ETag. */
@@ -24,8 +26,9 @@ export interface ArtifactMeta {
 export interface PutArtifact {
   name: string;
   contentType: string;
-  runId: string;
-  leaseId: string;
+  /** Unset for an account's own upload. */
+  runId?: string;
+  leaseId?: string;
   accountId: string;
   /** Bytes past this limit abort the upload with `payload_too_large`; nothing is kept. */
   maxBytes: number;

@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   name_conflict: 409,
   idempotency_conflict: 409,
   already_terminal: 409,
+  /** The account's files would hold more than FILE_QUOTA_BYTES (docs/files.md). */
+  quota_exceeded: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** A bot's agent loop used its LLM steps without reaching an answer (docs/bots.md). */

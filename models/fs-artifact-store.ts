@@ -97,8 +97,8 @@ export class FsArtifactStore implements ArtifactStore {
       const meta: ArtifactMeta = {
         id,
         name: opts.name,
-        run_id: opts.runId,
-        lease_id: opts.leaseId,
+        run_id: opts.runId ?? null,
+        lease_id: opts.leaseId ?? null,
         account_id: opts.accountId,
         size,
         sha256: hash.digest('hex'),

@@ -13,6 +13,7 @@ import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
 import { createLogger } from '../main/logger.js';
 import { ArtifactSweeper } from '../services/artifacts/artifact-sweeper.js';
+import { FileService } from '../services/files/file-service.js';
 import type { RunEventHub } from '../services/events/run-event-hub.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js';
 import { loadToolSecretKey, verifyToolSecretKey } from '../services/tools/tool-secret-key.js';
@@ -85,7 +86,15 @@ export class Gateway {
     const core = await openCore(c, this.log, this.gatewayId, this.lifecycle);
     const toolKey = loadToolSecretKey(c.agents.toolSecretKey, c.dataDir);
     const artifacts = new FsArtifactStore({ root: `${c.dataDir}/artifacts` });
-    const sweeper = new ArtifactSweeper({ store: artifacts, log: this.log });
+    const files = new FileService({
+      store: core.stores.files,
+      artifacts,
+      maxBytes: c.fileMaxBytes,
+      quotaBytes: c.fileQuotaBytes,
+      retentionSeconds: c.fileRetentionSeconds,
+      publicUrl: core.publicUrl.get,
+    });
+    const sweeper = new ArtifactSweeper({ store: artifacts, files, log: this.log });
     const fleet = buildFleet(core, artifacts);
     const outbound = buildOutbound(core, toolKey);
     const callers = buildCallers(core, fleet, outbound);
@@ -98,6 +107,7 @@ export class Gateway {
       auth: core.auth,
       metrics: core.metrics,
       artifacts,
+      files,
       leases: fleet.leases,
       trust: fleet.trust,
       attestation: fleet.attestation,

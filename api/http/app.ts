@@ -12,6 +12,7 @@ import { errorStyleOf, koaPath, type RouteMiddleware, type RouteSpec } from './r
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { artifactRoutes } from './routes/artifacts.js'; // artifacts
+import { fileRoutes } from './routes/files.js';
 import { botRoutes } from './routes/bots.js'; // bots
 import { botPageRoutes } from './routes/bot-pages.js'; // bot pages
 import { eventRoutes } from './routes/events.js';
@@ -42,6 +43,7 @@ function validated(spec: RouteSpec): RouteMiddleware {
 export function routeSpecs(s: Services): RouteSpec[] {
   const routes: RouteSpec[] = [...jobRoutes(s), ...eventRoutes(s), ...accountRoutes(s), ...adminRoutes(s), ...fleetRoutes(s)];
   routes.push(...artifactRoutes(s)); // artifacts: uploads stream their raw body (spec.raw)
+  routes.push(...fileRoutes(s)); // files: uploads stream too
   routes.push(...webhookRoutes(s));
   routes.push(...botRoutes(s)); // bots
   routes.push(...botPageRoutes(s)); // bot pages: chatUrl's HTML and /embed.js (docs/bots-embed.md)

@@ -1,3 +1,4 @@
+import type { FileService } from '../services/files/file-service.js';
 import type { Config } from '../main/config.js';
 import type { Stores } from '../../models/stores.js';
 import type { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
@@ -28,6 +29,8 @@ export interface Services {
   jobs: JobService;
   /** The base of every link the gateway hands out; with PORT=0 it is settled once the server listens. */
   publicUrl(): string;
+  /** Files accounts upload (`/v1/files`), stored in the artifact store. */
+  files: FileService;
   /** Artifact files (uploads, downloads). */
   artifacts: ArtifactStore;
   /** Live leases, read by artifact uploads to check upload tokens. */
