@@ -40,6 +40,8 @@ const VARIED_FIELD: Record<string, string> = {
 
 const hasEspeak = spawnSync('espeak-ng', ['--version']).status === 0;
 
+const noFiles = (field: string) => Promise.reject(Object.assign(new Error(`no file for ${field}`), { code: 'bad_input', retryable: false }));
+
 interface Run {
   result: EngineResult;
   progress: number[];
@@ -49,7 +51,7 @@ interface Run {
 async function run(kind: string, input: Record<string, unknown>, engine: Engine = createDemoEngine({ delayMs: 0 }), signal = new AbortController().signal): Promise<Run> {
   const progress: number[] = [];
   const deltas: string[] = [];
-  const result = await engine(kind, input, { signal, progress: (p) => progress.push(p), log: () => {}, output: (d) => deltas.push(d) });
+  const result = await engine(kind, input, { signal, progress: (p) => progress.push(p), log: () => {}, output: (d) => deltas.push(d), inputFile: noFiles });
   return { result, progress, deltas };
 }
 
@@ -373,7 +375,7 @@ describe('demo engine', () => {
       // a one-minute delay: only a prompt abort lets this finish inside mocha's timeout
       const ac = new AbortController();
       const progress: number[] = [];
-      const job = createDemoEngine({ delayMs: 60_000 })('inference:image:generate', { prompt: 'x' }, { signal: ac.signal, progress: (p) => progress.push(p), log: () => {}, output: () => {} });
+      const job = createDemoEngine({ delayMs: 60_000 })('inference:image:generate', { prompt: 'x' }, { signal: ac.signal, progress: (p) => progress.push(p), log: () => {}, output: () => {}, inputFile: noFiles });
       setTimeout(() => ac.abort(), 10);
       await assert.rejects(job, isAbort);
       assert.ok(!progress.includes(1));
@@ -386,7 +388,7 @@ describe('demo engine', () => {
         deltas.push(d);
         ac.abort(); // the first word is out: cancel the rest
       };
-      const job = createDemoEngine({ delayMs: 200 })('inference:llm:text-generate', { prompt: 'a long answer please' }, { signal: ac.signal, progress: () => {}, log: () => {}, output });
+      const job = createDemoEngine({ delayMs: 200 })('inference:llm:text-generate', { prompt: 'a long answer please' }, { signal: ac.signal, progress: () => {}, log: () => {}, output, inputFile: noFiles });
       await assert.rejects(job, isAbort);
       assert.equal(deltas.length, 1);
     });
@@ -407,6 +409,7 @@ describe('demo engine', () => {
           progress: (p) => p === 0.75 && setTimeout(() => ac.abort(), 5),
           log: () => {},
           output: () => {},
+          inputFile: noFiles,
         });
         await assert.rejects(job, isAbort);
       });
