@@ -3,6 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { crc32, deflateSync } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
@@ -487,9 +488,32 @@ describe('demo engine', () => {
         assert.ok(Math.abs(extent(positions, 0) / extent(positions, 1) - 2) < 1e-6, 'as wide as the image, twice as high');
       });
 
-      it('counts pixels by their opacity, and reads grey, RGB and 16-bit PNGs', async () => {
+      /** A 2x1 palette PNG (pngjs writes none): a red pixel, and a blue one made transparent by tRNS. */
+      function palettePng(): Fixture {
+        const chunk = (type: string, body: Buffer) => {
+          const typed = Buffer.concat([Buffer.from(type, 'latin1'), body]);
+          const out = Buffer.alloc(12 + body.length);
+          out.writeUInt32BE(body.length, 0);
+          typed.copy(out, 4);
+          out.writeUInt32BE(crc32(typed), 8 + body.length);
+          return out;
+        };
+        const ihdr = Buffer.from([0, 0, 0, 2, 0, 0, 0, 1, 8, 3, 0, 0, 0]);
+        const data = Buffer.concat([
+          Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+          chunk('IHDR', ihdr),
+          chunk('PLTE', Buffer.from([255, 0, 0, 0, 0, 255])),
+          chunk('tRNS', Buffer.from([255, 0])),
+          chunk('IDAT', deflateSync(Buffer.from([0, 0, 1]))),
+          chunk('IEND', Buffer.alloc(0)),
+        ]);
+        return { data, contentType: 'image/png' };
+      }
+
+      it('counts pixels by their opacity, and reads grey, RGB, 16-bit and palette PNGs', async () => {
         const cases: Array<[Fixture, number[]]> = [
           [png(10, 10, (x) => (x < 5 ? [0, 200, 0, 255] : [255, 255, 255, 0])), [0, 200, 0]],
+          [palettePng(), [255, 0, 0]],
           [png(7, 5, () => [100, 100, 100], { colorType: 0 }), [100, 100, 100]],
           [png(5, 7, () => [10, 20, 30], { colorType: 2, bitDepth: 16 }), [10, 20, 30]],
         ];

@@ -20,6 +20,8 @@ import {
   type SwitchyardWorkerOptions,
 } from '../sdk/worker/index.js';
 import { devVerifier } from '../api/main/dev/dev-attestation.js';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { encodePng } from '../sdk/engines/demo/png.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
 
@@ -490,6 +492,7 @@ class FileServer {
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
       const p = req.url!;
+      if (req.method === 'POST') return this.upload(req, res);
       this.requests.push({ path: p, authorization: req.headers.authorization });
       if (req.headers.authorization !== `Bearer ${this.token}`) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized","message":"a live lease\'s upload_token is required"}}');
       const status = this.failures.get(p)?.shift();
@@ -501,6 +504,20 @@ class FileServer {
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
+  }
+
+  /** Artifacts uploaded to /upload?name=..., by name. */
+  uploads = new Map<string, Buffer>();
+
+  private upload(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      const name = new URL(req.url!, this.url).searchParams.get('name')!;
+      this.uploads.set(name, body);
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ url: `${this.url}/artifacts/${name}`, sha256: createHash('sha256').update(body).digest('hex'), size: body.length, content_type: String(req.headers['content-type']) }));
+    });
   }
 
   /** Serves `data` at /files/<name>; the lease's entry for it, with `over` applied. */
@@ -573,6 +590,22 @@ describe('worker SDK: input files (scripted gateway)', () => {
     assert.deepEqual(files.requests, [{ path: '/files/chair.png', authorization: 'Bearer tok' }]);
     assert.equal(existsSync(got.path), false, 'the file is deleted');
     assert.equal(existsSync(path.dirname(got.path)), false, "and the lease's folder");
+  });
+
+  it('gives the demo engine its input: an image-to-mesh lease completes with a mesh made from the image it was sent', async () => {
+    const MESH = 'inference:3d:image-to-mesh';
+    const w = worker({ kinds: [MESH], handler: createDemoEngine({ delayMs: 0 }) });
+    await w.start();
+    const image = files.add('photo.png', encodePng(4, 2, 3, new Uint8Array(24).fill(200)), 'image/png');
+    gw.send(gw.lease(1, { kind: MESH, input: { image: 'https://example.com/photo.png' }, files: { image }, upload_url: `${files.url}/upload` }));
+    await waitFor('complete', () => gw.of('complete').length === 1);
+    const { output } = gw.of('complete')[0];
+    assert.deepEqual(output.urls, [`${files.url}/artifacts/mesh.glb`]);
+    assert.equal(output.input.sha256, image.sha256);
+    assert.deepEqual(output.input.mean_rgb, [200, 200, 200]);
+    const glb = files.uploads.get('mesh.glb')!;
+    assert.equal(JSON.parse(glb.toString('utf8', 20, 20 + glb.readUInt32LE(12))).asset.extras.input.sha256, image.sha256);
+    assert.deepEqual(readdirSync(tmpDir), []);
   });
 
   it('fails the lease as bad_input, not retryable, when the bytes are not the size or sha256 of the lease, leaving no file behind', async () => {
