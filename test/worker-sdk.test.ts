@@ -498,6 +498,7 @@ class FileServer {
       const status = this.failures.get(p)?.shift();
       if (status) return void res.writeHead(status, { 'content-type': 'application/json' }).end(`{"error":{"code":"http_${status}","message":"scripted"}}`);
       const data = this.files.get(p);
+      if (data && this.stalled.has(p)) return void res.writeHead(200, { 'content-length': data.length }).write(data.subarray(0, data.length >> 1));
       if (!data) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"no such file"}}');
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length }).end(data);
     });
@@ -506,6 +507,8 @@ class FileServer {
     return this;
   }
 
+  /** Paths whose answer stops halfway through the body and never ends. */
+  stalled = new Set<string>();
   /** Artifacts uploaded to /upload?name=..., by name. */
   uploads = new Map<string, Buffer>();
 
@@ -665,6 +668,25 @@ describe('worker SDK: input files (scripted gateway)', () => {
     assert.equal(files.requests.filter((r) => r.path === '/files/flaky.png').length, 2);
     assert.deepEqual([failOf('lse_2').code, failOf('lse_2').retryable], ['input_fetch_failed', true]);
     assert.equal(files.requests.filter((r) => r.path === '/files/down.png').length, 3, 'one try and two retries');
+    assert.deepEqual(readdirSync(tmpDir), []);
+  });
+
+  it('a cancel stops a fetch halfway: the handler gets the abort, the lease fails canceled, the partial file is deleted', async () => {
+    const rejected = latch<unknown>();
+    const w = worker({
+      handler: async (_kind, _input, ctx) => {
+        await ctx.inputFile('audio').catch((err) => (rejected.resolve(err), Promise.reject(err)));
+        return { artifacts: [] };
+      },
+    });
+    await w.start();
+    files.stalled.add('/files/long.wav');
+    gw.send(gw.lease(1, { files: { audio: files.add('long.wav', randomBytes(1_000_000), 'audio/wav') } }));
+    await waitFor('the file to be on its way to disk', () => readdirSync(tmpDir).flatMap((d) => readdirSync(path.join(tmpDir, d))).length === 1);
+    gw.send({ type: 'cancel', lease_id: 'lse_1', run_id: 'run_1' });
+    assert.equal(((await rejected.promise) as Error).name, 'AbortError');
+    await waitFor('the fail', () => failOf('lse_1'));
+    assert.equal(failOf('lse_1').code, 'canceled');
     assert.deepEqual(readdirSync(tmpDir), []);
   });
 
