@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -20,6 +20,8 @@ import {
   type SwitchyardWorkerOptions,
 } from '../sdk/worker/index.js';
 import { devVerifier } from '../api/main/dev/dev-attestation.js';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { encodePng } from '../sdk/engines/demo/png.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
 
@@ -471,6 +473,246 @@ describe('worker SDK: frames (scripted gateway)', () => {
     holds[1].resolve();
     await waitFor('both completes', () => gw.of('complete').length === 2);
     assert.equal(max, 1);
+  });
+});
+
+// ---- input files: a scripted gateway's lease names files a local HTTP server serves --------
+
+/** Serves input files the way the gateway does: only with the lease's upload token as a bearer. */
+class FileServer {
+  server!: http.Server;
+  url!: string;
+  files = new Map<string, Buffer>();
+  /** Statuses to answer for a path before serving it, first to last. */
+  failures = new Map<string, number[]>();
+  requests: Array<{ path: string; authorization?: string }> = [];
+
+  constructor(private readonly token: string) {}
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const p = req.url!;
+      if (req.method === 'POST') return this.upload(req, res);
+      this.requests.push({ path: p, authorization: req.headers.authorization });
+      if (req.headers.authorization !== `Bearer ${this.token}`) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized","message":"a live lease\'s upload_token is required"}}');
+      const status = this.failures.get(p)?.shift();
+      if (status) return void res.writeHead(status, { 'content-type': 'application/json' }).end(`{"error":{"code":"http_${status}","message":"scripted"}}`);
+      const data = this.files.get(p);
+      if (data && this.stalled.has(p)) return void res.writeHead(200, { 'content-length': data.length }).write(data.subarray(0, data.length >> 1));
+      if (!data) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found","message":"no such file"}}');
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length }).end(data);
+    });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** Paths whose answer stops halfway through the body and never ends. */
+  stalled = new Set<string>();
+  /** Artifacts uploaded to /upload?name=..., by name. */
+  uploads = new Map<string, Buffer>();
+
+  private upload(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      const name = new URL(req.url!, this.url).searchParams.get('name')!;
+      this.uploads.set(name, body);
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ url: `${this.url}/artifacts/${name}`, sha256: createHash('sha256').update(body).digest('hex'), size: body.length, content_type: String(req.headers['content-type']) }));
+    });
+  }
+
+  /** Serves `data` at /files/<name>; the lease's entry for it, with `over` applied. */
+  add(name: string, data: Buffer, contentType: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+    this.files.set(`/files/${name}`, data);
+    return { url: `${this.url}/files/${name}`, size: data.length, content_type: contentType, sha256: createHash('sha256').update(data).digest('hex'), ...over };
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+describe('worker SDK: input files (scripted gateway)', () => {
+  let gw: ScriptedGateway;
+  let files: FileServer;
+  let tmpDir: string;
+  const workers: SwitchyardWorker[] = [];
+  const worker = (o: Partial<SwitchyardWorkerOptions> & Pick<SwitchyardWorkerOptions, 'handler'>) => {
+    const w = new SwitchyardWorker({ gateway: gw.url, token: 'swt_test', kinds: [KIND], logger: silentLogger, inputFiles: { tmpDir, retryDelayMs: 10 }, ...o });
+    workers.push(w);
+    return w;
+  };
+  /** A handler that reads the file of `field` and reports its bytes' sha256 and where it was. */
+  const readsInput = (field: string): Engine => async (_kind, _input, ctx) => {
+    const file = await ctx.inputFile(field);
+    return { artifacts: [], extra: { sha256: createHash('sha256').update(readFileSync(file.path)).digest('hex'), path: file.path } };
+  };
+  const failOf = (leaseId: string) => gw.of('fail').find((f) => f.lease_id === leaseId)?.error;
+
+  beforeEach(async () => {
+    gw = await new ScriptedGateway().start();
+    files = await new FileServer('tok').start();
+    tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sy-input-files-'));
+  });
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 0 })));
+    await gw.stop();
+    await files.stop();
+    rmSync(tmpDir, { recursive: true, force: true });
+  });
+
+  it("fetches a file with the lease's upload token to a path under the temporary directory: the exact bytes, once per field, deleted when the lease ends", async () => {
+    const data = randomBytes(300_000); // several chunks on the way
+    const seen: Array<{ path: string; bytes: Buffer; same: boolean; size: number; contentType: string; sha256: string }> = [];
+    const w = new SwitchyardWorker({
+      gateway: gw.url,
+      token: 'swt_test',
+      kinds: [KIND],
+      logger: silentLogger,
+      handler: async (_kind, _input, ctx) => {
+        const [a, b] = await Promise.all([ctx.inputFile('image'), ctx.inputFile('image')]);
+        const again = await ctx.inputFile('image');
+        seen.push({ path: a.path, bytes: readFileSync(a.path), same: a === b && b === again, size: a.size, contentType: a.contentType, sha256: a.sha256 });
+        return { artifacts: [] };
+      },
+    });
+    workers.push(w);
+    await w.start();
+    const entry = files.add('chair.png', data, 'image/png');
+    gw.send(gw.lease(1, { input: { image: 'https://example.com/chair.png' }, files: { image: entry } }));
+    await waitFor('complete', () => gw.of('complete').length === 1);
+    const [got] = seen;
+    assert.ok(got.bytes.equals(data), 'the handler read the exact bytes served');
+    assert.ok(got.same, 'asking twice (at once, then again) gives the one fetch');
+    assert.deepEqual([got.size, got.contentType, got.sha256], [data.length, 'image/png', entry.sha256]);
+    assert.ok(got.path.startsWith(os.tmpdir() + path.sep), got.path);
+    assert.match(got.path, /\.png$/);
+    assert.deepEqual(files.requests, [{ path: '/files/chair.png', authorization: 'Bearer tok' }]);
+    assert.equal(existsSync(got.path), false, 'the file is deleted');
+    assert.equal(existsSync(path.dirname(got.path)), false, "and the lease's folder");
+  });
+
+  it('gives the demo engine its input: an image-to-mesh lease completes with a mesh made from the image it was sent', async () => {
+    const MESH = 'inference:3d:image-to-mesh';
+    const w = worker({ kinds: [MESH], handler: createDemoEngine({ delayMs: 0 }) });
+    await w.start();
+    const image = files.add('photo.png', encodePng(4, 2, 3, new Uint8Array(24).fill(200)), 'image/png');
+    gw.send(gw.lease(1, { kind: MESH, input: { image: 'https://example.com/photo.png' }, files: { image }, upload_url: `${files.url}/upload` }));
+    await waitFor('complete', () => gw.of('complete').length === 1);
+    const { output } = gw.of('complete')[0];
+    assert.deepEqual(output.urls, [`${files.url}/artifacts/mesh.glb`]);
+    assert.equal(output.input.sha256, image.sha256);
+    assert.deepEqual(output.input.mean_rgb, [200, 200, 200]);
+    const glb = files.uploads.get('mesh.glb')!;
+    assert.equal(JSON.parse(glb.toString('utf8', 20, 20 + glb.readUInt32LE(12))).asset.extras.input.sha256, image.sha256);
+    assert.deepEqual(readdirSync(tmpDir), []);
+  });
+
+  it('fails the lease as bad_input, not retryable, when the bytes are not the size or sha256 of the lease, leaving no file behind', async () => {
+    const data = randomBytes(20_000);
+    const w = worker({ slots: 3, handler: readsInput('mesh') });
+    await w.start();
+    gw.send(gw.lease(1, { files: { mesh: files.add('a.glb', data, 'model/gltf-binary', { sha256: createHash('sha256').update('other bytes').digest('hex') }) } }));
+    gw.send(gw.lease(2, { files: { mesh: files.add('b.glb', data, 'model/gltf-binary', { size: 1000 }) } }));
+    gw.send(gw.lease(3, { files: { mesh: files.add('c.glb', data, 'model/gltf-binary', { size: data.length + 1 }) } }));
+    await waitFor('3 fails', () => gw.of('fail').length === 3);
+    for (const id of ['lse_1', 'lse_2', 'lse_3']) {
+      assert.equal(failOf(id).code, 'bad_input', JSON.stringify(failOf(id)));
+      assert.equal(failOf(id).retryable, false);
+    }
+    assert.match(failOf('lse_1').message, /sha256/);
+    assert.match(failOf('lse_2').message, /larger than the 1000 bytes/);
+    assert.match(failOf('lse_3').message, new RegExp(`has ${data.length} bytes, not the ${data.length + 1}`));
+    assert.equal(files.requests.length, 3, 'a mismatch is not fetched again');
+    assert.deepEqual(readdirSync(tmpDir), []);
+  });
+
+  it('fails the lease as bad_input when it has no file for the field, without sending the token to a URL that is not http(s)', async () => {
+    const w = worker({ slots: 2, handler: readsInput('audio') });
+    await w.start();
+    gw.send(gw.lease(1, { input: { audio: 'https://example.com/a.wav' } }));
+    gw.send(gw.lease(2, { files: { audio: { url: 'file:///etc/passwd', size: 10, content_type: 'audio/wav', sha256: 'a'.repeat(64) } } }));
+    await waitFor('2 fails', () => gw.of('fail').length === 2);
+    for (const id of ['lse_1', 'lse_2']) assert.deepEqual(failOf(id), { code: 'bad_input', message: 'the lease has no file for input field "audio"', retryable: false });
+    assert.deepEqual(files.requests, []);
+  });
+
+  it('a refusal (404, 401) fails the lease as input_unavailable, not retryable, after one try', async () => {
+    const w = worker({ slots: 2, handler: readsInput('image') });
+    await w.start();
+    const gone = files.add('gone.png', randomBytes(10), 'image/png');
+    files.files.delete('/files/gone.png');
+    gw.send(gw.lease(1, { files: { image: gone } }));
+    gw.send(gw.lease(2, { upload_token: 'expired', files: { image: files.add('x.png', randomBytes(10), 'image/png') } }));
+    await waitFor('2 fails', () => gw.of('fail').length === 2);
+    assert.deepEqual([failOf('lse_1').code, failOf('lse_1').retryable], ['input_unavailable', false]);
+    assert.match(failOf('lse_1').message, /404 not_found/);
+    assert.deepEqual([failOf('lse_2').code, failOf('lse_2').retryable], ['input_unavailable', false]);
+    assert.match(failOf('lse_2').message, /401 unauthorized/);
+    assert.deepEqual(files.requests.map((r) => `${r.path} ${r.authorization}`).sort(), ['/files/gone.png Bearer tok', '/files/x.png Bearer expired']);
+  });
+
+  it('retries a transient answer (503, then 200) and a server that fails every try leaves the run retryable', async () => {
+    const data = randomBytes(5_000);
+    const w = worker({ slots: 2, handler: readsInput('image'), inputFiles: { tmpDir, retryDelayMs: 10, retries: 2 } });
+    await w.start();
+    files.failures.set('/files/flaky.png', [503]);
+    files.failures.set('/files/down.png', [502, 502, 502, 502]);
+    gw.send(gw.lease(1, { files: { image: files.add('flaky.png', data, 'image/png') } }));
+    gw.send(gw.lease(2, { files: { image: files.add('down.png', data, 'image/png') } }));
+    await waitFor('a complete and a fail', () => gw.of('complete').length === 1 && gw.of('fail').length === 1);
+    assert.equal(gw.of('complete')[0].output.sha256, createHash('sha256').update(data).digest('hex'));
+    assert.equal(files.requests.filter((r) => r.path === '/files/flaky.png').length, 2);
+    assert.deepEqual([failOf('lse_2').code, failOf('lse_2').retryable], ['input_fetch_failed', true]);
+    assert.equal(files.requests.filter((r) => r.path === '/files/down.png').length, 3, 'one try and two retries');
+    assert.deepEqual(readdirSync(tmpDir), []);
+  });
+
+  it('a cancel stops a fetch halfway: the handler gets the abort, the lease fails canceled, the partial file is deleted', async () => {
+    const rejected = latch<unknown>();
+    const w = worker({
+      handler: async (_kind, _input, ctx) => {
+        await ctx.inputFile('audio').catch((err) => (rejected.resolve(err), Promise.reject(err)));
+        return { artifacts: [] };
+      },
+    });
+    await w.start();
+    files.stalled.add('/files/long.wav');
+    gw.send(gw.lease(1, { files: { audio: files.add('long.wav', randomBytes(1_000_000), 'audio/wav') } }));
+    await waitFor('the file to be on its way to disk', () => readdirSync(tmpDir).flatMap((d) => readdirSync(path.join(tmpDir, d))).length === 1);
+    gw.send({ type: 'cancel', lease_id: 'lse_1', run_id: 'run_1' });
+    assert.equal(((await rejected.promise) as Error).name, 'AbortError');
+    await waitFor('the fail', () => failOf('lse_1'));
+    assert.equal(failOf('lse_1').code, 'canceled');
+    assert.deepEqual(readdirSync(tmpDir), []);
+  });
+
+  it('deletes the files of a lease that is canceled or lost with its connection while its handler runs', async () => {
+    const fetched = new Map<unknown, string>();
+    const w = worker({
+      slots: 2,
+      handler: async (_kind, input, ctx) => {
+        fetched.set(input.prompt, (await ctx.inputFile('image')).path);
+        return rejectOnAbort(ctx.signal);
+      },
+    });
+    const dropped = latch<string>();
+    w.on('dropped', (lease) => dropped.resolve(lease.lease_id));
+    await w.start();
+    gw.send(gw.lease(1, { files: { image: files.add('a.png', randomBytes(100), 'image/png') } }));
+    gw.send(gw.lease(2, { files: { image: files.add('b.png', randomBytes(100), 'image/png') } }));
+    await waitFor('both files fetched', () => fetched.size === 2);
+    assert.equal(readdirSync(tmpDir).length, 2, 'a folder per lease');
+    gw.send({ type: 'cancel', lease_id: 'lse_1', run_id: 'run_1' });
+    await waitFor('the canceled lease to report', () => failOf('lse_1')?.code === 'canceled');
+    assert.equal(existsSync(fetched.get('p1')!), false);
+    assert.equal(existsSync(fetched.get('p2')!), true, 'the other lease keeps its file');
+    gw.sockets[0].terminate();
+    assert.equal(await dropped.promise, 'lse_2');
+    await waitFor('the lost lease to be cleaned up', () => readdirSync(tmpDir).length === 0);
   });
 });
 

@@ -1,12 +1,21 @@
 /**
  * The contract between a worker and whatever produces a job's files. An engine is a pure
- * function of (kind, input): it never touches the network, the worker SDK uploads the
- * artifacts and turns them into `output.urls`.
+ * function of (kind, input, input files): it never touches the network, the worker SDK fetches
+ * the input's files (`ctx.inputFile`), uploads the artifacts and turns them into `output.urls`.
  */
 export interface EngineArtifact {
   name: string;
   contentType: string;
   data: Buffer;
+}
+
+/** A file of the job's input, fetched from the gateway to a local path and checked against its sha256. */
+export interface InputFile {
+  path: string;
+  size: number;
+  contentType: string;
+  /** Hex sha256 of the bytes at `path`. */
+  sha256: string;
 }
 
 export interface EngineContext {
@@ -17,6 +26,12 @@ export interface EngineContext {
   log(line: string): void;
   /** Streamed output (LLM tokens); the concatenation of all deltas is the final text. */
   output(delta: string): void;
+  /**
+   * The file held by input field `field`, fetched once to a temporary path that is removed when
+   * the lease ends. Rejects with a non-retryable error (code `bad_input`) when the lease has no
+   * file for that field.
+   */
+  inputFile(field: string): Promise<InputFile>;
 }
 
 export interface EngineResult {

@@ -2,6 +2,7 @@ import type { EngineContext } from '../engines/types.js';
 import { MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
+import { LeaseInputFiles } from './input-files.js';
 import { abortError, checkResult, chunks, cut, failureOf, finalReport, type Outcome } from './lease-outcome.js';
 import { newLeaseState, parseLease, type AbortCause, type Answer, type LeaseState, type ReportBody } from './lease-state.js';
 import { uploadArtifact } from './upload.js';
@@ -74,6 +75,8 @@ export class LeaseRunner {
     lease.phase = 'running';
     this.runningNow++;
     let outcome: Outcome;
+    // Fetched on the handler's demand; deleted when the run ends, however it ends.
+    const inputs = new LeaseInputFiles(info.files ?? {}, info.upload_token, controller.signal, this.settings.inputFiles);
     try {
       const handler = handlerFor(this.settings.handler, info.kind);
       if (!handler) throw Object.assign(new Error(`this worker has no handler for ${info.kind}`), { code: 'unsupported_kind', retryable: true });
@@ -87,6 +90,7 @@ export class LeaseRunner {
           if (lease.phase !== 'running' || lease.cause) return;
           for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.sendLease(lease, { type: 'output', delta: part });
         },
+        inputFile: (field) => inputs.get(String(field)),
       };
       const result = checkResult(await handler(info.kind, info.input, ctx));
       if (lease.cause) throw abortError('aborted');
@@ -104,6 +108,7 @@ export class LeaseRunner {
     } catch (err) {
       outcome = { type: 'fail', error: failureOf(lease.cause, err) };
     } finally {
+      await inputs.dispose();
       this.runningNow--;
     }
     this.flushProgress(lease, false);

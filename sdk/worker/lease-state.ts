@@ -1,4 +1,4 @@
-import type { CompleteFrame, FailFrame, LeaseInfo, LeaseReport, Tier, Unaddressed } from '../protocol/index.js';
+import type { CompleteFrame, FailFrame, LeaseInfo, LeaseInputFile, LeaseReport, Tier, Unaddressed } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection } from './gateway-connection.js';
 import { isRecord } from './is-record.js';
@@ -91,5 +91,31 @@ export function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
     ...(typeof f.input_sha256 === 'string' ? { input_sha256: f.input_sha256 } : {}),
     upload_url: f.upload_url,
     upload_token: f.upload_token,
+    ...(isRecord(f.files) ? { files: parseFiles(f.files, f.upload_url) } : {}),
   };
+}
+
+/**
+ * The lease's input files, by field. An entry that is not `{url, size, content_type, sha256}`
+ * with an http(s) URL (relative ones resolve against `upload_url`) is left out: asking for it
+ * then fails the run as `bad_input` rather than sending the upload token somewhere unexpected.
+ */
+function parseFiles(value: unknown, base: string): Record<string, LeaseInputFile> {
+  const files: Record<string, LeaseInputFile> = Object.create(null);
+  if (!isRecord(value)) return files;
+  for (const [field, entry] of Object.entries(value)) {
+    if (!isRecord(entry)) continue;
+    const { url, size, content_type, sha256 } = entry;
+    if (typeof url !== 'string' || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) continue;
+    if (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256)) continue;
+    let resolved: URL;
+    try {
+      resolved = new URL(url, base);
+    } catch {
+      continue;
+    }
+    if (resolved.protocol !== 'https:' && resolved.protocol !== 'http:') continue;
+    files[field] = { url: resolved.href, size, content_type: typeof content_type === 'string' ? content_type : 'application/octet-stream', sha256: sha256.toLowerCase() };
+  }
+  return files;
 }

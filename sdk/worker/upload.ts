@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EngineArtifact } from '../engines/types.js';
-import { sleep } from '../client/deadline.js';
+import { readError, retryAfterMs, TRANSIENT_STATUS, withRetries, type TryResult } from './http-retry.js';
 
 /** What the gateway answers to an artifact upload (docs/worker-protocol.md, "Leases"). */
 export interface UploadedArtifact {
@@ -49,29 +49,6 @@ export class UploadError extends Error {
   }
 }
 
-const TRANSIENT_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
-
-/** Seconds (or an HTTP date) from Retry-After, in ms, capped; null when absent or unreadable. */
-function retryAfterMs(header: string | null, capMs: number): number | null {
-  if (!header) return null;
-  const seconds = Number(header);
-  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
-  return Number.isFinite(ms) ? Math.min(Math.max(0, ms), capMs) : null;
-}
-
-async function readError(res: Response): Promise<{ code: string; message: string }> {
-  const text = await res.text().catch(() => '');
-  try {
-    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof body.error?.code === 'string') {
-      return { code: body.error.code, message: typeof body.error.message === 'string' ? body.error.message : text.slice(0, 300) };
-    }
-  } catch {
-    // not the gateway's envelope
-  }
-  return { code: `http_${res.status}`, message: text.slice(0, 300) || res.statusText };
-}
-
 function isUploaded(value: unknown): value is UploadedArtifact {
   const v = value as Partial<UploadedArtifact> | null;
   return !!v && typeof v.url === 'string' && /^https?:\/\//.test(v.url) && typeof v.sha256 === 'string' && typeof v.size === 'number' && typeof v.content_type === 'string';
@@ -92,17 +69,20 @@ export async function uploadArtifact(uploadUrl: string, token: string, artifact:
   const baseDelay = opts.retryDelayMs ?? 250;
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const outageMs = opts.outageMs ?? 60_000;
-  let outageSince: number | null = null;
-  let retried = 0;
   const url = new URL(uploadUrl);
   url.searchParams.set('name', artifact.name);
   const bytes = new Uint8Array(artifact.data.buffer, artifact.data.byteOffset, artifact.data.byteLength);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const failed = (error: UploadError, waitMs: number | null = null): TryResult<UploadedArtifact> => ({
+    ok: false,
+    error,
+    retryable: error.retryable,
+    // A datastore outage on the gateway's side is waited out without spending the retries.
+    outage: error.status === 503 && error.code === 'unavailable',
+    waitMs,
+  });
 
-  for (;;) {
-    opts.signal?.throwIfAborted();
-    let failure: UploadError;
-    let waitMs: number | null = null;
+  return withRetries({ retries, baseDelayMs: baseDelay, outageMs, signal: opts.signal }, async () => {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     try {
@@ -112,38 +92,28 @@ export async function uploadArtifact(uploadUrl: string, token: string, artifact:
         body: bytes,
         signal,
       });
-      if (res.ok) {
-        const body: unknown = await res.json().catch(() => null);
-        if (!isUploaded(body)) {
-          failure = new UploadError(`the gateway's answer to the upload of ${artifact.name} is not {url, sha256, size, content_type}`, res.status, 'bad_answer', false);
-        } else if (body.size !== bytes.byteLength || body.sha256 !== sha256) {
-          failure = new UploadError(`the gateway stored ${body.size} bytes (sha256 ${body.sha256}) for ${artifact.name}, not the ${bytes.byteLength} sent (${sha256})`, res.status, 'corrupted', true);
-        } else {
-          return body;
-        }
-      } else {
+      if (!res.ok) {
         const { code, message } = await readError(res);
-        failure = new UploadError(`upload of ${artifact.name} refused (${res.status} ${code}): ${message}`, res.status, code, TRANSIENT_STATUS.has(res.status));
-        waitMs = retryAfterMs(res.headers.get('retry-after'), 10_000);
+        return failed(new UploadError(`upload of ${artifact.name} refused (${res.status} ${code}): ${message}`, res.status, code, TRANSIENT_STATUS.has(res.status)), retryAfterMs(res.headers.get('retry-after'), 10_000));
       }
+      const body: unknown = await res.json().catch(() => null);
+      if (!isUploaded(body)) return failed(new UploadError(`the gateway's answer to the upload of ${artifact.name} is not {url, sha256, size, content_type}`, res.status, 'bad_answer', false));
+      if (body.size !== bytes.byteLength || body.sha256 !== sha256) {
+        return failed(new UploadError(`the gateway stored ${body.size} bytes (sha256 ${body.sha256}) for ${artifact.name}, not the ${bytes.byteLength} sent (${sha256})`, res.status, 'corrupted', true));
+      }
+      return { ok: true, value: body };
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       const timedOut = timeout.aborted;
-      failure = new UploadError(
-        timedOut ? `upload of ${artifact.name} timed out after ${timeoutMs} ms` : `upload of ${artifact.name} failed: ${(err as Error).message}`,
-        0,
-        timedOut ? 'timeout' : 'network_error',
-        true,
-        { cause: err },
+      return failed(
+        new UploadError(
+          timedOut ? `upload of ${artifact.name} timed out after ${timeoutMs} ms` : `upload of ${artifact.name} failed: ${(err as Error).message}`,
+          0,
+          timedOut ? 'timeout' : 'network_error',
+          true,
+          { cause: err },
+        ),
       );
     }
-    // A datastore outage on the gateway's side is waited out without spending the retries.
-    const outage = failure.status === 503 && failure.code === 'unavailable';
-    if (outage) outageSince ??= Date.now();
-    const waitingOutOutage = outage && Date.now() - outageSince! < outageMs;
-    if (!failure.retryable || (!waitingOutOutage && retried >= retries)) throw failure;
-    if (!waitingOutOutage) retried++;
-    const backoff = baseDelay * 2 ** Math.min(Math.max(retried - 1, 0), 6);
-    await sleep(waitMs ?? backoff / 2 + Math.random() * (backoff / 2), opts.signal);
-  }
+  });
 }

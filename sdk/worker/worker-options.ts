@@ -5,6 +5,7 @@ import { workerSocketUrl, type Tier } from '../protocol/index.js';
 import type { WorkerAttestationOptions } from './attestation.js';
 import { isRecord } from './is-record.js';
 import { consoleLogger, type WorkerLogger } from './logger.js';
+import type { InputFileOptions } from './input-files.js';
 import type { UploadOptions } from './upload.js';
 
 export const SDK_VERSION = '0.1.0';
@@ -47,6 +48,8 @@ export interface SwitchyardWorkerOptions {
   progressIntervalMs?: number;
   /** Retries and timeouts of artifact uploads. */
   upload?: Omit<UploadOptions, 'signal'>;
+  /** Retries, timeouts and the temporary directory of the input files handlers fetch (`ctx.inputFile`). */
+  inputFiles?: InputFileOptions;
   /** How long to wait for the gateway's answer to `complete` or `fail`. @defaultValue 30000 */
   reportTimeoutMs?: number;
   /** Passed to the `ws` client (agent, TLS options, handshakeTimeout...). */
@@ -73,6 +76,7 @@ export interface WorkerSettings {
   progressIntervalMs: number;
   reportTimeoutMs: number;
   upload?: Omit<UploadOptions, 'signal'>;
+  inputFiles?: InputFileOptions;
   webSocket?: ClientOptions;
 }
 
@@ -133,6 +137,7 @@ export function resolveWorkerOptions(opts: SwitchyardWorkerOptions): WorkerSetti
     progressIntervalMs: opts.progressIntervalMs ?? 250,
     reportTimeoutMs: opts.reportTimeoutMs ?? 30_000,
     upload: opts.upload,
+    inputFiles: opts.inputFiles,
     webSocket: opts.webSocket,
   };
   if (tier === 'private' && !opts.attestation) throw new TypeError("a private worker needs attestation: { evidence: (eatNonce) => Promise<{token, gpus}> }");

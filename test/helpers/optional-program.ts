@@ -21,6 +21,9 @@ export const CHROMIUM: OptionalProgram = { name: 'chromium', env: 'CHROMIUM_BIN'
 export const PROMETHEUS: OptionalProgram = { name: 'prometheus', env: 'PROMETHEUS_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
 export const PROMTOOL: OptionalProgram = { name: 'promtool', env: 'PROMTOOL_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
 export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS_SERVER_BIN', install: 'apt-get install -y redis-server' };
+/** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
+export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
+export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
 
 function executable(file: string): boolean {
   try {

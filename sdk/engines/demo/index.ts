@@ -16,6 +16,12 @@ export interface DemoEngineOptions {
   delayMs?: number;
   /** espeak-ng command for text-to-speech; null always uses the synthesized tone. */
   espeakNg?: string | null;
+  /**
+   * Speech recognizer for transcription: `pocketsphinx` (5.x, `pocketsphinx single`) or
+   * `pocketsphinx_continuous` (0.8, Debian's). Undefined looks for either on PATH; null never
+   * runs one, and transcripts say so.
+   */
+  pocketsphinx?: string | null;
 }
 
 /** One family per kind; the two mesh kinds share a writer. */
@@ -44,7 +50,7 @@ const STEPS: Array<[number, string]> = [
  * exercised without a GPU. The delay is spent before generating, in quarter steps, each of which
  * can be interrupted by ctx.signal; the LLM streams during the last quarter, the others sleep it.
  */
-export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng' }: DemoEngineOptions = {}): Engine {
+export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocketsphinx }: DemoEngineOptions = {}): Engine {
   const step = Math.max(0, delayMs) / 4;
   return async (kind, input, ctx) => {
     const family = DEMO_FAMILIES[kind];
@@ -55,7 +61,7 @@ export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng' }: Dem
       ctx.progress(p, message);
     }
     const seed = seedFor(kind, input);
-    const result = await family({ kind, input, ctx, rng: new Rng(seed), seed, delayMs, espeakNg });
+    const result = await family({ kind, input, ctx, rng: new Rng(seed), seed, delayMs, espeakNg, pocketsphinx });
     if (family !== llm) await sleep(step, ctx.signal);
     throwIfAborted(ctx.signal);
     ctx.progress(1, 'done');

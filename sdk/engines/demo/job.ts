@@ -12,6 +12,8 @@ export interface DemoJob {
   delayMs: number;
   /** Command for real speech; null forces the tone fallback. */
   espeakNg: string | null;
+  /** Speech recognizer for transcription; undefined looks for one on PATH, null never runs one. */
+  pocketsphinx: string | null | undefined;
 }
 
 export type DemoFamily = (job: DemoJob) => Promise<EngineResult>;

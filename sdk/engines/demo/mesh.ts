@@ -1,4 +1,5 @@
 import { GltfBuilder } from './glb.js';
+import { describeInput, meanColour, readInputImage, resample } from './files.js';
 import type { DemoFamily } from './job.js';
 import { str } from './inputs.js';
 import { mix, palette, type Rgb } from './palette.js';
@@ -52,12 +53,33 @@ function checker(main: Rgb, accent: Rgb, rng: Rng): Buffer {
   return encodePng(size, size, 3, px);
 }
 
-/** image-to-mesh and text-to-mesh: a textured box whose proportions and colours come from the input. */
-export const mesh: DemoFamily = async ({ input, rng }) => {
-  const [main, accent] = palette(str(input, 'prompt') || str(input, 'image'), rng);
-  const geo = box([rng.range(0.3, 1), rng.range(0.3, 1), rng.range(0.3, 1)]);
+/** The side of the texture made from an input image (power of two, so mipmapping is valid). */
+const TEXTURE_SIDE = 32;
+
+/**
+ * image-to-mesh and text-to-mesh: a textured box. From a prompt, its proportions and colours are
+ * seeded by the input; from an image, the box has the image's aspect ratio, its texture is the
+ * image scaled to 32x32, and asset.extras.input names the image (sha256, size, mean colour).
+ */
+export const mesh: DemoFamily = async ({ kind, input, rng, ctx }) => {
+  const picture = kind === 'inference:3d:image-to-mesh' ? await readInputImage(ctx, input, 'image') : null;
   const gltf = new GltfBuilder();
-  const texture = gltf.pngTexture(checker(main, accent, rng));
+  let geo: ReturnType<typeof box>;
+  let texture: number;
+  let extra: Record<string, unknown> | undefined;
+  if (picture) {
+    const { image, read } = picture;
+    const longest = Math.max(image.width, image.height);
+    geo = box([Math.max(0.1, image.width / longest), Math.max(0.1, image.height / longest), rng.range(0.3, 1)]);
+    texture = gltf.pngTexture(encodePng(TEXTURE_SIDE, TEXTURE_SIDE, 3, resample(image, TEXTURE_SIDE, TEXTURE_SIDE)));
+    const mean = meanColour(image, 0, 0, image.width, image.height);
+    extra = { input: { ...describeInput('image', read), width: image.width, height: image.height, mean_rgb: mean } };
+    (gltf.json.asset as Record<string, unknown>).extras = extra;
+  } else {
+    const [main, accent] = palette(str(input, 'prompt') || str(input, 'image'), rng);
+    geo = box([rng.range(0.3, 1), rng.range(0.3, 1), rng.range(0.3, 1)]);
+    texture = gltf.pngTexture(checker(main, accent, rng));
+  }
   gltf.json.materials.push({
     name: 'demo',
     pbrMetallicRoughness: { baseColorTexture: { index: texture }, metallicFactor: 0, roughnessFactor: Math.round(rng.range(0.3, 0.9) * 100) / 100 },
@@ -78,5 +100,5 @@ export const mesh: DemoFamily = async ({ input, rng }) => {
   });
   gltf.json.nodes.push({ name: 'demo-shape', mesh: 0 });
   Object.assign(gltf.json, { scenes: [{ nodes: [0] }], scene: 0 });
-  return { artifacts: [{ name: 'mesh.glb', contentType: 'model/gltf-binary', data: gltf.toGlb() }] };
+  return { artifacts: [{ name: 'mesh.glb', contentType: 'model/gltf-binary', data: gltf.toGlb() }], ...(extra ? { extra } : {}) };
 };
