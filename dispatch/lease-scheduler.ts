@@ -1,4 +1,4 @@
-import { leaseUploadUrl } from '../sdk/protocol/index.js';
+import { leaseFileUrl, leaseUploadUrl, type LeaseInputFile } from '../sdk/protocol/index.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
@@ -273,6 +273,7 @@ export class LeaseScheduler {
       ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
       upload_token: uploadToken,
       upload_url: leaseUploadUrl(this.opts.publicUrl(), lease.id),
+      ...(Object.keys(run.input_files ?? {}).length > 0 && { files: this.leaseFiles(run, lease.id) }),
     });
     progress.sent = true;
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
@@ -280,6 +281,15 @@ export class LeaseScheduler {
     if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
     // The worker left while this lease was being made: hand it back now rather than at lock expiry.
     if (!this.ctx.attached(worker.info.worker_id)) await this.ctx.settlement.loseLease(lease.id, 'the worker disconnected', 'disconnect');
+  }
+
+  /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */
+  private leaseFiles(run: RunRecord, leaseId: string): Record<string, LeaseInputFile> {
+    const out: Record<string, LeaseInputFile> = {};
+    for (const [field, f] of Object.entries(run.input_files)) {
+      out[field] = { url: leaseFileUrl(this.opts.publicUrl(), leaseId, field), size: f.size, content_type: f.content_type, sha256: f.sha256 };
+    }
+    return out;
   }
 
   private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {

@@ -16,17 +16,31 @@ export interface KindSpec {
 
 const prompt = { type: 'string', minLength: 1, maxLength: 10_000 };
 const model = { type: 'string', minLength: 1, maxLength: 200 };
+/** The schema keyword that marks an input field as a file, with the content types it takes. */
+export const FILE_KEYWORD = 'x-switchyard-file';
+
+export interface FileFieldSpec {
+  /** Content types the field takes (after the gateway reads them from the bytes). */
+  accept: string[];
+}
+
 /**
- * A file the worker fetches: an https URL or a data: URI, nothing else (a `file:`, `http:` or
- * relative value would be a paid run that can only fail, or a worker reading its own disk).
+ * A file of the input (docs/files.md): a file id or URL of `/v1/files`, an artifact URL of one of
+ * the account's runs, an https URL the gateway fetches, or a data: URI. The gateway stages it
+ * before the job is queued; the worker fetches it through its lease, never from the caller's URL.
  */
-const url = {
+const file = (accept: string[], what: string) => ({
   type: 'string',
   minLength: 1,
-  maxLength: 4096,
-  pattern: '^(?:https://[^\\s/?#@]+(?:[/?#]\\S*)?|data:[^,\\s]*,\\S*)$',
-  description: 'an https URL or a data: URI',
-};
+  description: `${what}: a file id (file_...) or URL from /v1/files, an artifact URL of one of your runs, an https URL, or a data: URI (${accept.join(', ')})`,
+  [FILE_KEYWORD]: { accept } satisfies FileFieldSpec,
+});
+const IMAGE = ['image/png', 'image/jpeg', 'image/webp'];
+const MESH = ['model/gltf-binary'];
+const AUDIO = ['audio/wav', 'audio/mpeg', 'audio/ogg', 'audio/flac'];
+const image = file(IMAGE, 'an image');
+const mesh = file(MESH, 'a mesh (glTF binary)');
+const audio = file(AUDIO, 'an audio file');
 const seed = { type: 'integer', minimum: 0, maximum: 4294967295 };
 const durationS = (max: number) => ({ type: 'number', exclusiveMinimum: 0, maximum: max });
 
@@ -50,7 +64,7 @@ export const KINDS: readonly KindSpec[] = [
     rollout: 'live',
     description: 'single image to textured 3D mesh',
     defaultPrice: 20,
-    inputSchema: schema({ image: url, model, seed }, ['image']),
+    inputSchema: schema({ image, model, seed }, ['image']),
   },
   {
     kind: 'inference:3d:text-to-mesh',
@@ -64,7 +78,7 @@ export const KINDS: readonly KindSpec[] = [
     rollout: 'live',
     description: 'scene or image to controlled, consistent video',
     defaultPrice: 40,
-    inputSchema: schema({ prompt, image: url, model, duration_s: durationS(60), fps: { type: 'integer', minimum: 1, maximum: 60 }, seed }, [], {
+    inputSchema: schema({ prompt, image, model, duration_s: durationS(60), fps: { type: 'integer', minimum: 1, maximum: 60 }, seed }, [], {
       anyOf: [{ required: ['prompt'] }, { required: ['image'] }],
     }),
   },
@@ -73,14 +87,14 @@ export const KINDS: readonly KindSpec[] = [
     rollout: 'live',
     description: 'PBR textures for an existing mesh or object',
     defaultPrice: 10,
-    inputSchema: schema({ mesh: url, prompt, model, resolution: { type: 'integer', minimum: 64, maximum: 8192 } }, ['mesh']),
+    inputSchema: schema({ mesh, prompt, model, resolution: { type: 'integer', minimum: 64, maximum: 8192 } }, ['mesh']),
   },
   {
     kind: 'inference:rig',
     rollout: 'live',
     description: 'skeleton and skin weights for a mesh',
     defaultPrice: 10,
-    inputSchema: schema({ mesh: url, model, skeleton: { type: 'string', maxLength: 100 } }, ['mesh']),
+    inputSchema: schema({ mesh, model, skeleton: { type: 'string', maxLength: 100 } }, ['mesh']),
   },
   {
     kind: 'inference:llm:text-generate',
@@ -125,7 +139,7 @@ export const KINDS: readonly KindSpec[] = [
     description: 'synthesized speech, optionally voice-cloned from a reference clip',
     defaultPrice: 2,
     inputSchema: schema(
-      { text: { type: 'string', minLength: 1, maxLength: 100_000 }, voice: { type: 'string', maxLength: 200 }, reference_audio: url, model },
+      { text: { type: 'string', minLength: 1, maxLength: 100_000 }, voice: { type: 'string', maxLength: 200 }, reference_audio: audio, model },
       ['text'],
     ),
   },
@@ -134,7 +148,7 @@ export const KINDS: readonly KindSpec[] = [
     rollout: 'rolling_out',
     description: 'audio to text',
     defaultPrice: 2,
-    inputSchema: schema({ audio: url, language: { type: 'string', maxLength: 35 }, model }, ['audio']),
+    inputSchema: schema({ audio, language: { type: 'string', maxLength: 35 }, model }, ['audio']),
   },
 ];
 
@@ -144,6 +158,14 @@ const byName = new Map(KINDS.map((k) => [k.kind, k]));
 
 export function findKind(kind: string): KindSpec | undefined {
   return byName.get(kind);
+}
+
+/** The file fields of a kind's input, by name. */
+export function fileFields(spec: KindSpec): Record<string, FileFieldSpec> {
+  const props = (spec.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const out: Record<string, FileFieldSpec> = {};
+  for (const [name, prop] of Object.entries(props)) if (prop[FILE_KEYWORD]) out[name] = prop[FILE_KEYWORD] as FileFieldSpec;
+  return out;
 }
 
 /** Confidentiality tiers, weakest first: a job of tier T runs on a worker of tier T or stronger. */

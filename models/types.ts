@@ -68,6 +68,15 @@ export interface RunError {
   retryable: boolean;
 }
 
+/** A file of a run's input, staged by the gateway: where its bytes are, and what they are (docs/files.md). */
+export interface InputFileRef {
+  /** The bytes, in the artifact store. */
+  artifact_id: string;
+  size: number;
+  content_type: string;
+  sha256: string;
+}
+
 export interface RunRecord {
   run_id: string;
   account_id: string;
@@ -81,6 +90,8 @@ export interface RunRecord {
   price: number;
   settlement: Settlement;
   input: Record<string, unknown>;
+  /** The input's files by field name, staged at submission; workers fetch them through their lease. */
+  input_files: Record<string, InputFileRef>;
   webhook: string | null;
   /** Which moments reach `webhook`. */
   webhook_events_filter: WebhookEvent[];
@@ -111,6 +122,8 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   priorityBase: number;
   /** @defaultValue ['completed'] */
   webhook_events_filter?: WebhookEvent[];
+  /** @defaultValue {} */
+  input_files?: Record<string, InputFileRef>;
 };
 
 /** The fields every new run starts with, besides those its submission gives. */
@@ -127,4 +140,5 @@ export const NEW_RUN_DEFAULTS = {
   worker_id: null,
   // Also what records written before the filter existed read as.
   webhook_events_filter: ['completed'],
+  input_files: {},
 } satisfies Partial<RunRecord>;

@@ -10,6 +10,8 @@ import { ValidationError } from './errors.js';
 // strictRequired is off so `anyOf: [{required: [a]}, {required: [b]}]` ("a or b") stays legal.
 export const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, coerceTypes: false, useDefaults: false, verbose: true });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+// Marks a kind's file fields (models/kinds.ts); the gateway stages them, ajv only lets it through.
+ajv.addKeyword({ keyword: 'x-switchyard-file', schemaType: 'object' });
 
 const cache = new WeakMap<object, ValidateFunction>();
 

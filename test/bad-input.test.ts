@@ -221,7 +221,8 @@ function jobWithPromptBytes(bytes: number[]): Buffer {
 }
 
 const TWO_MIB = 2 * 1024 * 1024;
-const bigJob = () => JSON.stringify({ kind: KIND, input: { prompt: 'a cat', padding: 'x'.repeat(TWO_MIB) } });
+// Past JSON_BODY_LIMIT (3 MiB by default) once inflated.
+const bigJob = () => JSON.stringify({ kind: KIND, input: { prompt: 'a cat', padding: 'x'.repeat(2 * TWO_MIB) } });
 
 // ---------------------------------------------------------------------------------------------
 // The corpus
@@ -393,7 +394,7 @@ const jobsPost: Case[] = [
     send: (w) => submitRaw(w, `{"kind":"${KIND}","input":{"prompt":"a cat","\\u005f\\u005fproto__":{"polluted":true}}}`),
     check: () => assert.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype was polluted'),
   },
-  // File inputs: only an https URL or a data: URI, refused naming the field, never a paid run
+  // File inputs: a file of /v1/files, an artifact URL, an https URL or a data: URI, refused naming the field, never a paid run
   ...[
     ['inference:3d:image-to-mesh', 'image'],
     ['inference:video:generate', 'image'],
@@ -408,7 +409,7 @@ const jobsPost: Case[] = [
         status: 400,
         code: 'invalid_request',
         send: (w) => submitBody(w, { kind, input: { prompt: 'a cat', text: 'hello', [field]: value } }),
-        check: (res) => assert.match(String(res.body.error.message), new RegExp(`/input/${field} must be an https URL or a data: URI`)),
+        check: (res) => assert.match(String(res.body.error.message), new RegExp(`/input/${field} must be a file id \\(file_\\.\\.\\.\\) or URL from /v1/files`)),
       }),
     ),
   ),

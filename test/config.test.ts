@@ -13,7 +13,7 @@ describe('configuration', () => {
     assert.equal(c.dataDir, './.data');
     assert.equal(c.mongoUrl, undefined);
     assert.equal(c.adminToken, undefined);
-    assert.equal(c.jsonBodyLimitBytes, 1024 * 1024);
+    assert.equal(c.jsonBodyLimitBytes, 3 * 1024 * 1024);
     assert.equal(c.publicUrl, 'http://127.0.0.1:8080');
     assert.equal(c.prices['inference:image:generate'], 4);
   });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { dataUri, sampleGlb, samplePng, sampleWav } from './helpers/sample-files.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
 const image = (prompt = 'a cat', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt, model: 'sdxl' }, ...extra });
@@ -55,18 +56,21 @@ describe('jobs API', () => {
     });
 
     it('accepts every kind of the catalogue with a valid input', async () => {
+      const png = dataUri('image/png', samplePng());
+      const glb = dataUri('model/gltf-binary', await sampleGlb());
+      const wav = dataUri('audio/wav', sampleWav());
       const inputs: Record<string, object> = {
         'inference:image:generate': { prompt: 'p' },
-        'inference:3d:image-to-mesh': { image: 'https://example.com/a.png' },
+        'inference:3d:image-to-mesh': { image: png },
         'inference:3d:text-to-mesh': { prompt: 'p' },
         'inference:video:generate': { prompt: 'p' },
-        'inference:texture:generate': { mesh: 'https://example.com/a.glb' },
-        'inference:rig': { mesh: 'https://example.com/a.glb' },
+        'inference:texture:generate': { mesh: glb },
+        'inference:rig': { mesh: glb },
         'inference:llm:text-generate': { messages: [{ role: 'user', content: 'hi' }] },
         'inference:audio:music-generate': { prompt: 'p' },
         'inference:audio:sfx-generate': { prompt: 'p' },
         'inference:audio:text-to-speech': { text: 'hello' },
-        'inference:audio:transcribe': { audio: 'https://example.com/a.wav' },
+        'inference:audio:transcribe': { audio: wav },
       };
       for (const [kind, input] of Object.entries(inputs)) {
         const res = await gw.submit(key, { kind, input });
@@ -150,9 +154,10 @@ describe('jobs API', () => {
   describe('GET /v1/jobs', () => {
     it('pages newest first with an opaque cursor and filters by status and kind', async () => {
       const acct = await gw.account(1000);
+      const glb = dataUri('model/gltf-binary', await sampleGlb());
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push((await gw.submit(acct.key, image(`p${i}`))).body.run_id);
-      ids.push((await gw.submit(acct.key, { kind: 'inference:rig', input: { mesh: 'https://example.com/m.glb' } })).body.run_id);
+      ids.push((await gw.submit(acct.key, { kind: 'inference:rig', input: { mesh: glb } })).body.run_id);
       await gw.request('POST', `/v1/jobs/${ids[0]}/cancel`, { key: acct.key });
       const newest = [...ids].reverse();
 

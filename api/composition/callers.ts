@@ -8,6 +8,9 @@ import { FleetService } from '../services/fleet/fleet-service.js';
 import { JobService } from '../services/jobs/job-service.js';
 import { LlmRunner } from '../services/llm/llm-runner.js';
 import { CallerSocketServer } from '../sockets/caller-socket-server.js';
+import type { ArtifactStore } from '../../models/artifact-store.js';
+import type { FileService } from '../services/files/file-service.js';
+import { InputFiles } from '../services/files/input-files.js';
 import type { Core } from './core.js';
 import type { Fleet } from './fleet.js';
 import type { Outbound } from './outbound.js';
@@ -29,7 +32,7 @@ export interface Callers {
   openai: ChatCompletions;
 }
 
-export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound): Callers {
+export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files: FileService, artifacts: ArtifactStore): Callers {
   const { config: c, log } = core;
   const confirmer = new EnqueueConfirmer(core.runs, log);
   const jobs = new JobService({
@@ -42,6 +45,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound): Call
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission
     metrics: core.metrics,
+    inputFiles: new InputFiles({ files, artifacts, outbound: outbound.guard, publicUrl: core.publicUrl.get, dataUriMaxBytes: c.dataUriMaxBytes, fetchMaxBytes: c.fileMaxBytes }),
   });
   const reconciler = new EnqueueReconciler({
     runs: core.runs,

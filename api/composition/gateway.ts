@@ -97,7 +97,7 @@ export class Gateway {
     const sweeper = new ArtifactSweeper({ store: artifacts, files, log: this.log });
     const fleet = buildFleet(core, artifacts);
     const outbound = buildOutbound(core, toolKey);
-    const callers = buildCallers(core, fleet, outbound);
+    const callers = buildCallers(core, fleet, outbound, files, artifacts);
     const bots = buildBots(core, callers, outbound);
     const services: Services = {
       config: c,

@@ -1,3 +1,4 @@
+import { KINDS } from '../../models/kinds.js';
 import type { RouteSpec } from './route-spec.js';
 import { errorEnvelope } from '../contract/schemas.js';
 
@@ -57,7 +58,8 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      schemas: { Error: errorEnvelope },
+      // Each kind's input schema, file fields marked with x-switchyard-file (docs/files.md).
+      schemas: { Error: errorEnvelope, ...Object.fromEntries(KINDS.map((k) => [`input.${k.kind.replaceAll(':', '.')}`, k.inputSchema])) },
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
         serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },

@@ -38,6 +38,7 @@ function toRun(d: RunDoc): RunRecord {
     input: JSON.parse(d.input_json) as Record<string, unknown>,
     webhook: d.webhook ?? null,
     webhook_events_filter: d.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
+    input_files: d.input_files ?? {},
     idempotency_key: d.idempotency_key ?? null,
     created_at: d.created_at,
     started_at: d.started_at ?? null,
@@ -113,6 +114,7 @@ export class MongoRunStore implements RunStore {
       created_at: run.created_at,
       ...NEW_RUN_DEFAULTS,
       webhook_events_filter: run.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
+      input_files: run.input_files ?? {},
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
     await this.runs.insertOne(doc, { session });

@@ -35,3 +35,8 @@ export function parseArtifactUrl(publicUrl: string, url: string): ArtifactRef | 
 export function leaseUploadUrl(publicUrl: string, leaseId: string): string {
   return `${publicUrl}/v1/leases/${leaseId}/artifacts`;
 }
+
+/** Where a lease's worker fetches the file of input field `field` (with the lease's upload token). */
+export function leaseFileUrl(publicUrl: string, leaseId: string, field: string): string {
+  return `${publicUrl}/v1/leases/${encodeURIComponent(leaseId)}/files/${encodeURIComponent(field)}`;
+}

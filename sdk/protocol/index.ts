@@ -5,7 +5,7 @@
  */
 export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, type ProtocolVersion } from './versions.js';
 export { WORKER_PATH, workerSocketUrl } from './worker-url.js';
-export { artifactUrl, parseArtifactUrl, leaseUploadUrl, type ArtifactRef } from './artifact-url.js';
+export { artifactUrl, parseArtifactUrl, leaseUploadUrl, leaseFileUrl, type ArtifactRef } from './artifact-url.js';
 export { MAX_FRAME_BYTES, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, MAX_ERROR_MESSAGE, MAX_HEARTBEAT_LEASES } from './limits.js';
 export type {
   Tier,

@@ -17,7 +17,7 @@ export interface SeenRequest {
 export interface ScriptedAnswer {
   status: number;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
 }
 
 /**

@@ -118,6 +118,31 @@ export function artifactRoutes(s: Services): RouteSpec[] {
     },
     {
       method: 'get',
+      path: '/v1/leases/{lease_id}/files/{field}',
+      operationId: 'getLeaseInputFile',
+      summary: "A worker fetches a file of its lease's input (GET or HEAD, the lease's upload token; Range)",
+      tag: 'artifacts',
+      auth: 'none',
+      headers: [{ name: 'Authorization', description: "Bearer <the lease's upload_token>", schema: { type: 'string' } }],
+      responses: {
+        200: { description: 'The bytes; their sha256 is the one the lease frame gave', mediaType: '*/*' },
+        206: { description: 'The requested byte range', mediaType: '*/*' },
+        401: { description: 'Unknown or ended lease, or another lease\'s token', headers: { 'WWW-Authenticate': 'Bearer' } },
+        404: { description: 'The lease\'s input has no file in that field, or it is gone' },
+      },
+      async handler(ctx) {
+        const token = bearerToken(ctx.get('Authorization'));
+        const lease = token ? await s.leases.verifyUpload(ctx.params.lease_id, token) : null;
+        if (!lease) throw new UnauthorizedError("a live lease's upload_token is required (Authorization: Bearer <upload_token>)");
+        const run = await s.stores.runs.get(lease.run_id);
+        const ref = run && Object.hasOwn(run.input_files, ctx.params.field) ? run.input_files[ctx.params.field] : undefined;
+        const meta = ref ? await s.artifacts.get(ref.artifact_id) : null;
+        if (!meta) throw new NotFoundError(`input file ${ctx.params.field} of this lease`);
+        await sendStored(ctx, s.artifacts, meta, 'private');
+      },
+    },
+    {
+      method: 'get',
       path: '/v1/artifacts/{artifact_id}/{name}',
       operationId: 'getArtifact',
       summary: 'Download an artifact (GET or HEAD, no credential; Range, If-None-Match, If-Range)',

@@ -1,3 +1,4 @@
+import type { InputFiles } from '../files/input-files.js';
 import type { Logger } from 'pino';
 import { AlreadyTerminalError, InsufficientCreditsError, NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { newRunId } from '../../../models/ids.js';
@@ -41,6 +42,8 @@ export interface JobServiceOptions {
   outbound?: Pick<SsrfGuard, 'checkUrl'>;
   /** Counts new runs and the credits they reserve. */
   metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
+  /** Stages the files of an input before its run is created (docs/files.md). */
+  inputFiles: Pick<InputFiles, 'stage'>;
 }
 
 export interface Submission {
@@ -84,7 +87,16 @@ export class JobService {
       }
       runId = claim.runId;
       claimed = claim.claimed;
+      // A replay answers with the run the first request made, without staging its files again.
+      if (!claimed) {
+        const existing = await this.opts.runs.get(runId);
+        if (existing?.account_id === accountId) return { run: existing, replayed: true };
+      }
     }
+    const staged = await this.opts.inputFiles.stage(accountId, spec, body.input).catch(async (err: unknown) => {
+      if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
+      throw err;
+    });
 
     const tier = body.confidentiality ?? 'open';
     const jobClass = body.class ?? 'standard';
@@ -98,7 +110,8 @@ export class JobService {
       class: jobClass,
       priorityBase: CLASS_PRIORITY[jobClass],
       price: this.opts.prices[body.kind],
-      input: body.input,
+      input: staged.input,
+      input_files: staged.files,
       webhook: body.webhook ?? null,
       ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
       idempotency_key: idempotencyKey ?? null,

@@ -22,6 +22,8 @@ export interface OutboundRequest {
   body?: string | Buffer;
   /** Aborts the call; it then fails with code `aborted`. */
   signal?: AbortSignal;
+  /** A larger (or smaller) answer limit than the policy's, for calls that fetch files. */
+  maxResponseBytes?: number;
 }
 
 export type OutboundErrorCode =
@@ -169,7 +171,8 @@ export class SsrfGuard {
     if (net.isIP(target.host) && !this.isAllowedAddress(target.host, devLocal)) throw new OutboundError('url_blocked', BLOCKED);
     const plain = target.url.protocol === 'http:';
     if (req.signal?.aborted) throw new OutboundError('aborted', 'the call was aborted');
-    const { connectTimeoutMs, totalTimeoutMs, maxResponseBytes } = this.policy;
+    const { connectTimeoutMs, totalTimeoutMs } = this.policy;
+    const maxResponseBytes = req.maxResponseBytes ?? this.policy.maxResponseBytes;
 
     return new Promise<OutboundResponse>((resolve, reject) => {
       // Where the connection got to decides how a socket error is named.

@@ -1,0 +1,133 @@
+import { Readable } from 'node:stream';
+import type { ArtifactStore } from '../../../models/artifact-store.js';
+import { ApiError } from '../../../models/errors.js';
+import { FILE_ID_PATTERN } from '../../../models/ids.js';
+import { fileFields, type KindSpec } from '../../../models/kinds.js';
+import type { InputFileRef } from '../../../models/types.js';
+import { parseArtifactUrl } from '../../../sdk/protocol/index.js';
+import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
+import type { FileService } from './file-service.js';
+
+export interface InputFilesOptions {
+  files: FileService;
+  artifacts: ArtifactStore;
+  outbound: SsrfGuard;
+  publicUrl: () => string;
+  /** Largest decoded `data:` URI. */
+  dataUriMaxBytes: number;
+  /** Largest file fetched from an https URL (FILE_MAX_BYTES). */
+  fetchMaxBytes: number;
+}
+
+/** A job input with its file fields staged: what the run stores, and what its workers fetch. */
+export interface StagedInput {
+  /** The input, each file field holding the gateway's reference instead of what the caller sent. */
+  input: Record<string, unknown>;
+  files: Record<string, InputFileRef>;
+}
+
+const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of one of your runs, an https URL, or a data: URI';
+
+/**
+ * Stages the files of a job input before the job is queued (docs/files.md): a file of the
+ * account is used as it is, an artifact of one of its runs too (jobs chain), an https URL is
+ * fetched through the SSRF guard and a data: URI decoded, both into a new file of the account.
+ * Each must be a type its field accepts. Workers then fetch every file from the gateway.
+ */
+export class InputFiles {
+  constructor(private readonly opts: InputFilesOptions) {}
+
+  async stage(accountId: string, spec: KindSpec, input: Record<string, unknown>): Promise<StagedInput> {
+    const fields = fileFields(spec);
+    const out = { ...input };
+    const files: Record<string, InputFileRef> = {};
+    for (const [field, { accept }] of Object.entries(fields)) {
+      const value = input[field];
+      if (value === undefined) continue;
+      const where = `/input/${field}`;
+      const { ref, reference } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
+        if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
+        throw err;
+      });
+      if (!accept.includes(essence(ref.content_type))) {
+        throw new ApiError('invalid_request', `${where} takes ${accept.join(', ')}; the file given is ${ref.content_type}`, {
+          details: { path: `/input/${field}`, accept, content_type: ref.content_type },
+        });
+      }
+      files[field] = ref;
+      out[field] = reference;
+    }
+    return { input: out, files };
+  }
+
+  private async resolve(accountId: string, value: string, where: string): Promise<{ ref: InputFileRef; reference: string }> {
+    const base = this.opts.publicUrl();
+    const fileId = FILE_ID_PATTERN.test(value) ? value : value.startsWith(`${base}/v1/files/`) ? value.slice(`${base}/v1/files/`.length) : null;
+    if (fileId !== null) {
+      const file = await this.opts.files.get(accountId, fileId).catch(() => {
+        throw new ApiError('invalid_request', `${where}: no file ${fileId} of this account (unknown, deleted or expired)`);
+      });
+      return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
+    }
+    const artifact = parseArtifactUrl(base, value);
+    if (artifact) {
+      const meta = await this.opts.artifacts.get(artifact.id);
+      if (!meta || meta.name !== artifact.name || meta.account_id !== accountId) {
+        throw new ApiError('invalid_request', `${where}: the artifact is not one of this account's runs' (or it has expired)`);
+      }
+      return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value };
+    }
+    if (/^data:/i.test(value)) return this.stageUpload(accountId, decodeDataUri(value, this.opts.dataUriMaxBytes, where));
+    if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) return this.stageUpload(accountId, await this.fetch(value, where));
+    throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
+  }
+
+  private async stageUpload(accountId: string, got: { bytes: Buffer; contentType?: string; filename?: string }) {
+    const file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, filename: got.filename, length: got.bytes.length });
+    return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
+  }
+
+  /** One GET through the SSRF guard: no redirect followed, the guard's timeouts, at most FILE_MAX_BYTES. */
+  private async fetch(url: string, where: string): Promise<{ bytes: Buffer; contentType?: string; filename?: string }> {
+    let res;
+    try {
+      res = await this.opts.outbound.request(url, { method: 'GET', maxResponseBytes: this.opts.fetchMaxBytes });
+    } catch (err) {
+      if (!(err instanceof OutboundError)) throw err;
+      const code = err.code === 'url_blocked' || err.code === 'invalid_url' ? err.code : 'invalid_request';
+      throw new ApiError(code, `${where}: the file could not be fetched (${err.code}): ${err.message}`, { details: { reason: err.code } });
+    }
+    if (res.status >= 300 && res.status < 400) throw new ApiError('invalid_request', `${where}: the URL answered a redirect (${res.status}); redirects are not followed: give the final URL`);
+    if (res.status !== 200) throw new ApiError('invalid_request', `${where}: the URL answered ${res.status}, not 200`);
+    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+    const filename = /^[\p{L}\p{N}._-]{1,200}$/u.test(last) && !last.startsWith('.') ? last : undefined;
+    return { bytes: res.body, contentType: typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined, filename };
+  }
+}
+
+const essence = (type: string) => type.split(';')[0].trim().toLowerCase();
+
+/** RFC 2397: `data:[<type>][;base64],<data>`. */
+function decodeDataUri(uri: string, maxBytes: number, where: string): { bytes: Buffer; contentType?: string } {
+  const comma = uri.indexOf(',');
+  if (comma < 0) throw new ApiError('invalid_request', `${where}: a data: URI needs a comma before its data`);
+  const meta = uri.slice(5, comma).split(';');
+  const base64 = meta[meta.length - 1].toLowerCase() === 'base64';
+  const type = meta[0] || undefined;
+  const data = uri.slice(comma + 1);
+  // Checked before decoding, so an oversize URI costs no memory beyond the request.
+  const estimate = base64 ? Math.floor((data.length * 3) / 4) : data.length;
+  if (estimate > maxBytes + 2) throw new ApiError('payload_too_large', `${where}: a data: URI may carry at most ${maxBytes} bytes; upload larger files with POST /v1/files`, { details: { max_bytes: maxBytes } });
+  let bytes: Buffer;
+  if (base64) {
+    if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(data)) throw new ApiError('invalid_request', `${where}: the data: URI is not valid base64`);
+    bytes = Buffer.from(data, 'base64');
+  } else {
+    if (/%(?![0-9a-f]{2})/i.test(data)) throw new ApiError('invalid_request', `${where}: the data: URI is not valid percent-encoding`);
+    // Byte by byte: a percent-encoded file is bytes, not UTF-8 text.
+    bytes = Buffer.from(data.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+  }
+  if (bytes.length > maxBytes) throw new ApiError('payload_too_large', `${where}: a data: URI may carry at most ${maxBytes} bytes`, { details: { max_bytes: maxBytes } });
+  if (bytes.length === 0) throw new ApiError('invalid_request', `${where}: the data: URI is empty`);
+  return { bytes, contentType: type };
+}
