@@ -9,7 +9,7 @@ import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { WaveFile } from 'wavefile';
-import { KINDS, KIND_NAMES } from '../models/kinds.js';
+import { KINDS, fileFields, KIND_NAMES } from '../models/kinds.js';
 import { GltfBuilder } from '../sdk/engines/demo/glb.js';
 import { createDemoEngine, DEMO_FAMILIES, type DemoEngineOptions } from '../sdk/engines/demo/index.js';
 import { box } from '../sdk/engines/demo/mesh.js';
@@ -61,12 +61,7 @@ const isBadInput = (pattern: RegExp) => (err: any) => {
 
 /** The input fields of each kind that hold a file (from the catalogue, as the gateway stages them). */
 const FILE_FIELDS: Record<string, string[]> = Object.fromEntries(
-  KINDS.map((spec) => [
-    spec.kind,
-    Object.entries((spec.inputSchema.properties ?? {}) as Record<string, { description?: string }>)
-      .filter(([, prop]) => prop.description === 'an https URL or a data: URI')
-      .map(([field]) => field),
-  ]),
+  KINDS.map((spec) => [spec.kind, Object.keys(fileFields(spec))]),
 );
 
 interface Fixture {
