@@ -1,6 +1,7 @@
 import { ApiError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
 import * as F from '../../contract/file-schemas.js';
+import { listCursor } from '../cursor.js';
 import { firstFilePart } from '../multipart-file.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../services.js';
@@ -8,13 +9,7 @@ import { requestBody, sendStored } from '../stored-download.js';
 
 /** Files an account uploads, to pass to jobs (docs/files.md). */
 
-const encodeCursor = (id: string) => Buffer.from(id).toString('base64url');
-
-function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!FILE_ID_PATTERN.test(id)) throw new ApiError('invalid_request', 'cursor is not one this API returned');
-  return id;
-}
+const cursor = listCursor(FILE_ID_PATTERN);
 
 
 export function fileRoutes(s: Services): RouteSpec[] {
@@ -79,11 +74,11 @@ export function fileRoutes(s: Services): RouteSpec[] {
         const q = ctx.query as { limit?: string; cursor?: string };
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
-        const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+        const after = q.cursor ? cursor.decode(q.cursor) : undefined;
         // One more than asked tells whether another page exists.
         const files = await s.files.list(ctx.state.principal!.accountId, { limit: limit + 1, after });
         const page = files.slice(0, limit);
-        ctx.body = { data: page.map((f) => s.files.view(f)), next_cursor: files.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+        ctx.body = { data: page.map((f) => s.files.view(f)), next_cursor: files.length > limit ? cursor.encode(page[page.length - 1].id) : null };
       },
     },
     {

@@ -3,6 +3,7 @@ import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { RunStatus } from '../../../models/types.js';
 import type { Ctx } from '../context.js';
 import { acceptedView, jobView } from '../../contract/presenters.js';
+import { listCursor } from '../cursor.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
 import type { SubmitJobBody } from '../../services/jobs/job-service.js';
@@ -29,13 +30,7 @@ function preferredWait(header: string): number {
 
 const MAX_WAIT_SECONDS = 60;
 
-export const encodeCursor = (runId: string): string => Buffer.from(runId).toString('base64url');
-
-function decodeCursor(cursor: string): string {
-  const runId = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!RUN_ID_PATTERN.test(runId)) throw new ApiError('invalid_request', 'cursor is not one this API returned');
-  return runId;
-}
+const cursor = listCursor(RUN_ID_PATTERN);
 
 export function jobRoutes(s: Services): RouteSpec[] {
   return [
@@ -119,11 +114,11 @@ export function jobRoutes(s: Services): RouteSpec[] {
         const q = ctx.query as { status?: RunStatus; kind?: string; limit?: string; cursor?: string };
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
-        const before = q.cursor ? decodeCursor(q.cursor) : undefined;
+        const before = q.cursor ? cursor.decode(q.cursor) : undefined;
         const { runs, more } = await s.jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
         ctx.body = {
           data: runs.map((r) => jobView(r)),
-          next_cursor: more && runs.length ? encodeCursor(runs[runs.length - 1].run_id) : null,
+          next_cursor: more && runs.length ? cursor.encode(runs[runs.length - 1].run_id) : null,
         };
       },
     },
