@@ -15,7 +15,10 @@ export interface TransportRequest {
   method: string;
   path: string;
   query?: Record<string, string | number | undefined>;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as the raw bytes, with the Blob's `type` as Content-Type (uploads); not with `body`. */
+  blob?: Blob;
   headers?: Record<string, string>;
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -87,8 +90,13 @@ export class HttpTransport {
    */
   async send(req: TransportRequest, deadline: Deadline): Promise<Response> {
     const headers = this.headers(req.headers);
-    let body: string | undefined;
-    if (req.body !== undefined) {
+    let body: string | Blob | undefined;
+    if (req.blob !== undefined) {
+      // fetch sets Content-Length from the Blob and streams it: a Blob backed by a file on disk
+      // is read in chunks as it is sent, never whole.
+      body = req.blob;
+      headers['content-type'] = req.blob.type || 'application/octet-stream';
+    } else if (req.body !== undefined) {
       body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
     }
