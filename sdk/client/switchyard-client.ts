@@ -40,7 +40,8 @@ const DEFAULT_POLL_MS = 1000;
 
 /**
  * A thin client of the Switchyard wire contract (REST and SSE). Runs in Node 20+ and browsers:
- * it uses only fetch, ReadableStream, TextDecoder, AbortController and URL.
+ * it uses only fetch, Blob, ReadableStream, TextDecoder, AbortController and URL (and, in Node,
+ * node:fs for uploads from a local path: sdk/client/local-file.ts).
  */
 export class SwitchyardClient {
   private readonly http: HttpTransport;
