@@ -1,12 +1,12 @@
 import { Deadline } from './deadline.js';
-import type { HttpTransport } from './http-transport.js';
+import type { HttpTransport, UploadBody } from './http-transport.js';
 import { baseName, contentTypeOf, openLocalFile } from './local-file.js';
 import type { FilePage, JsonObject, ListFilesParams, RequestOptions, SwitchyardFile, UploadOptions, UploadSource } from './types.js';
 
 /**
  * The Files API (docs/files.md): `client.files`. Uploads are sent raw (`POST /v1/files` with the
- * file's Content-Type and `?filename=`), streamed: a path is opened as a Blob backed by the file
- * and read in chunks as fetch sends it.
+ * file's Content-Type and `?filename=`), streamed: a path is read from disk 64 KB at a time as
+ * fetch sends it, with its Content-Length (so the gateway refuses a file over its limits at once).
  */
 export class SwitchyardFiles {
   constructor(private readonly http: HttpTransport) {}
@@ -20,8 +20,8 @@ export class SwitchyardFiles {
    * a path that cannot be opened is a SwitchyardError.
    */
   async upload(source: UploadSource, opts: UploadOptions = {}): Promise<SwitchyardFile> {
-    const { blob, filename } = await toBlob(source, opts);
-    const res = await this.http.request({ method: 'POST', path: '/v1/files', query: { filename }, blob, timeoutMs: opts.timeoutMs, signal: opts.signal });
+    const { upload, filename } = await uploadBody(source, opts);
+    const res = await this.http.request({ method: 'POST', path: '/v1/files', query: { filename }, upload, timeoutMs: opts.timeoutMs, signal: opts.signal });
     return res.body as SwitchyardFile;
   }
 
@@ -66,22 +66,20 @@ function filePath(id: string): string {
   return `/v1/files/${encodeURIComponent(id)}`;
 }
 
-/** The Blob sent for an upload source, and the file name to send with it. */
-export async function toBlob(source: UploadSource, opts: Pick<UploadOptions, 'filename' | 'contentType'>): Promise<{ blob: Blob; filename?: string }> {
+/** The body sent for an upload source, and the file name to send with it. */
+async function uploadBody(source: UploadSource, opts: Pick<UploadOptions, 'filename' | 'contentType'>): Promise<{ upload: UploadBody; filename?: string }> {
   if (typeof source === 'string') {
     if (source === '') throw new TypeError('upload needs a path, a Blob or bytes; got an empty string');
     const filename = opts.filename ?? baseName(source);
-    return { blob: await openLocalFile(source, opts.contentType ?? contentTypeOf(filename)), filename };
+    return { upload: await openLocalFile(source, opts.contentType ?? contentTypeOf(filename)), filename };
   }
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
     const named = (source as { name?: unknown }).name; // a File
     const filename = opts.filename ?? (typeof named === 'string' && named !== '' ? baseName(named) : undefined);
-    const type = opts.contentType ?? (source.type || contentTypeOf(filename));
-    // slice() relabels without copying (a file-backed Blob stays on disk).
-    return { blob: type === source.type ? source : source.slice(0, source.size, type), filename };
+    return { upload: { blob: source, type: opts.contentType ?? (source.type || contentTypeOf(filename)) }, filename };
   }
   if (source instanceof Uint8Array) {
-    return { blob: new Blob([source as Uint8Array<ArrayBuffer>], { type: opts.contentType ?? contentTypeOf(opts.filename) }), filename: opts.filename };
+    return { upload: { blob: new Blob([source as Uint8Array<ArrayBuffer>]), type: opts.contentType ?? contentTypeOf(opts.filename) }, filename: opts.filename };
   }
   throw new TypeError('upload needs a path, a Blob or File, or a Uint8Array');
 }
