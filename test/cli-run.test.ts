@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { progressLine } from '../api/main/commands/run.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { encodePng } from '../sdk/engines/demo/png.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 const exec = promisify(execFile);
-const BIN = 'api/bin/switchyard.mjs';
+const BIN = path.resolve('api/bin/switchyard.mjs');
 const KIND = 'inference:image:generate';
+/** A kind with a file field (`image`), served by the test worker too. */
+const MESH_KIND = 'inference:3d:image-to-mesh';
 /** Not served by the test worker: its runs stay queued. */
 const UNSERVED = 'inference:audio:sfx-generate';
 
@@ -18,10 +24,12 @@ describe('switchyard run', () => {
   let worker: SwitchyardWorker;
   let key: string;
   let env: Record<string, string>;
+  /** The working directory of the commands, where photo.png is. */
+  let dir: string;
 
   async function cli(args: string[], extraEnv: Record<string, string> = {}) {
     try {
-      const { stdout, stderr } = await exec(process.execPath, [BIN, 'run', ...args], { env: { ...process.env, ...env, ...extraEnv } });
+      const { stdout, stderr } = await exec(process.execPath, [BIN, 'run', ...args], { env: { ...process.env, ...env, ...extraEnv }, cwd: dir });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
@@ -33,14 +41,17 @@ describe('switchyard run', () => {
     gw = await new TestGateway(prefix).start();
     ({ key } = await gw.account(10_000));
     const tokenToken = await gw.accountWorkerToken(key);
-    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
+    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND, MESH_KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
     await worker.start();
     env = { SWITCHYARD_URL: gw.url, SWITCHYARD_API_KEY: key };
+    dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-cli-run-'));
+    writeFileSync(path.join(dir, 'photo.png'), encodePng(16, 16, 3, new Uint8Array(16 * 16 * 3).map((_, i) => (i * 7) & 0xff)));
   });
   after(async () => {
     await worker?.stop({ timeoutMs: 0 });
     await gw?.stop();
     await cleanupPrefix(prefix);
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('--wait --json prints only the final job JSON, whose artifact URLs serve the files', async () => {
@@ -54,6 +65,50 @@ describe('switchyard run', () => {
     for (const url of job.output.urls) assert.equal((await fetch(url)).status, 200, url);
     const server = await gw.request('GET', `/v1/jobs/${job.run_id}`, { key });
     assert.deepEqual(job, server.body);
+  });
+
+  it('--input image=@photo.png uploads the file, runs with its id and --wait --json gives the mesh', async () => {
+    const res = await cli([MESH_KIND, '--input', 'image=@photo.png', '--input', '{"seed":3}', '--wait', '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const job = JSON.parse(res.stdout);
+    assert.equal(job.status, 'succeeded');
+    const glb = (job.output.urls as string[]).find((u) => new URL(u).pathname.endsWith('.glb'));
+    assert.ok(glb, `a .glb among ${job.output.urls}`);
+    assert.equal((await fetch(glb)).status, 200);
+    const stored = (await gw.stores.runs.get(job.run_id))!;
+    assert.match(String(stored.input.image), /^file_[0-9A-Z]{26}$/);
+    assert.equal(stored.input.seed, 3);
+    assert.match(res.stderr, new RegExp(`uploaded photo\\.png as ${stored.input.image}`));
+    const file = await gw.request('GET', `/v1/files/${stored.input.image}`, { key });
+    assert.equal(file.body.filename, 'photo.png');
+    assert.equal(file.body.content_type, 'image/png');
+  });
+
+  it('--input FIELD=@PATH with a missing file, or into a field that takes no file, is a usage error and uploads nothing', async () => {
+    const filesBefore = (await gw.request('GET', '/v1/files?limit=100', { key })).body.data.length;
+    const missing = await cli([MESH_KIND, '--input', 'image=@nowhere.png', '--wait', '--json']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--input image=@nowhere\.png: no such file/);
+    assert.equal(missing.stdout, '');
+
+    const notFileField = await cli([KIND, '--input', 'prompt=@photo.png']);
+    assert.equal(notFileField.code, 2);
+    assert.match(notFileField.stderr, /prompt is not a file field of inference:image:generate/);
+    assert.equal((await gw.request('GET', '/v1/files?limit=100', { key })).body.data.length, filesBefore, 'nothing uploaded');
+
+  });
+
+  it('--input FIELD=TEXT sets a string over the one JSON object; a second JSON object is a usage error', async () => {
+    const twoObjects = await cli([KIND, '--input', '{"prompt":"a"}', '--input', '{"seed":1}']);
+    assert.equal(twoObjects.code, 2);
+    assert.match(twoObjects.stderr, /--input takes one JSON object/);
+
+    // FIELD=TEXT sets a string, over the JSON object.
+    const text = await cli([UNSERVED, '--input', '{"prompt":"a door"}', '--input', 'prompt=a gate', '--json']);
+    assert.equal(text.code, 0, text.stderr);
+    const runId = JSON.parse(text.stdout).run_id;
+    assert.equal((await gw.stores.runs.get(runId))!.input.prompt, 'a gate');
+    await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
   });
 
   it('--wait prints the artifact URLs one per line; --gateway and --key override the environment', async () => {
@@ -121,7 +176,7 @@ describe('switchyard run', () => {
   });
 
   it('--wait exits 1 when the run ends canceled, and prints why', async () => {
-    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     const out = capture(child);
     const runId = await until('the run id on stderr', async () => /(run_[0-9A-Z]{26})/.exec(out.stderr)?.[1]);
     const canceled = await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
@@ -132,7 +187,7 @@ describe('switchyard run', () => {
   });
 
   it('Ctrl-C while waiting stops following without canceling, and prints the run id', async () => {
-    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'run', UNSERVED, '--input', '{"prompt":"a door"}', '--wait'], { env: { ...process.env, ...env }, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     const out = capture(child);
     const runId = await until('the run id on stderr', async () => /(run_[0-9A-Z]{26})/.exec(out.stderr)?.[1]);
     child.kill('SIGINT');

@@ -456,4 +456,13 @@ describe('client library: no server code', () => {
       assert.doesNotMatch(src, /\b(require\(|process\.|Buffer\b|__dirname)/, `${path.relative('.', file)} uses a Node-only global`);
     }
   });
+
+  it('names a Node module only in local-file.ts, loaded lazily for path uploads (browsers never load it)', () => {
+    const all = roots.flatMap(files);
+    const naming = all.filter((f) => /['"]node:/.test(readFileSync(f, 'utf8')));
+    assert.deepEqual(naming.map((f) => path.relative('.', f)), [path.join('sdk', 'client', 'local-file.ts')]);
+    const src = readFileSync(naming[0], 'utf8');
+    assert.doesNotMatch(src, /^\s*import\s[^;]*['"]node:/m, 'no static import of it');
+    assert.match(src, /await import\(/);
+  });
 });

@@ -15,11 +15,20 @@ export interface TransportRequest {
   method: string;
   path: string;
   query?: Record<string, string | number | undefined>;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as raw bytes (uploads), with `type` as Content-Type; not with `body`. */
+  upload?: UploadBody;
   headers?: Record<string, string>;
   timeoutMs?: number;
   signal?: AbortSignal;
 }
+
+/**
+ * The bytes of an upload: a Blob (fetch sets its Content-Length), or a stream of `size` bytes
+ * (a file read from disk in Node, sent as it is read, with Content-Length set from `size`).
+ */
+export type UploadBody = { blob: Blob; type: string } | { stream: ReadableStream<Uint8Array>; size: number; type: string };
 
 export interface TransportResponse {
   status: number;
@@ -87,15 +96,33 @@ export class HttpTransport {
    */
   async send(req: TransportRequest, deadline: Deadline): Promise<Response> {
     const headers = this.headers(req.headers);
-    let body: string | undefined;
-    if (req.body !== undefined) {
+    let body: string | Blob | ReadableStream<Uint8Array> | undefined;
+    let streamed = false;
+    if (req.upload !== undefined) {
+      headers['content-type'] = req.upload.type || 'application/octet-stream';
+      if ('blob' in req.upload) {
+        body = req.upload.blob;
+      } else {
+        body = req.upload.stream;
+        streamed = true;
+        headers['content-length'] = String(req.upload.size);
+      }
+    } else if (req.body !== undefined) {
       body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
     }
     let res: Response;
     try {
-      res = await this.fetchImpl(this.url(req.path, req.query), { method: req.method, headers, body, signal: deadline.signal });
+      const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, body, signal: deadline.signal };
+      if (streamed) {
+        init.duplex = 'half'; // fetch requires it for a stream body
+        // Any other mode makes fetch keep a copy of the body for a redirect that cannot come:
+        // Node's fetch would then hold the whole file in memory by the end of the upload.
+        init.redirect = 'error';
+      }
+      res = await this.fetchImpl(this.url(req.path, req.query), init);
     } catch (err) {
+      if (req.upload && 'stream' in req.upload) await req.upload.stream.cancel().catch(() => undefined); // closes the file
       throw this.failure(err, req, deadline);
     }
     if (res.ok) return res;

@@ -1,10 +1,11 @@
 /**
  * The Switchyard client library: submit jobs, follow them by polling or SSE, read
- * capabilities and capacity, manage tools and bots. Node 20+ and browsers; no server code.
+ * capabilities and capacity, upload files, manage tools and bots. Node 20+ and browsers; no server code.
  * See README.md ("Client library").
  */
 export { SwitchyardClient, type SwitchyardClientOptions } from './switchyard-client.js';
 export { JobEventStream } from './sse-stream.js';
+export { SwitchyardFiles } from './files.js';
 export { toJobResult } from './job-result.js';
 export type { FetchLike } from './http-transport.js';
 export {

@@ -1,5 +1,6 @@
 import { Deadline, sleep } from './deadline.js';
 import { SwitchyardApiError, SwitchyardNetworkError, SwitchyardTimeoutError } from './errors.js';
+import { SwitchyardFiles, isBinary } from './files.js';
 import { HttpTransport, type FetchLike } from './http-transport.js';
 import { toJobResult } from './job-result.js';
 import { JobEventStream } from './sse-stream.js';
@@ -16,6 +17,7 @@ import type {
   StreamOptions,
   SubmitJobBody,
   SubmitOptions,
+  SwitchyardFile,
   ToolDefinition,
   ToolDefinitionInput,
   WaitOptions,
@@ -38,13 +40,19 @@ const DEFAULT_POLL_MS = 1000;
 
 /**
  * A thin client of the Switchyard wire contract (REST and SSE). Runs in Node 20+ and browsers:
- * it uses only fetch, ReadableStream, TextDecoder, AbortController and URL.
+ * it uses only fetch, Blob, ReadableStream, TextDecoder, AbortController and URL (and, in Node,
+ * node:fs for uploads from a local path: sdk/client/local-file.ts).
  */
 export class SwitchyardClient {
   private readonly http: HttpTransport;
+  /** The Files API: upload, list, get, delete, content (docs/files.md). */
+  readonly files: SwitchyardFiles;
+  /** The file fields of each kind, from one GET /v1/capabilities (see fileFields()). */
+  private fileFieldCache: Promise<Map<string, string[]>> | undefined;
 
   constructor(opts: SwitchyardClientOptions) {
     this.http = new HttpTransport({ baseUrl: opts.baseUrl, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, fetch: opts.fetch });
+    this.files = new SwitchyardFiles(this.http);
   }
 
   get baseUrl(): string {
@@ -54,8 +62,85 @@ export class SwitchyardClient {
   /**
    * POST /v1/jobs. With `wait`, the gateway answers with the finished job (201) when the run
    * ends within those seconds, else with the 202 of a queued run: check `terminal`.
+   *
+   * Files in the input: a top-level field of `body.input` that is one of the kind's file fields
+   * (`image`, `mesh`, `audio`, `reference_audio`: see fileFields()) and whose value is
+   * - a string starting with `@`: the rest is a local path (Node only), e.g. `'@./photo.png'`,
+   * - a Blob or File, or a Uint8Array,
+   * is uploaded first (files.upload()) and replaced by the file's id; `opts.onUpload` hears of
+   * each. Nothing else is touched: strings without `@` (file ids, URLs, data: URIs) go as
+   * they are, and an `@` string in a field that is not a file field (a prompt `'@alice hi'`)
+   * stays a string. A Blob or bytes in a field that is not a file field is a TypeError. The
+   * kinds' file fields are read from GET /v1/capabilities once per client, and only when the
+   * input holds such a value. If the gateway refuses the job (an error answer), the files this
+   * call uploaded are deleted again; after a network error or timeout they are kept (the job
+   * may exist). Each call uploads anew, so the body differs from one call to the next: to retry
+   * with an `idempotencyKey`, upload first and pass the ids.
    */
   async submit(body: SubmitJobBody, opts: SubmitOptions = {}): Promise<JobResult> {
+    const uploaded: SwitchyardFile[] = [];
+    const sent = await this.uploadInputFiles(body, opts, uploaded);
+    try {
+      return await this.submitJson(sent, opts);
+    } catch (err) {
+      if (uploaded.length && err instanceof SwitchyardApiError && err.status >= 400 && err.status < 500) {
+        await Promise.all(uploaded.map((f) => this.files.delete(f.id).catch(() => undefined)));
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * The names of a kind's file fields (marked `x-switchyard-file` in its input schema), from
+   * GET /v1/capabilities, fetched once per client and again once when the kind is not in it;
+   * undefined for a kind the gateway does not know.
+   */
+  async fileFields(kind: string, opts: RequestOptions = {}): Promise<string[] | undefined> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const fresh = this.fileFieldCache === undefined || attempt > 0;
+      if (fresh) {
+        const loading = this.capabilities(opts).then(fileFieldsByKind);
+        this.fileFieldCache = loading;
+        loading.catch(() => {
+          if (this.fileFieldCache === loading) this.fileFieldCache = undefined;
+        });
+      }
+      const fields = (await this.fileFieldCache!).get(kind);
+      if (fields || fresh) return fields;
+    }
+    return undefined;
+  }
+
+  /** The input with its file values uploaded and replaced by ids (see submit()). */
+  private async uploadInputFiles(body: SubmitJobBody, opts: SubmitOptions, uploaded: SwitchyardFile[]): Promise<SubmitJobBody> {
+    const input = body.input ?? {};
+    const candidates = Object.keys(input).filter((k) => isBinary(input[k]) || (typeof input[k] === 'string' && (input[k] as string).startsWith('@')));
+    if (!candidates.length) return body;
+    const fields = await this.fileFields(body.kind, { timeoutMs: opts.timeoutMs, signal: opts.signal });
+    if (!fields) return body; // an unknown kind: the gateway says so
+    const out: Record<string, unknown> = { ...input };
+    try {
+      for (const field of candidates) {
+        const value = input[field];
+        if (!fields.includes(field)) {
+          if (isBinary(value)) throw new TypeError(`input.${field} of ${body.kind} is not a file field (its file fields: ${fields.join(', ') || 'none'}); a Blob or bytes cannot go there`);
+          continue;
+        }
+        const source = typeof value === 'string' ? value.slice(1) : (value as Blob | Uint8Array);
+        // Named after the path or the File; bytes get the gateway's `upload.<ext>` name.
+        const file = await this.files.upload(source, { timeoutMs: opts.timeoutMs, signal: opts.signal });
+        uploaded.push(file);
+        out[field] = file.id;
+        opts.onUpload?.(field, file);
+      }
+    } catch (err) {
+      await Promise.all(uploaded.map((f) => this.files.delete(f.id).catch(() => undefined)));
+      throw err;
+    }
+    return { ...body, input: out };
+  }
+
+  private async submitJson(body: SubmitJobBody, opts: SubmitOptions): Promise<JobResult> {
     const headers: Record<string, string> = {};
     if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
     let timeoutMs = opts.timeoutMs;
@@ -176,6 +261,16 @@ export class SwitchyardClient {
 
 function jobPath(runId: string): string {
   return `/v1/jobs/${encodeURIComponent(runId)}`;
+}
+
+/** The file fields of every kind in a capabilities answer. */
+function fileFieldsByKind(caps: Capabilities): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const k of caps.kinds ?? []) {
+    const props = ((k.input_schema as { properties?: Record<string, Record<string, unknown>> }).properties ?? {}) as Record<string, Record<string, unknown>>;
+    out.set(k.kind, Object.keys(props).filter((name) => props[name]?.['x-switchyard-file'] !== undefined));
+  }
+  return out;
 }
 
 /** A list answer: `{data: [...]}` as the jobs list, or a bare array. */

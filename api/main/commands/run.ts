@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBody } from '../../../sdk/client/index.js';
+import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBody, type SwitchyardFile } from '../../../sdk/client/index.js';
 
 /**
  * `switchyard run`: submits a job with the client library (sdk/client) and, with --wait,
@@ -10,6 +10,12 @@ import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBod
 export const RUN_USAGE = `switchyard run <kind> --input '<json>' [options]
 
   --input JSON|@FILE       the job's input object (JSON text, or @path of a JSON file)
+  --input FIELD=@PATH      upload the local file PATH and put its file id in FIELD, one of the
+                           kind's file fields (image, mesh, audio, reference_audio)
+  --input FIELD=TEXT       set FIELD to the string TEXT
+                           --input may be repeated: at most one JSON|@FILE object, and each
+                           FIELD=... sets one field over it, e.g.
+                           --input image=@photo.png --input '{"seed":3}'
   --confidentiality T      open (default), trusted or private
   --class C                interactive, standard (default) or batch
   --idempotency-key K      replay the first answer for the same key and body
@@ -43,6 +49,8 @@ export function progressLine(progress: number, message?: string, width = 20): st
 
 interface RunArgs {
   body: SubmitJobBody;
+  /** FIELD=@PATH inputs, by field: their values in `body.input` are `@PATH`, uploaded by submit(). */
+  uploads: Map<string, string>;
   gateway: string;
   key: string;
   wait: boolean;
@@ -58,7 +66,7 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
       allowPositionals: true,
       strict: true,
       options: {
-        input: { type: 'string' },
+        input: { type: 'string', multiple: true },
         confidentiality: { type: 'string' },
         class: { type: 'string' },
         'idempotency-key': { type: 'string' },
@@ -75,8 +83,9 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
   const { values, positionals } = parsed;
   if (values.help) return 'help';
   if (positionals.length !== 1) throw new RunUsageError(positionals.length ? `run takes one kind, got ${positionals.join(' ')}` : 'run needs a kind, e.g. inference:image:generate');
-  if (values.input === undefined) throw new RunUsageError(`run needs --input '<json object>'`);
-  const body: SubmitJobBody = { kind: positionals[0], input: parseInput(values.input) };
+  if (values.input === undefined || values.input.length === 0) throw new RunUsageError(`run needs --input '<json object>' or --input FIELD=...`);
+  const { input, uploads } = parseInputs(values.input);
+  const body: SubmitJobBody = { kind: positionals[0], input };
   if (values.confidentiality !== undefined) {
     if (!(TIERS as readonly string[]).includes(values.confidentiality)) throw new RunUsageError(`--confidentiality must be ${TIERS.join(', ')}`);
     body.confidentiality = values.confidentiality as SubmitJobBody['confidentiality'];
@@ -95,7 +104,44 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
   if (protocol !== 'http:' && protocol !== 'https:') throw new RunUsageError(`--gateway must be an http:// or https:// URL, not ${JSON.stringify(gateway)}`);
   const key = values.key ?? env.SWITCHYARD_API_KEY;
   if (!key) throw new RunUsageError('run needs an API key: --key KEY or SWITCHYARD_API_KEY');
-  return { body, gateway, key, wait: values.wait ?? false, json: values.json ?? false, idempotencyKey: values['idempotency-key'] };
+  return { body, uploads, gateway, key, wait: values.wait ?? false, json: values.json ?? false, idempotencyKey: values['idempotency-key'] };
+}
+
+/**
+ * `FIELD=...`: a field name (letters, digits, `_`, not first a digit) then `=`. A JSON object
+ * starts with `{` (or space) and an input file with `@`, so neither is ever read as a field.
+ */
+const FIELD_FORM = /^([A-Za-z_][A-Za-z0-9_]*)=([\s\S]*)$/;
+
+/** Every --input, in order: at most one object (JSON or @FILE), then FIELD=... over it. */
+function parseInputs(values: string[]): { input: Record<string, unknown>; uploads: Map<string, string> } {
+  let object: Record<string, unknown> | undefined;
+  const fields: Array<[string, string]> = [];
+  for (const value of values) {
+    const field = FIELD_FORM.exec(value);
+    if (field) fields.push([field[1], field[2]]);
+    else if (object) throw new RunUsageError('--input takes one JSON object (or @FILE); set more fields with --input FIELD=...');
+    else object = parseInput(value);
+  }
+  const input: Record<string, unknown> = { ...object };
+  const uploads = new Map<string, string>();
+  for (const [name, value] of fields) {
+    if (value.startsWith('@')) {
+      const file = value.slice(1);
+      let isFile = false;
+      try {
+        isFile = statSync(file).isFile();
+      } catch (err) {
+        throw new RunUsageError(`--input ${name}=${value}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+      }
+      if (!isFile) throw new RunUsageError(`--input ${name}=${value}: not a file`);
+      uploads.set(name, file);
+    } else {
+      uploads.delete(name);
+    }
+    input[name] = value;
+  }
+  return { input, uploads };
 }
 
 function parseInput(text: string): Record<string, unknown> {
@@ -133,7 +179,19 @@ export async function runCommand(argv: string[], env: NodeJS.ProcessEnv = proces
   const client = new SwitchyardClient({ baseUrl: args.gateway, apiKey: args.key });
   let accepted: JobResult;
   try {
-    accepted = await client.submit(args.body, { idempotencyKey: args.idempotencyKey });
+    if (args.uploads.size) {
+      // FIELD=@PATH uploads only into file fields: a prompt=@notes.txt would otherwise become a
+      // file id (or, left to submit(), the text "@notes.txt"). An unknown kind is the gateway's to refuse.
+      const fileFields = await client.fileFields(args.body.kind);
+      for (const [field, file] of args.uploads) {
+        if (fileFields && !fileFields.includes(field)) {
+          io.stderr.write(`switchyard run: --input ${field}=@${file}: ${field} is not a file field of ${args.body.kind} (its file fields: ${fileFields.join(', ') || 'none'})\n\n${RUN_USAGE}\n`);
+          return 2;
+        }
+      }
+    }
+    const onUpload = (field: string, file: SwitchyardFile) => io.stderr.write(`uploaded ${args.uploads.get(field) ?? field} as ${file.id} (${field}, ${file.content_type}, ${file.size} bytes)\n`);
+    accepted = await client.submit(args.body, { idempotencyKey: args.idempotencyKey, onUpload });
   } catch (err) {
     io.stderr.write(`switchyard run: ${describe(err)}\n`);
     return 1;
