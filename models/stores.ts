@@ -1,3 +1,4 @@
+import type { SwitchyardFile } from '../sdk/client/types.js';
 import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
@@ -153,20 +154,13 @@ export interface SampledSecret {
   sealed: string;
 }
 
-/** A file an account uploaded (`/v1/files`, docs/files.md); its bytes are an artifact of the artifact store. */
-export interface FileRecord {
-  /** `file_` and a ULID. */
-  id: string;
+/**
+ * A file an account uploaded (`/v1/files`, docs/files.md): the wire shape the client reads, less
+ * its URL (built from the gateway's address), plus where its bytes are in the artifact store.
+ */
+export interface FileRecord extends Omit<SwitchyardFile, 'url'> {
   account_id: string;
-  /** Where the bytes are, in the artifact store. */
   artifact_id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-  /** Hex sha256 of the bytes. */
-  sha256: string;
-  created_at: string;
-  expires_at: string;
 }
 
 export type CreateFileResult = { created: true; usedBytes: number } | { created: false; usedBytes: number };

@@ -4,6 +4,7 @@ import { artifactContentType, checkArtifactName, type ArtifactMeta, type Artifac
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN, newFileId } from '../../../models/ids.js';
 import type { FileRecord, FileStore } from '../../../models/stores.js';
+import type { SwitchyardFile } from '../../../sdk/client/types.js';
 
 /** Bytes read before the upload is stored: enough for every signature file-type knows. */
 const SNIFF_BYTES = 4100;
@@ -118,7 +119,7 @@ export class FileService {
   }
 
   /** The file as the API shows it. */
-  view(file: FileRecord) {
+  view(file: FileRecord): SwitchyardFile {
     return {
       id: file.id,
       url: `${this.opts.publicUrl()}/v1/files/${file.id}`,
