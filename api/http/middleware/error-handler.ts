@@ -38,8 +38,9 @@ export function errorHandler(log: Logger, styleOf: (path: string) => ErrorStyle 
       if (err.status >= 500) {
         log.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
       }
-      // Body parsers may leave the request half-read; closing the connection keeps it from being misparsed.
-      if (err.code === 'payload_too_large') {
+      // Refused before its body was read (too large, over a quota, a bad upload token): closing the
+      // connection keeps the rest from being parsed as a request, lingering lets the caller read why.
+      if (err.code === 'payload_too_large' || !ctx.req.complete) {
         ctx.set('Connection', 'close');
         lingerBeforeClose(ctx.req);
       }

@@ -51,9 +51,6 @@ export function fileRoutes(s: Services): RouteSpec[] {
           }
         } catch (err) {
           if (!(err instanceof ApiError) && (ctx.req.destroyed || ctx.req.readableAborted)) throw new ApiError('invalid_request', 'the upload was interrupted', { cause: err });
-          // Refused before the body was read whole: the rest is not worth reading, and a client
-          // still sending must see the answer (errorHandler lingers on 413; do the same here).
-          if (err instanceof ApiError && !ctx.req.complete) ctx.set('Connection', 'close');
           throw err;
         }
         ctx.status = 201;

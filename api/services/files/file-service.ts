@@ -194,7 +194,9 @@ async function typeOf(head: Buffer, declared: DeclaredFile): Promise<string> {
   return detected;
 }
 
-const essence = (type: string) => type.split(';')[0].trim().toLowerCase();
+/** A media type without its parameters, lower-cased: `Image/PNG; x=1` -> `image/png`. */
+export const mediaEssence = (type: string) => type.split(';')[0].trim().toLowerCase();
+const essence = mediaEssence;
 
 /** Spellings of one format that file-type and senders disagree on. */
 const ALIASES: string[][] = [

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import type { ArtifactStore } from '../../../models/artifact-store.js';
-import { ApiError } from '../../../models/errors.js';
+import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
 import { fileFields, type KindSpec } from '../../../models/kinds.js';
 import type { InputFileRef } from '../../../models/types.js';
 import { parseArtifactUrl } from '../../../sdk/protocol/index.js';
 import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
-import type { FileService } from './file-service.js';
+import { mediaEssence as essence, type FileService } from './file-service.js';
 
 export interface InputFilesOptions {
   files: FileService;
@@ -64,7 +64,9 @@ export class InputFiles {
     const base = this.opts.publicUrl();
     const fileId = FILE_ID_PATTERN.test(value) ? value : value.startsWith(`${base}/v1/files/`) ? value.slice(`${base}/v1/files/`.length) : null;
     if (fileId !== null) {
-      const file = await this.opts.files.get(accountId, fileId).catch(() => {
+      // Only "no such file" is the caller's mistake; a datastore outage stays a 503.
+      const file = await this.opts.files.get(accountId, fileId).catch((err: unknown) => {
+        if (!(err instanceof NotFoundError)) throw err;
         throw new ApiError('invalid_request', `${where}: no file ${fileId} of this account (unknown, deleted or expired)`);
       });
       return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
@@ -105,7 +107,6 @@ export class InputFiles {
   }
 }
 
-const essence = (type: string) => type.split(';')[0].trim().toLowerCase();
 
 /** RFC 2397: `data:[<type>][;base64],<data>`. */
 function decodeDataUri(uri: string, maxBytes: number, where: string): { bytes: Buffer; contentType?: string } {
