@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { hashSecret } from '../models/credentials.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
-import { isTerminal, type RunRecord } from '../models/types.js';
+import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 import { queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
@@ -255,7 +255,7 @@ export class LeaseScheduler {
     );
     this.ctx.settlement.open(lease);
     // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
-    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input) : undefined;
+    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input, inputFileHashes(run)) : undefined;
     if (run.confidentiality === 'private' && !attestedAt(worker)) {
       // Its evidence lapsed in the instant since the fetch: the run must not reach it. Back to the queue.
       await this.ctx.settlement.loseLease(lease.id, 'its attestation evidence lapsed before the lease went out', 'disconnect', false);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { WorkerAttestation } from './attestation/attestation-service.js';
 import { ARTIFACT_ID_PATTERN, type ArtifactStore } from '../models/artifact-store.js';
-import type { RunRecord } from '../models/types.js';
+import { inputFileHashes, type RunRecord } from '../models/types.js';
 import { decodeJwt } from 'jose';
 import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation/index.js';
 import type { JobAttestation } from '../sdk/client/verify-attestation.js';
@@ -50,7 +50,7 @@ async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
  * Checks the receipt a private run completes with before the run may succeed, trusting
  * nothing the worker says about its output: the receipt must verify with the receipt key the
  * worker's evidence binds, be signed while that evidence held, name this run, worker and kind,
- * hash the input as stored, and sign exactly the artifacts of `output.urls`, each uploaded
+ * hash the input as stored, sign the sha256 of every input file as staged, and sign exactly the artifacts of `output.urls`, each uploaded
  * under this lease, hashed here from the bytes in storage. Throws `AttestationError` naming
  * the first failed check.
  */
@@ -63,11 +63,13 @@ export class ReceiptChecker {
     // Every piece of evidence of one connection binds the same receipt key.
     if (c.evidence.length === 0) throw new AttestationError('expired', 'the worker has no attestation evidence on this connection');
     const artifacts = await this.storedArtifacts(c);
+    const inputFiles = inputFileHashes(c.run);
     const claims = await verifyReceipt(c.receipt, c.evidence[0].receipt_key, {
       run_id: c.run.run_id,
       worker_id: c.workerId,
       kind: c.run.kind,
-      input_sha256: await inputDigest(c.run.input),
+      input_sha256: await inputDigest(c.run.input, inputFiles),
+      input_files: inputFiles,
       artifact_sha256s: artifacts.map((a) => a.sha256),
     });
     const named = (list: Array<{ name: string; sha256: string }>) => list.map((a) => `${a.sha256} ${a.name}`).sort().join('\n');

@@ -77,6 +77,11 @@ export interface InputFileRef {
   sha256: string;
 }
 
+/** The sha256 of each staged input file by field: what a private run's receipt must sign. */
+export function inputFileHashes(run: Pick<RunRecord, 'input_files'>): Record<string, string> {
+  return Object.fromEntries(Object.entries(run.input_files ?? {}).map(([field, f]) => [field, f.sha256]));
+}
+
 export interface RunRecord {
   run_id: string;
   account_id: string;

@@ -3,7 +3,7 @@
  * shared by the gateway (checks), workers (binding, receipts, demo evidence) and the client
  * library (verifyAttestation). Node 20+ and browsers.
  */
-export { canonicalJson, inputDigest, sha256Hex } from './digest.js';
+export { canonicalJson, inputDigest, receiptInput, sha256Hex } from './digest.js';
 export { AttestationError, type AttestationErrorCode } from './errors.js';
 export { eatNonceFor, verifyEvidence, type Evidence, type EvidencePolicy, type VerifiedEvidence } from './evidence.js';
 export { RECEIPT_TYP, signReceipt, verifyReceipt, type ReceiptClaims } from './receipt.js';

@@ -6,8 +6,13 @@ export interface ReceiptClaims {
   run_id: string;
   worker_id: string;
   kind: string;
-  /** sha256 (hex) of the canonical JSON of the input the worker was leased. */
+  /**
+   * sha256 (hex) of the canonical JSON of the input the worker was leased, each input file's
+   * field replaced by `sha256:<hex>` of its bytes (`receiptInput`).
+   */
   input_sha256: string;
+  /** sha256 (hex) of each input file's bytes, by field; absent when the input has no files. */
+  input_files?: Record<string, string>;
   /** sha256 (hex) of each artifact, in upload order. */
   artifacts: Array<{ name: string; sha256: string }>;
   /** Seconds since the epoch. */
@@ -29,7 +34,7 @@ export async function signReceipt(key: CryptoKey | KeyObject, claims: ReceiptCla
 export async function verifyReceipt(
   receipt: string,
   receiptKey: JWK,
-  expected: { run_id: string; worker_id: string; kind: string; input_sha256?: string; artifact_sha256s?: string[] },
+  expected: { run_id: string; worker_id: string; kind: string; input_sha256?: string; input_files?: Record<string, string>; artifact_sha256s?: string[] },
 ): Promise<ReceiptClaims> {
   let payload: Uint8Array;
   try {
@@ -49,6 +54,10 @@ export async function verifyReceipt(
   if (claims.artifacts !== undefined && (!Array.isArray(claims.artifacts) || !claims.artifacts.every((a) => isObject(a) && typeof a.name === 'string' && typeof a.sha256 === 'string'))) {
     throw new AttestationError('malformed', 'the receipt artifacts must be a list of {name, sha256} strings');
   }
+  if (claims.input_files !== undefined && (!isObject(claims.input_files) || !Object.values(claims.input_files).every((h) => typeof h === 'string'))) {
+    throw new AttestationError('malformed', 'the receipt input_files must map each file field to a sha256 string');
+  }
+  if (expected.input_files) checkInputFiles(claims.input_files ?? {}, expected.input_files);
   for (const field of ['run_id', 'worker_id', 'kind', 'input_sha256'] as const) {
     const want = expected[field];
     if (want !== undefined && claims[field] !== want) throw new AttestationError('receipt_mismatch', `the receipt's ${field} is ${JSON.stringify(claims[field])}, expected ${JSON.stringify(want)}`);
@@ -61,4 +70,14 @@ export async function verifyReceipt(
     }
   }
   return claims;
+}
+
+/** The receipt must sign every input file, each by the hash of its bytes, and no other. */
+function checkInputFiles(signed: Record<string, string>, expected: Record<string, string>): void {
+  for (const [field, sha256] of Object.entries(expected)) {
+    if (!Object.hasOwn(signed, field)) throw new AttestationError('receipt_mismatch', `the receipt does not sign the input file ${field} (input_files.${field} is missing)`);
+    if (signed[field] !== sha256) throw new AttestationError('receipt_mismatch', `the receipt's input_files.${field} is ${JSON.stringify(signed[field])}, expected ${JSON.stringify(sha256)}: the worker signed for other bytes`);
+  }
+  const extra = Object.keys(signed).filter((field) => !Object.hasOwn(expected, field));
+  if (extra.length > 0) throw new AttestationError('receipt_mismatch', `the receipt signs input files the input does not have: ${extra.join(', ')}`);
 }

@@ -24,4 +24,5 @@ export {
 } from './errors.js';
 export * from './types.js';
 export { verifyAttestation, type JobAttestation, type VerifyAttestationOptions, type VerifiedAttestation } from './verify-attestation.js';
+export type { InputFileProof } from './input-file-hashes.js';
 export { AttestationError, type AttestationErrorCode } from '../attestation/index.js';

@@ -10,6 +10,7 @@ import {
   type ReceiptClaims,
   type VerifiedEvidence,
 } from '../attestation/index.js';
+import { submittedFileHashes, type InputFileProof } from './input-file-hashes.js';
 import type { Job } from './types.js';
 
 /** The `attestation` object of a private job (docs/confidentiality.md). */
@@ -29,8 +30,14 @@ export interface VerifyAttestationOptions {
   jwks: { keys: JWK[] } | string | URL;
   /** @defaultValue 'https://nras.attestation.nvidia.com' */
   issuer?: string;
-  /** The input you submitted: its canonical hash must be the one the worker signed. */
+  /**
+   * The input you submitted: its canonical hash must be the one the worker signed, and each of
+   * its files the bytes the worker signed for. Bytes (Blob, Uint8Array) and data: URIs are
+   * hashed here, http(s) URLs downloaded and hashed; a file id or `@path` needs `inputFiles`.
+   */
   input?: unknown;
+  /** The bytes (or hex sha256) of input files `input` names by reference, by field. */
+  inputFiles?: Record<string, InputFileProof>;
   /** Allow-lists, as the gateway's (empty or absent: any). */
   driverVersions?: string[];
   vbiosVersions?: string[];
@@ -50,7 +57,8 @@ export interface VerifiedAttestation {
  * and bound to the receipt key, and shows a confidential GPU with secure boot, no debugging
  * and matching measurements, as of the moment the receipt was signed; the receipt verifies
  * with that key and names this run, this kind and this worker; every artifact downloaded now
- * hashes to what the receipt signs; and, given `input`, the input hashes to it too.
+ * hashes to what the receipt signs; and, given `input`, the input hashes to it too, each of
+ * its files by the bytes you sent.
  *
  * @throws AttestationError naming the first failed check.
  */
@@ -63,8 +71,12 @@ export async function verifyAttestation(job: Job, opts: VerifyAttestationOptions
   }
   const keys = typeof opts.jwks === 'string' || opts.jwks instanceof URL ? createRemoteJWKSet(new URL(opts.jwks)) : createLocalJWKSet(opts.jwks);
   let signedAt: Date;
+  let signedFiles: string[] = [];
   try {
-    signedAt = new Date((decodeJwt(att.receipt).iat ?? 0) * 1000);
+    const claims = decodeJwt(att.receipt);
+    signedAt = new Date((claims.iat ?? 0) * 1000);
+    // Which fields the receipt calls files; their hashes are checked once its signature is.
+    if (claims.input_files && typeof claims.input_files === 'object') signedFiles = Object.keys(claims.input_files);
   } catch {
     signedAt = new Date(NaN);
   }
@@ -85,11 +97,13 @@ export async function verifyAttestation(job: Job, opts: VerifyAttestationOptions
     if (!res.ok) throw new AttestationError('artifact_mismatch', `could not download ${url}: HTTP ${res.status}`);
     artifacts.push({ url, sha256: await sha256Hex(new Uint8Array(await res.arrayBuffer())) });
   }
+  const inputFiles = opts.input === undefined ? undefined : await submittedFileHashes(opts.input, signedFiles, opts.inputFiles, get);
   const receipt = await verifyReceipt(att.receipt, att.receipt_key, {
     run_id: job.run_id,
     worker_id: att.worker_id,
     kind: job.kind,
-    input_sha256: opts.input === undefined ? undefined : await inputDigest(opts.input),
+    input_sha256: opts.input === undefined ? undefined : await inputDigest(opts.input, inputFiles),
+    input_files: inputFiles,
     artifact_sha256s: artifacts.map((a) => a.sha256),
   });
   return { receipt, evidence, artifacts };

@@ -132,7 +132,10 @@ export interface LeaseInfo extends LeaseRef {
   tier: Tier;
   attempt: number;
   input: Record<string, unknown>;
-  /** Private leases: the gateway's hash of the input (the receipt signs the worker's own hash of `input`). */
+  /**
+   * Private leases: the gateway's hash of the input, each file field as `sha256:<hex>` of its
+   * bytes (the receipt signs the worker's own hash of `input` and `files`).
+   */
   input_sha256?: string;
   upload_url: string;
   upload_token: string;

@@ -50,10 +50,10 @@ export class ReceiptSigner {
     return this.opts.evidence(await eatNonceFor(nonce, await this.publicJwk()));
   }
 
-  /** Signs a receipt over the input as leased and the artifacts as uploaded, now. */
+  /** Signs a receipt over the input and its files as leased and the artifacts as uploaded, now. */
   async sign(subject: ReceiptSubject): Promise<string> {
     const { input, ...rest } = subject;
-    const claims: ReceiptClaims = { ...rest, input_sha256: await inputDigest(input), iat: Math.floor(Date.now() / 1000) };
+    const claims: ReceiptClaims = { ...rest, input_sha256: await inputDigest(input, rest.input_files), iat: Math.floor(Date.now() / 1000) };
     return signReceipt((await this.load()).pair.privateKey, claims);
   }
 

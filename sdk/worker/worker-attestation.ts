@@ -57,10 +57,19 @@ export class WorkerAttestation {
     );
   }
 
-  /** A private lease's receipt, over its input as leased and its artifacts as uploaded. */
+  /** A private lease's receipt, over its input and input files as leased and its artifacts as uploaded. */
   async signReceipt(lease: LeaseState, artifacts: ReceiptSubject['artifacts']): Promise<string> {
     const { info } = lease;
-    lease.receiptSubject = { run_id: info.run_id, worker_id: this.ctx.workerId() ?? '', kind: info.kind, input: info.input, artifacts };
+    const files = Object.entries(info.files ?? {});
+    lease.receiptSubject = {
+      run_id: info.run_id,
+      worker_id: this.ctx.workerId() ?? '',
+      kind: info.kind,
+      input: info.input,
+      // The lease's own hashes: a file the handler fetched was checked against them on arrival.
+      ...(files.length > 0 && { input_files: Object.fromEntries(files.map(([field, f]) => [field, f.sha256])) }),
+      artifacts,
+    };
     try {
       return await this.signer!.sign(lease.receiptSubject);
     } catch (err) {

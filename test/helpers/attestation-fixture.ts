@@ -86,6 +86,7 @@ export function receiptFor(keys: { privateKey: CryptoKey }, lease: Frame, worker
     worker_id: workerId,
     kind: lease.kind,
     input_sha256: lease.input_sha256,
+    ...(lease.files && { input_files: Object.fromEntries(Object.entries(lease.files as Record<string, { sha256: string }>).map(([field, f]) => [field, f.sha256])) }),
     artifacts,
     iat: Math.floor(Date.now() / 1000),
     ...over,

@@ -1,5 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseInputArgs } from './input-args.js';
 import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBody, type SwitchyardFile } from '../../../sdk/client/index.js';
 
 /**
@@ -84,7 +84,7 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
   if (values.help) return 'help';
   if (positionals.length !== 1) throw new RunUsageError(positionals.length ? `run takes one kind, got ${positionals.join(' ')}` : 'run needs a kind, e.g. inference:image:generate');
   if (values.input === undefined || values.input.length === 0) throw new RunUsageError(`run needs --input '<json object>' or --input FIELD=...`);
-  const { input, uploads } = parseInputs(values.input);
+  const { input, uploads } = parseInputArgs(values.input);
   const body: SubmitJobBody = { kind: positionals[0], input };
   if (values.confidentiality !== undefined) {
     if (!(TIERS as readonly string[]).includes(values.confidentiality)) throw new RunUsageError(`--confidentiality must be ${TIERS.join(', ')}`);
@@ -105,62 +105,6 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
   const key = values.key ?? env.SWITCHYARD_API_KEY;
   if (!key) throw new RunUsageError('run needs an API key: --key KEY or SWITCHYARD_API_KEY');
   return { body, uploads, gateway, key, wait: values.wait ?? false, json: values.json ?? false, idempotencyKey: values['idempotency-key'] };
-}
-
-/**
- * `FIELD=...`: a field name (letters, digits, `_`, not first a digit) then `=`. A JSON object
- * starts with `{` (or space) and an input file with `@`, so neither is ever read as a field.
- */
-const FIELD_FORM = /^([A-Za-z_][A-Za-z0-9_]*)=([\s\S]*)$/;
-
-/** Every --input, in order: at most one object (JSON or @FILE), then FIELD=... over it. */
-function parseInputs(values: string[]): { input: Record<string, unknown>; uploads: Map<string, string> } {
-  let object: Record<string, unknown> | undefined;
-  const fields: Array<[string, string]> = [];
-  for (const value of values) {
-    const field = FIELD_FORM.exec(value);
-    if (field) fields.push([field[1], field[2]]);
-    else if (object) throw new RunUsageError('--input takes one JSON object (or @FILE); set more fields with --input FIELD=...');
-    else object = parseInput(value);
-  }
-  const input: Record<string, unknown> = { ...object };
-  const uploads = new Map<string, string>();
-  for (const [name, value] of fields) {
-    if (value.startsWith('@')) {
-      const file = value.slice(1);
-      let isFile = false;
-      try {
-        isFile = statSync(file).isFile();
-      } catch (err) {
-        throw new RunUsageError(`--input ${name}=${value}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
-      }
-      if (!isFile) throw new RunUsageError(`--input ${name}=${value}: not a file`);
-      uploads.set(name, file);
-    } else {
-      uploads.delete(name);
-    }
-    input[name] = value;
-  }
-  return { input, uploads };
-}
-
-function parseInput(text: string): Record<string, unknown> {
-  let source = text;
-  if (text.startsWith('@')) {
-    try {
-      source = readFileSync(text.slice(1), 'utf8');
-    } catch (err) {
-      throw new RunUsageError(`--input ${text}: ${(err as Error).message}`);
-    }
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(source);
-  } catch (err) {
-    throw new RunUsageError(`--input is not valid JSON: ${(err as Error).message}`);
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new RunUsageError('--input must be a JSON object, e.g. {"prompt":"a lighthouse"}');
-  return value as Record<string, unknown>;
 }
 
 /** Runs `switchyard run ...`; resolves with the exit status and never throws. */

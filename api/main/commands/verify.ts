@@ -1,7 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { JWK } from 'jose';
-import { AttestationError, SwitchyardApiError, SwitchyardClient, verifyAttestation } from '../../../sdk/client/index.js';
+import { AttestationError, SwitchyardApiError, SwitchyardClient, verifyAttestation, type InputFileProof } from '../../../sdk/client/index.js';
+import { FILE_ID_PATTERN } from '../../../models/ids.js';
+import { parseInputArgs } from './input-args.js';
 import type { RunIo } from './run.js';
 
 export const VERIFY_USAGE = `switchyard verify <run_id> --jwks FILE|URL [options]
@@ -13,20 +16,41 @@ worker's receipt, and the sha256 of every artifact (downloaded now).
   --jwks FILE|URL          the attestation verifier's keys (NVIDIA's, or your own for the demo)
   --issuer ISS             expected issuer (default https://nras.attestation.nvidia.com)
   --input JSON|@FILE       the input you submitted: also check its hash against the receipt
+  --input FIELD=@PATH      a file you submitted in FIELD, from disk: the receipt must sign its
+                           bytes (as run's --input; repeatable). A file id in the input is
+                           checked by the bytes the gateway serves for it, a data: URI or
+                           https URL by its own bytes
   --json                   print the verified receipt and evidence as JSON
   --gateway URL            default $SWITCHYARD_URL, else http://127.0.0.1:8080
   --key KEY                default $SWITCHYARD_API_KEY
 
 Exit status: 0 verified, 1 not verified (the reason is printed), 2 usage error.`;
 
-function readJsonArg(value: string): unknown {
-  return JSON.parse(value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value);
+async function sha256OfFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * The sha256 of the input files the library cannot hash from the input alone: local files
+ * (FIELD=@PATH) from disk, and files of the Files API (a file id) from the bytes the gateway
+ * serves for them, which is what the caller referred to.
+ */
+async function inputFileHashes(client: SwitchyardClient, input: Record<string, unknown>, local: Map<string, string>): Promise<Record<string, InputFileProof>> {
+  const out: Record<string, InputFileProof> = {};
+  for (const [field, path] of local) out[field] = await sha256OfFile(path);
+  for (const [field, value] of Object.entries(input)) {
+    if (local.has(field) || typeof value !== 'string' || !FILE_ID_PATTERN.test(value)) continue;
+    out[field] = new Uint8Array(await (await client.files.content(value)).arrayBuffer());
+  }
+  return out;
 }
 
 /** `switchyard verify`: exit 0 only when the whole chain checks out. */
 export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = process.env, io: RunIo = process): Promise<number> {
   let runId: string;
-  let opts: { jwks: string; issuer?: string; input?: string; json?: boolean; gateway?: string; key?: string };
+  let opts: { jwks: string; issuer?: string; input?: string[]; json?: boolean; gateway?: string; key?: string };
   try {
     const parsed = parseArgs({
       args: argv,
@@ -35,7 +59,7 @@ export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = pro
       options: {
         jwks: { type: 'string' },
         issuer: { type: 'string' },
-        input: { type: 'string' },
+        input: { type: 'string', multiple: true },
         json: { type: 'boolean' },
         gateway: { type: 'string' },
         key: { type: 'string' },
@@ -60,10 +84,11 @@ export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = pro
     return 2;
   }
   let jwks: { keys: JWK[] } | string;
-  let input: unknown;
+  let input: Record<string, unknown> | undefined;
+  let localFiles = new Map<string, string>();
   try {
     jwks = /^https?:\/\//.test(opts.jwks) ? opts.jwks : (JSON.parse(readFileSync(opts.jwks, 'utf8')) as { keys: JWK[] });
-    input = opts.input === undefined ? undefined : readJsonArg(opts.input);
+    if (opts.input?.length) ({ input, uploads: localFiles } = parseInputArgs(opts.input));
   } catch (err) {
     io.stderr.write(`switchyard verify: ${(err as Error).message}\n`);
     return 2;
@@ -71,7 +96,8 @@ export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = pro
   const client = new SwitchyardClient({ baseUrl: opts.gateway ?? env.SWITCHYARD_URL ?? 'http://127.0.0.1:8080', apiKey: key });
   try {
     const job = await client.get(runId);
-    const verified = await verifyAttestation(job, { jwks, issuer: opts.issuer, input });
+    const inputFiles = input && (await inputFileHashes(client, input, localFiles));
+    const verified = await verifyAttestation(job, { jwks, issuer: opts.issuer, input, inputFiles });
     if (opts.json) io.stdout.write(`${JSON.stringify(verified)}\n`);
     else {
       const gpus = verified.evidence.gpus.map((g) => `${g.name} (driver ${g.driverVersion}, VBIOS ${g.vbiosVersion})`).join(', ');
