@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { progressLine } from '../api/main/commands/run.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import { readGlb, readMeshGeometry } from '../sdk/engines/demo/glb-read.js';
 import { encodePng } from '../sdk/engines/demo/png.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
@@ -15,6 +16,8 @@ const BIN = path.resolve('api/bin/switchyard.mjs');
 const KIND = 'inference:image:generate';
 /** A kind with a file field (`image`), served by the test worker too. */
 const MESH_KIND = 'inference:3d:image-to-mesh';
+const RIG_KIND = 'inference:rig';
+const TEXTURE_KIND = 'inference:texture:generate';
 /** Not served by the test worker: its runs stay queued. */
 const UNSERVED = 'inference:audio:sfx-generate';
 
@@ -41,7 +44,7 @@ describe('switchyard run', () => {
     gw = await new TestGateway(prefix).start();
     ({ key } = await gw.account(10_000));
     const tokenToken = await gw.accountWorkerToken(key);
-    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND, MESH_KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
+    worker = new SwitchyardWorker({ gateway: gw.url, token: tokenToken, kinds: [KIND, MESH_KIND, RIG_KIND, TEXTURE_KIND], slots: 4, handler: createDemoEngine({ delayMs: 200 }), logger: silentLogger });
     await worker.start();
     env = { SWITCHYARD_URL: gw.url, SWITCHYARD_API_KEY: key };
     dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-cli-run-'));
@@ -82,6 +85,27 @@ describe('switchyard run', () => {
     const file = await gw.request('GET', `/v1/files/${stored.input.image}`, { key });
     assert.equal(file.body.filename, 'photo.png');
     assert.equal(file.body.content_type, 'image/png');
+  });
+
+  it('a photo on disk becomes a rigged, textured mesh in three commands, each given the URL the one before printed', async () => {
+    const glbOf = (stdout: string) => stdout.trim().split('\n').find((u) => new URL(u).pathname.endsWith('.glb'));
+    const mesh = await cli([MESH_KIND, '--input', 'image=@photo.png', '--wait']);
+    assert.equal(mesh.code, 0, mesh.stderr);
+    const meshUrl = glbOf(mesh.stdout);
+    assert.ok(meshUrl, mesh.stdout);
+    const rig = await cli([RIG_KIND, '--input', `mesh=${meshUrl}`, '--wait']);
+    assert.equal(rig.code, 0, rig.stderr);
+    const rigUrl = glbOf(rig.stdout);
+    assert.ok(rigUrl, rig.stdout);
+    const textured = await cli([TEXTURE_KIND, '--input', `mesh=${rigUrl}`, '--input', 'prompt=weathered bronze', '--wait']);
+    assert.equal(textured.code, 0, textured.stderr);
+    const texturedUrl = glbOf(textured.stdout);
+    assert.ok(texturedUrl, textured.stdout);
+    const download = async (url: string) => Buffer.from(await (await fetch(url)).arrayBuffer());
+    const texturedGlb = await download(texturedUrl);
+    const json = readGlb(texturedGlb).json as { materials?: Array<{ pbrMetallicRoughness?: { baseColorTexture?: unknown } }> };
+    assert.ok(json.materials?.[0]?.pbrMetallicRoughness?.baseColorTexture, 'textured');
+    assert.deepEqual(readMeshGeometry(texturedGlb).positions, readMeshGeometry(await download(rigUrl)).positions, 'on the rigged mesh it was given');
   });
 
   it('--input FIELD=@PATH with a missing file, or into a field that takes no file, is a usage error and uploads nothing', async () => {
