@@ -5,7 +5,7 @@
 export { SwitchyardWorker } from './switchyard-worker.js';
 export { SDK_VERSION, type SwitchyardWorkerOptions, type WorkerHandler, type KindHandler, type ReconnectOptions } from './worker-options.js';
 export { WorkerRefusedError, type SwitchyardWorkerEvents, type DisconnectInfo, type GatewayErrorFrame } from './worker-events.js';
-export { workerSocketUrl, PROTOCOL_VERSIONS, WORKER_PATH, type Tier, type LeaseInfo, type LeaseInputFile, type RegisteredInfo, type FailureReport } from '../protocol/index.js';
+export { workerSocketUrl, PROTOCOL_VERSIONS, WORKER_PATH, type Tier, type LeaseInfo, type LeaseInputFile, type RegisteredInfo, type FailureReport, type WorkerModel, type WorkerModels } from '../protocol/index.js';
 export { uploadArtifact, UploadError, type UploadedArtifact, type UploadOptions } from './upload.js';
 export { InputFileError, type InputFileOptions } from './input-files.js';
 export { ReceiptSigner, type WorkerAttestationOptions } from './attestation.js';

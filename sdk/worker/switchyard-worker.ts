@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { PROTOCOL_VERSIONS, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame } from '../protocol/index.js';
+import { PROTOCOL_VERSIONS, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame, type WorkerModels } from '../protocol/index.js';
 import { ReceiptSigner } from './attestation.js';
 import { GatewayConnection, type Connection, type IncomingFrame } from './gateway-connection.js';
 import { isRecord } from './is-record.js';
@@ -8,6 +8,7 @@ import { LeaseRunner } from './lease-runner.js';
 import type { LeaseState } from './lease-state.js';
 import { WorkerAttestation } from './worker-attestation.js';
 import type { EmitWorkerEvent, GatewayErrorFrame, SwitchyardWorkerEvents, WorkerRefusedError } from './worker-events.js';
+import { checkWorkerModels } from './worker-models.js';
 import { resolveWorkerOptions, type SwitchyardWorkerOptions, type WorkerSettings } from './worker-options.js';
 
 // What this module exported before it was split, so imports of it keep working.
@@ -99,6 +100,19 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   /** Leases held: running, waiting for a slot, or waiting for the gateway's answer to their report. */
   get activeLeases(): number {
     return this.runner.leases.size;
+  }
+
+  /** The models it serves, by kind (the `models` option, or the last `setModels`); undefined: the kinds' default models only. */
+  get models(): WorkerModels | undefined {
+    return this.settings.models;
+  }
+
+  /**
+   * Replaces the model list (after loading or unloading a model), checked like the `models`
+   * option: throws a TypeError or RangeError naming the first problem, and keeps the old list.
+   */
+  setModels(models: WorkerModels): void {
+    this.settings.models = checkWorkerModels(models, this.kinds, this.slots);
   }
 
   /** Handler calls running now (never more than `slots`). */

@@ -1,12 +1,13 @@
 import os from 'node:os';
 import type { ClientOptions } from 'ws';
 import type { Engine } from '../engines/types.js';
-import { workerSocketUrl, type Tier } from '../protocol/index.js';
+import { workerSocketUrl, type Tier, type WorkerModels } from '../protocol/index.js';
 import type { WorkerAttestationOptions } from './attestation.js';
 import { isRecord } from './is-record.js';
 import { consoleLogger, type WorkerLogger } from './logger.js';
 import type { InputFileOptions } from './input-files.js';
 import type { UploadOptions } from './upload.js';
+import { checkWorkerModels } from './worker-models.js';
 
 export const SDK_VERSION = '0.1.0';
 
@@ -56,6 +57,12 @@ export interface SwitchyardWorkerOptions {
   webSocket?: ClientOptions;
   /** Required with `tier: 'private'`: the receipt key and where evidence comes from (docs/confidentiality.md). */
   attestation?: WorkerAttestationOptions;
+  /**
+   * The models served, by kind (each one of `kinds`): ids matching MODEL_ID_PATTERN, at most
+   * MAX_WORKER_MODELS in all. Unset: the kinds' default model only. Change it later with
+   * `worker.setModels()` (e.g. after loading a model).
+   */
+  models?: WorkerModels;
 }
 
 /**
@@ -78,6 +85,8 @@ export interface WorkerSettings {
   upload?: Omit<UploadOptions, 'signal'>;
   inputFiles?: InputFileOptions;
   webSocket?: ClientOptions;
+  /** The current model list (checked, copied); `setModels` replaces it. */
+  models?: WorkerModels;
 }
 
 function defaultHardware(): Record<string, unknown> {
@@ -139,6 +148,7 @@ export function resolveWorkerOptions(opts: SwitchyardWorkerOptions): WorkerSetti
     upload: opts.upload,
     inputFiles: opts.inputFiles,
     webSocket: opts.webSocket,
+    ...(opts.models !== undefined ? { models: checkWorkerModels(opts.models, kinds, slots) } : {}),
   };
   if (tier === 'private' && !opts.attestation) throw new TypeError("a private worker needs attestation: { evidence: (eatNonce) => Promise<{token, gpus}> }");
   return settings;
