@@ -31,6 +31,14 @@ Commands:
                                          --tier private needs --attestation-key: a local verifier's ES384
                                          private JWK (kid, optional iss) that signs TEST evidence, which
                                          proves nothing about the hardware (docs/confidentiality.md)
+  worker --gateway URL --token T --engine openai --backend-url URL [--backend-key K] [--models m1,m2]
+                                         an llm worker in front of an OpenAI-compatible inference server
+                                         (vLLM, llama-server, Ollama, LM Studio, TGI): --backend-url is
+                                         its base URL with /v1 (e.g. http://127.0.0.1:8000/v1), the key
+                                         (or SWITCHYARD_BACKEND_KEY) is sent to it as a bearer; without
+                                         --models it serves the models the server's /v1/models lists,
+                                         and exits 1 if it cannot be asked or lists none; --tier, --slots
+                                         and --attestation-key as above (docs/engines.md)
   run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
                                          submit a job with the client library; --wait follows it to
                                          the end (switchyard run --help for all options)
@@ -62,6 +70,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       'demo-delay-ms': { type: 'string' },
       models: { type: 'string' },
       'attestation-key': { type: 'string' },
+      'backend-url': { type: 'string' },
+      'backend-key': { type: 'string' },
       // dev
       'allow-local': { type: 'string' },
     },
