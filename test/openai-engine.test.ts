@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LLM_KIND, UpstreamError, createOpenAiEngine } from '../sdk/engines/openai/index.js';
+import { CompletionBuilder } from '../sdk/engines/openai/completion-builder.js';
 import { SseReader } from '../sdk/engines/openai/sse.js';
 import type { EngineContext } from '../sdk/engines/types.js';
 import type { FailureReport } from '../sdk/protocol/index.js';
@@ -113,6 +114,8 @@ describe('OpenAI engine', () => {
       await rejectsWith(engine.handler(LLM_KIND, input, leaseContext().ctx), 'upstream_unavailable', true, /ended its stream before the completion finished/);
       upstream.reply = () => ({ content: ['Hi'], errorMidStream: { message: 'The server had an error while processing your request.', type: 'server_error' } });
       await rejectsWith(engine.handler(LLM_KIND, input, leaseContext().ctx), 'upstream_unavailable', true, /failed mid-stream: The server had an error/);
+      // Servers' variants of a failure mid-stream, read the same way.
+      assert.throws(() => new CompletionBuilder('m').addChunk({ object: 'error', message: 'CUDA out of memory', type: 'InternalServerError', code: 500 }), /failed mid-stream: CUDA out of memory/);
     });
   });
 
@@ -214,6 +217,8 @@ describe('OpenAI engine', () => {
         const before = upstream.completions.length;
         const run = await finished(await submit({ prompt: 'hi' }));
         assert.equal(upstream.completions.length - before, 2, `${status}: both attempts reached the backend`);
+        // The worker's event follows the gateway's answer to its report, which may come after the run ended.
+        await until('the worker hears both answers', async () => failures.length === 2);
         assert.deepEqual(failures.map((f) => [f.code, f.retryable]), [['upstream_unavailable', true], ['upstream_unavailable', true]]);
         assert.equal(run.status, 'failed');
         assert.equal(run.attempts, 2);
@@ -232,6 +237,7 @@ describe('OpenAI engine', () => {
         const before = upstream.completions.length;
         const run = await finished(await submit(input));
         assert.equal(upstream.completions.length - before, 1, 'never tried again');
+        await until('the worker hears the answer', async () => failures.length === 1);
         assert.deepEqual(failures.map((f) => [f.code, f.retryable]), [['upstream_error', false]]);
         assert.equal(run.status, 'failed');
         assert.equal(run.attempts, 1);

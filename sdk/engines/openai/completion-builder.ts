@@ -57,6 +57,8 @@ export class CompletionBuilder {
   addChunk(chunk: unknown): string {
     if (!isObject(chunk)) throw new UpstreamError('upstream_bad_response', 'the backend streamed a chunk that is not a JSON object', true);
     if (chunk.error !== undefined && chunk.error !== null) throw midStreamError(chunk.error);
+    // Older vLLM sends its error response itself as a chunk: {object: "error", message, type, code}.
+    if (chunk.object === 'error') throw midStreamError(chunk);
     if (typeof chunk.model === 'string' && chunk.model) this.model = chunk.model;
     this.addUsage(chunk.usage);
     const choices = Array.isArray(chunk.choices) ? chunk.choices.filter(isObject) : [];
