@@ -251,7 +251,7 @@ export const capabilities = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema'],
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema'],
         properties: {
           kind: { type: 'string' },
           rollout: { enum: ['live', 'rolling_out'] },
@@ -259,6 +259,21 @@ export const capabilities = {
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
           input_schema: { type: 'object', description: 'JSON Schema (2020-12) that `input` must satisfy.' },
+          output_artifacts: {
+            type: 'array',
+            description: 'The files a succeeded run produces, named as the reference engine names them.',
+            items: {
+              type: 'object',
+              required: ['name', 'content_type', 'description', 'always'],
+              properties: {
+                name: { type: 'string' },
+                content_type: { type: 'string' },
+                description: { type: 'string' },
+                always: { type: 'boolean', description: 'Whether every succeeded run of the kind has it.' },
+              },
+            },
+          },
+          output_schema: { type: 'object', description: "JSON Schema (2020-12) of a succeeded run's `output`." },
         },
       },
     },
