@@ -74,6 +74,9 @@ describe('OpenAPI document', () => {
       const served = caps.body.kinds.find((k) => k.kind === spec.kind)!;
       assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify(spec.output)), spec.kind);
     }
+    // A job's output always has urls and the gateway's files.
+    assert.deepEqual(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].required, ['urls', 'files']);
+    assert.deepEqual(Object.keys(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].properties), ['urls', 'files']);
   });
 
   it('describes errors with the error envelope of docs/api.md and names the auth schemes', () => {

@@ -1,4 +1,4 @@
-import { JOB_CLASSES, KIND_NAMES, TIERS } from '../../models/kinds.js';
+import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 
 /**
@@ -75,7 +75,12 @@ export const job = {
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
-    output: nullable({ type: 'object', required: ['urls'], properties: { urls: { type: 'array', items: { type: 'string', format: 'uri' } } } }),
+    output: nullable({
+      type: 'object',
+      required: ['urls', 'files'],
+      properties: OUTPUT_COMMON_PROPERTIES,
+      description: "Set when the run succeeded. The kind's other fields: `output_schema` in /v1/capabilities, `components.schemas[\"output.<kind>\"]` here.",
+    }),
     error: nullable({
       type: 'object',
       required: ['code', 'message', 'retryable'],

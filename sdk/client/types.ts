@@ -16,6 +16,8 @@ export type JsonObject = Record<string, unknown>;
 export interface JobOutput {
   /** Absolute artifact URLs, fetchable with a plain GET and no credential. */
   urls: string[];
+  /** One entry per URL of `urls`, in the same order, written by the gateway (never the worker) when the run succeeded. */
+  files: JobOutputFile[];
   /** The kind's own fields (text, width, duration_s, ...): `output_schema` of /v1/capabilities. */
   [field: string]: unknown;
 }
