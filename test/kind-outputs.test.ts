@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { artifactContentType } from '../models/artifact-store.js';
@@ -108,6 +108,24 @@ describe('kind outputs', () => {
         assert.equal(artifactContentType(a.content_type, a.name), a.content_type, `${spec.kind} ${a.name}`);
       }
       assert.deepEqual((schema.required as string[]).slice(0, 2), ['urls', 'files']);
+    }
+  });
+
+  it("docs/api.md's table of outputs names every kind's files, their types and its fields", () => {
+    const reference = readFileSync(path.join(import.meta.dirname, '..', 'docs', 'api.md'), 'utf8');
+    const start = reference.indexOf('| kind | files (content type) |');
+    assert.ok(start > 0, 'the outputs table of "Kinds"');
+    const rows = reference.slice(start).split('\n\n')[0].split('\n');
+    for (const spec of KINDS) {
+      const row = rows.find((r) => r.startsWith(`| \`${spec.kind}\` |`));
+      assert.ok(row, `no row for ${spec.kind}`);
+      const [, files, fields] = row.split(' | ');
+      for (const a of spec.output.artifacts) {
+        assert.ok(files.includes(`\`${a.name}\``), `${spec.kind}: ${a.name}`);
+        assert.ok(files.includes(a.content_type), `${spec.kind}: ${a.content_type}`);
+      }
+      const own = Object.keys(spec.output.schema.properties as object).filter((f) => f !== 'urls' && f !== 'files');
+      assert.deepEqual(own.filter((f) => !fields.includes(`\`${f}\``)), [], `${spec.kind}: fields the table does not name`);
     }
   });
 
