@@ -122,7 +122,7 @@ const PNG = 'image/png';
 const GLB = 'model/gltf-binary';
 const WAV = 'audio/wav';
 const TEXT = 'text/plain; charset=utf-8';
-const pixels = { type: 'integer', minimum: 1 };
+const positive = { type: 'integer', minimum: 1 };
 const seconds = { type: 'number', minimum: 0 };
 const meshOutput = (extra: Record<string, unknown>, required: string[]) =>
   output([artifact('mesh.glb', GLB, 'the textured mesh (glTF binary)')], extra, required);
@@ -139,7 +139,7 @@ export const KINDS: readonly KindSpec[] = [
       { prompt, model, width: { type: 'integer', minimum: 64, maximum: 4096 }, height: { type: 'integer', minimum: 64, maximum: 4096 }, seed },
       ['prompt'],
     ),
-    output: output([artifact('image.png', PNG, 'the generated image')], { width: pixels, height: pixels }, ['width', 'height']),
+    output: output([artifact('image.png', PNG, 'the generated image')], { width: positive, height: positive }, ['width', 'height']),
   },
   {
     kind: 'inference:3d:image-to-mesh',
@@ -150,8 +150,8 @@ export const KINDS: readonly KindSpec[] = [
     output: meshOutput(
       {
         input: inputInfo('image', {
-          width: pixels,
-          height: pixels,
+          width: positive,
+          height: positive,
           mean_rgb: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 255 }, minItems: 3, maxItems: 3, description: 'The mean colour of the image.' },
         }),
       },
@@ -176,7 +176,7 @@ export const KINDS: readonly KindSpec[] = [
     }),
     output: output(
       [artifact('video.avi', 'video/x-msvideo', 'the video (Motion-JPEG in AVI)')],
-      { width: pixels, height: pixels, fps: pixels, frames: pixels, input: inputInfo('image') },
+      { width: positive, height: positive, fps: positive, frames: positive, input: inputInfo('image') },
       ['width', 'height', 'fps', 'frames'],
     ),
   },
@@ -193,7 +193,7 @@ export const KINDS: readonly KindSpec[] = [
         artifact('roughness.png', PNG, 'roughness map (grey)'),
         artifact('textured.glb', GLB, 'the input mesh wearing the maps (glTF binary)'),
       ],
-      { resolution: { ...pixels, description: 'Side of the square maps in pixels.' }, input: inputInfo('mesh') },
+      { resolution: { ...positive, description: 'Side of the square maps in positive.' }, input: inputInfo('mesh') },
       ['resolution', 'input'],
     ),
   },
@@ -205,7 +205,7 @@ export const KINDS: readonly KindSpec[] = [
     inputSchema: schema({ mesh, model, skeleton: { type: 'string', maxLength: 100 } }, ['mesh']),
     output: output(
       [artifact('rig.glb', GLB, 'the input mesh skinned to a chain of joints (glTF binary)')],
-      { joints: pixels, vertices: count, triangles: count, input: inputInfo('mesh') },
+      { joints: positive, vertices: count, triangles: count, input: inputInfo('mesh') },
       ['joints', 'vertices', 'triangles', 'input'],
     ),
   },
