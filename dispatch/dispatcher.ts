@@ -1,6 +1,7 @@
 import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { ArtifactStore } from '../models/artifact-store.js';
 import type { RunStore } from '../models/stores.js';
 import { BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -34,6 +35,8 @@ export interface DispatcherOptions {
   publicUrl: () => string;
   /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
   maxAttempts: number;
+  /** The artifacts workers upload: a succeeded run's `output.files` is read from their records. */
+  artifacts: ArtifactStore;
   gatewayId: string;
   /** @defaultValue 30000 */
   leaseTtlMs?: number;
@@ -94,6 +97,8 @@ export class Dispatcher {
         maxAttempts: opts.maxAttempts,
         gatewayId: opts.gatewayId,
         leaseTtlMs: this.leaseTtlMs,
+        artifacts: opts.artifacts,
+        publicUrl: opts.publicUrl,
         events: opts.events,
         metrics: opts.metrics,
         receipts: opts.receipts,

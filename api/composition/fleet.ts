@@ -34,6 +34,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
     log,
     publicUrl: core.publicUrl.get,
     maxAttempts: c.jobMaxAttempts,
+    artifacts,
     gatewayId: core.gatewayId,
     leaseTtlMs: c.leaseTtlMs,
     heartbeatMs: c.heartbeatMs,
