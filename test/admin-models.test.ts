@@ -180,7 +180,7 @@ describe('admin API: the model catalogue', () => {
       ['DELETE', url(IMAGE, 'sdxl'), undefined],
     ];
     for (const [method, path, body] of calls) {
-      for (const headers of [{}, { authorization: `Bearer ${key}` }, { authorization: 'Bearer not-the-admin-token' }]) {
+      for (const headers of [{}, { authorization: `Bearer ${key}` }, { authorization: 'Bearer not-the-admin-token' }] as Array<Record<string, string>>) {
         const res = await gw.request(method, path, { body, headers });
         assert.equal(res.status, 401, `${method} ${path}`);
         assert.equal(errorCode(res), 'unauthorized');
