@@ -1,5 +1,5 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
-import type { Account, ApiKeyRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { Account, ApiKeyRecord, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
 /**
@@ -183,6 +183,34 @@ export interface FileStore {
   expired(now: Date, limit: number): Promise<FileRecord[]>;
 }
 
+/** What a worker or an operator says about a model: the fields of a ModelRecord they set. */
+export type ModelDescription = Pick<ModelRecord, 'kind' | 'id' | 'description' | 'input_schema'>;
+
+/**
+ * The model catalogue (docs/models.md): every model ever advertised by a worker or declared by
+ * an operator, per kind. Reads are by (kind, id) or by kind; the catalogue is small (thousands).
+ */
+export interface ModelStore {
+  /**
+   * Records models a worker advertises, at `at` (ISO time): a new one is added with
+   * `first_seen = last_seen = at`; a known one gets `last_seen = at` and, unless an operator
+   * declared it, the description and schema advertised (the latest advertisement wins). An
+   * operator's declaration is never changed by a worker. One call may name many models.
+   */
+  advertise(models: ModelDescription[], at: string): Promise<void>;
+  /**
+   * An operator declares a model ahead of any worker, or redeclares it: created, or its
+   * description and schema replaced, and from then on `declared` (workers only refresh its
+   * `last_seen`). Returns the record and whether it was created.
+   */
+  declare(model: ModelDescription, at: string): Promise<{ record: ModelRecord; created: boolean }>;
+  get(kind: string, id: string): Promise<ModelRecord | null>;
+  /** Every model of `kind`, or of every kind, ordered by kind then id. */
+  list(kind?: string): Promise<ModelRecord[]>;
+  /** Forgets a model; true when it was there. A worker advertising it again brings it back, undeclared. */
+  remove(kind: string, id: string): Promise<boolean>;
+}
+
 export interface Stores {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
@@ -198,6 +226,8 @@ export interface Stores {
   conversations: ConversationStore;
   /** Files accounts uploaded (`/v1/files`). */
   files: FileStore;
+  /** The model catalogue (docs/models.md). */
+  models: ModelStore;
   /** Throws if the backing database cannot be reached (used by /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

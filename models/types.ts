@@ -147,3 +147,20 @@ export const NEW_RUN_DEFAULTS = {
   webhook_events_filter: ['completed'],
   input_files: {},
 } satisfies Partial<RunRecord>;
+
+/** A model of the catalogue (docs/models.md). */
+export interface ModelRecord {
+  kind: string;
+  id: string;
+  description: string | null;
+  /** The model's input schema, extending its kind's (null: none published). */
+  input_schema: Record<string, unknown> | null;
+  /** Declared by an operator: its description and schema are the operator's. */
+  declared: boolean;
+  /** When a worker first and last advertised it (null: never, a declared model no worker has shown). */
+  first_seen: string | null;
+  last_seen: string | null;
+  created_at: string;
+  /** When what it says (description, schema, declared) last changed; a mere sighting moves `last_seen` only. */
+  updated_at: string;
+}

@@ -41,6 +41,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
     events: core.events,
     metrics: core.metrics,
     // Private runs end with a receipt over the artifacts they uploaded.
+    catalogue: core.stores.models,
     receipts: new ReceiptChecker({ artifacts, publicUrl: core.publicUrl.get }),
   });
   const attestation = new AttestationService({ redis: core.redis, prefix: c.redisPrefix, config: c.attestation });

@@ -3,15 +3,29 @@
  * versions, frame types and limits, and the URLs both ends build or read. The gateway
  * (dispatch/, api/) and the worker SDK (sdk/worker/) import it; it imports no server code.
  */
-export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, type ProtocolVersion } from './versions.js';
+export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, MODELS_PROTOCOL, type ProtocolVersion } from './versions.js';
 export { WORKER_PATH, workerSocketUrl } from './worker-url.js';
 export { artifactUrl, parseArtifactUrl, leaseUploadUrl, leaseFileUrl, type ArtifactRef } from './artifact-url.js';
-export { MAX_FRAME_BYTES, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, MAX_ERROR_MESSAGE, MAX_HEARTBEAT_LEASES } from './limits.js';
+export {
+  MAX_FRAME_BYTES,
+  MAX_LOG_LINE,
+  MAX_OUTPUT_DELTA,
+  MAX_PROGRESS_MESSAGE,
+  MAX_ERROR_MESSAGE,
+  MAX_HEARTBEAT_LEASES,
+  MAX_WORKER_MODELS,
+  MODEL_ID_PATTERN,
+  MAX_MODEL_SCHEMA_BYTES,
+  MAX_MODEL_DESCRIPTION,
+} from './limits.js';
 export type {
   Tier,
   LeaseRef,
   ResumeClaim,
+  WorkerModel,
+  WorkerModels,
   RegisterFrame,
+  ModelsFrame,
   AttestationFrame,
   HeartbeatFrame,
   FailureReport,
@@ -33,6 +47,7 @@ export type {
   AttestedFrame,
   ReconnectFrame,
   DrainFrame,
+  ModelsAcceptedFrame,
   AckFrame,
   ErrorFrame,
   GatewayFrame,

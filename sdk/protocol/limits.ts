@@ -15,3 +15,11 @@ export const MAX_PROGRESS_MESSAGE = 1_000;
 export const MAX_ERROR_MESSAGE = 2_000;
 /** Lease ids in one `heartbeat`. */
 export const MAX_HEARTBEAT_LEASES = 64;
+/** Models one worker may list, over all its kinds. */
+export const MAX_WORKER_MODELS = 256;
+/** A model id: letters, digits and `._:/@+-`, starting with a letter or digit, 1-200 long. */
+export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$';
+/** A model's input schema, as JSON. */
+export const MAX_MODEL_SCHEMA_BYTES = 64 * 1024;
+/** A model's description, in UTF-16 units. */
+export const MAX_MODEL_DESCRIPTION = 1_000;

@@ -2,9 +2,12 @@
  * The worker protocol versions (docs/worker-protocol.md). One list for both ends: the SDK offers
  * it in `register` and the gateway picks the highest version it shares, so the two cannot drift.
  */
-export const PROTOCOL_VERSIONS = [1, 2] as const;
+export const PROTOCOL_VERSIONS = [1, 2, 3] as const;
 
 export type ProtocolVersion = (typeof PROTOCOL_VERSIONS)[number];
 
 /** The first version with `reconnect` and `resume`: leases survive a move to another instance. */
 export const HANDOVER_PROTOCOL = 2;
+
+/** The first version with `models` in `register` and the `models` frame: jobs route by model. */
+export const MODELS_PROTOCOL = 3;

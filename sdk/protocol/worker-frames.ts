@@ -22,6 +22,26 @@ export interface ResumeClaim extends LeaseRef {
   upload_token: string;
 }
 
+/**
+ * A model a worker serves for a kind (protocol 3; docs/models.md). Jobs naming `input.model`
+ * reach only workers that list it; a job naming none reaches any worker of the kind.
+ */
+export interface WorkerModel {
+  /** 1-200 characters: letters, digits and `._:/@+-`, starting with a letter or digit. */
+  id: string;
+  description?: string;
+  /**
+   * A JSON Schema (2020-12) for this model's input, extending the kind's: it may add fields and
+   * narrow the kind's, and once given the gateway refuses fields neither schema names.
+   */
+  input_schema?: Record<string, unknown>;
+  /** At most this many leases of the model at once on this worker (default: its slots). */
+  max_concurrency?: number;
+}
+
+/** The models a worker serves, by kind (each kind one of its `kinds`). */
+export type WorkerModels = Record<string, WorkerModel[]>;
+
 export interface RegisterFrame {
   type: 'register';
   protocol: number[];
@@ -35,6 +55,14 @@ export interface RegisterFrame {
   receipt_key?: Record<string, unknown>;
   /** Protocol 2: leases brought along after a `reconnect`. */
   resume?: ResumeClaim[];
+  /** Protocol 3: the models it serves, by kind. A worker listing none serves its kinds' default model only. */
+  models?: WorkerModels;
+}
+
+/** Protocol 3: replaces the worker's model list without reconnecting (after loading or unloading a model). */
+export interface ModelsFrame {
+  type: 'models';
+  models: WorkerModels;
 }
 
 /** Evidence answering the gateway's latest `attest` nonce. */
@@ -88,7 +116,7 @@ export interface FailFrame extends LeaseRef {
 /** The frames about one lease: each is answered, in order, by an `ack` or an `error` naming it. */
 export type LeaseReport = ProgressFrame | LogFrame | OutputFrame | CompleteFrame | FailFrame;
 
-export type WorkerFrame = RegisterFrame | AttestationFrame | HeartbeatFrame | LeaseReport;
+export type WorkerFrame = RegisterFrame | AttestationFrame | HeartbeatFrame | ModelsFrame | LeaseReport;
 
 /** A frame without the lease it is about: what a worker makes before it addresses (or holds) it. */
 export type Unaddressed<F> = F extends LeaseRef ? Omit<F, keyof LeaseRef> : F;
@@ -175,6 +203,11 @@ export interface DrainFrame {
   type: 'drain';
 }
 
+/** Protocol 3: the worker's `models` frame is in force. */
+export interface ModelsAcceptedFrame {
+  type: 'models_accepted';
+}
+
 export interface AckFrame {
   type: 'ack';
   lease_id: string;
@@ -196,4 +229,4 @@ export interface ErrorFrame {
   details?: unknown;
 }
 
-export type GatewayFrame = RegisteredFrame | LeaseFrame | CancelFrame | AttestFrame | AttestedFrame | ReconnectFrame | DrainFrame | AckFrame | ErrorFrame;
+export type GatewayFrame = RegisteredFrame | LeaseFrame | CancelFrame | AttestFrame | AttestedFrame | ReconnectFrame | DrainFrame | ModelsAcceptedFrame | AckFrame | ErrorFrame;
