@@ -3,20 +3,23 @@ import type { ArtifactStore } from '../../../models/artifact-store.js';
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
 import { fileFields, type KindSpec } from '../../../models/kinds.js';
+import type { FileRecord } from '../../../models/stores.js';
 import type { InputFileRef } from '../../../models/types.js';
 import { parseArtifactUrl } from '../../../sdk/protocol/index.js';
-import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
+import { OutboundError, type OutboundStream, type SsrfGuard } from '../outbound/ssrf-guard.js';
 import { mediaEssence as essence, type FileService } from './file-service.js';
 
 export interface InputFilesOptions {
   files: FileService;
   artifacts: ArtifactStore;
-  outbound: SsrfGuard;
+  outbound: Pick<SsrfGuard, 'stream'>;
   publicUrl: () => string;
   /** Largest decoded `data:` URI. */
   dataUriMaxBytes: number;
   /** Largest file fetched from an https URL (FILE_MAX_BYTES). */
   fetchMaxBytes: number;
+  /** The whole fetch of an https URL, to its last byte (FILE_FETCH_TIMEOUT_MS). */
+  fetchTimeoutMs: number;
 }
 
 /** A job input with its file fields staged: what the run stores, and what its workers fetch. */
@@ -24,6 +27,11 @@ export interface StagedInput {
   /** The input, each file field holding the gateway's reference instead of what the caller sent. */
   input: Record<string, unknown>;
   files: Record<string, InputFileRef>;
+}
+
+interface Resolved {
+  ref: InputFileRef;
+  reference: string;
 }
 
 const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of one of your runs, an https URL, or a data: URI';
@@ -60,7 +68,7 @@ export class InputFiles {
     return { input: out, files };
   }
 
-  private async resolve(accountId: string, value: string, where: string): Promise<{ ref: InputFileRef; reference: string }> {
+  private async resolve(accountId: string, value: string, where: string): Promise<Resolved> {
     const base = this.opts.publicUrl();
     const fileId = FILE_ID_PATTERN.test(value) ? value : value.startsWith(`${base}/v1/files/`) ? value.slice(`${base}/v1/files/`.length) : null;
     if (fileId !== null) {
@@ -69,7 +77,7 @@ export class InputFiles {
         if (!(err instanceof NotFoundError)) throw err;
         throw new ApiError('invalid_request', `${where}: no file ${fileId} of this account (unknown, deleted or expired)`);
       });
-      return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
+      return { ref: refOf(file), reference: file.id };
     }
     const artifact = parseArtifactUrl(base, value);
     if (artifact) {
@@ -79,34 +87,62 @@ export class InputFiles {
       }
       return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value };
     }
-    if (/^data:/i.test(value)) return this.stageUpload(accountId, decodeDataUri(value, this.opts.dataUriMaxBytes, where));
-    if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) return this.stageUpload(accountId, await this.fetch(value, where));
-    throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
-  }
-
-  private async stageUpload(accountId: string, got: { bytes: Buffer; contentType?: string; filename?: string }) {
-    const file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, filename: got.filename, length: got.bytes.length });
-    return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
-  }
-
-  /** One GET through the SSRF guard: no redirect followed, the guard's timeouts, at most FILE_MAX_BYTES. */
-  private async fetch(url: string, where: string): Promise<{ bytes: Buffer; contentType?: string; filename?: string }> {
-    let res;
-    try {
-      res = await this.opts.outbound.request(url, { method: 'GET', maxResponseBytes: this.opts.fetchMaxBytes });
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      const code = err.code === 'url_blocked' || err.code === 'invalid_url' ? err.code : 'invalid_request';
-      throw new ApiError(code, `${where}: the file could not be fetched (${err.code}): ${err.message}`, { details: { reason: err.code } });
+    let file: FileRecord;
+    if (/^data:/i.test(value)) {
+      const got = decodeDataUri(value, this.opts.dataUriMaxBytes, where);
+      file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, length: got.bytes.length });
+    } else if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) {
+      file = await this.fetch(accountId, value, where);
+    } else {
+      throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
     }
-    if (res.status >= 300 && res.status < 400) throw new ApiError('invalid_request', `${where}: the URL answered a redirect (${res.status}); redirects are not followed: give the final URL`);
-    if (res.status !== 200) throw new ApiError('invalid_request', `${where}: the URL answered ${res.status}, not 200`);
-    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
-    const filename = /^[\p{L}\p{N}._-]{1,200}$/u.test(last) && !last.startsWith('.') ? last : undefined;
-    return { bytes: res.body, contentType: typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined, filename };
+    return { ref: refOf(file), reference: file.id };
+  }
+
+  /**
+   * One GET through the SSRF guard (no redirect followed, its checks and timeouts), its body
+   * streamed into a new file of the account: never held whole, at most FILE_MAX_BYTES, within
+   * the account's quota. A failure at any point keeps nothing (the file store deletes a partial
+   * upload).
+   */
+  private async fetch(accountId: string, url: string, where: string): Promise<FileRecord> {
+    const max = this.opts.fetchMaxBytes;
+    let res: OutboundStream;
+    try {
+      res = await this.opts.outbound.stream(url, { maxResponseBytes: max, totalTimeoutMs: this.opts.fetchTimeoutMs });
+    } catch (err) {
+      throw fetchFailed(err, where, max);
+    }
+    try {
+      if (res.status >= 300 && res.status < 400) throw new ApiError('invalid_request', `${where}: the URL answered a redirect (${res.status}); redirects are not followed: give the final URL`);
+      if (res.status !== 200) throw new ApiError('invalid_request', `${where}: the URL answered ${res.status}, not 200`);
+      const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+      const filename = /^[\p{L}\p{N}._-]{1,200}$/u.test(last) && !last.startsWith('.') ? last : undefined;
+      const contentType = typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined;
+      // A declared length lets an oversize file or a full quota be refused before a byte is read.
+      const declared = Number(res.headers['content-length']);
+      const length = res.headers['content-length'] !== undefined && Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined;
+      return await this.opts.files.upload(accountId, res.body, { contentType, filename, length });
+    } catch (err) {
+      throw fetchFailed(err, where, max);
+    } finally {
+      // A no-op once the body was read to its end; else it closes the connection instead of leaving it to its timers.
+      res.body.destroy();
+    }
   }
 }
 
+const refOf = (file: FileRecord): InputFileRef => ({ artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 });
+
+/** What the caller is told of a fetch the guard failed (before or during the body); other errors pass as they are. */
+function fetchFailed(err: unknown, where: string, maxBytes: number): unknown {
+  if (!(err instanceof OutboundError)) return err;
+  const message = `${where}: the file could not be fetched (${err.code}): ${err.message}`;
+  // The same answer as an upload past FILE_MAX_BYTES.
+  if (err.code === 'response_too_large') return new ApiError('payload_too_large', message, { details: { reason: err.code, max_bytes: maxBytes } });
+  const code = err.code === 'url_blocked' || err.code === 'invalid_url' ? err.code : 'invalid_request';
+  return new ApiError(code, message, { details: { reason: err.code } });
+}
 
 /** RFC 2397: `data:[<type>][;base64],<data>`. */
 function decodeDataUri(uri: string, maxBytes: number, where: string): { bytes: Buffer; contentType?: string } {
