@@ -53,6 +53,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
       dataUriMaxBytes: c.dataUriMaxBytes,
       fetchMaxBytes: c.fileMaxBytes,
       fetchTimeoutMs: c.fileFetchTimeoutMs,
+      log,
     }),
   });
   const reconciler = new EnqueueReconciler({

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import type { ArtifactStore } from '../../../models/artifact-store.js';
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
@@ -20,6 +21,8 @@ export interface InputFilesOptions {
   fetchMaxBytes: number;
   /** The whole fetch of an https URL, to its last byte (FILE_FETCH_TIMEOUT_MS). */
   fetchTimeoutMs: number;
+  /** Where a staged file that could not be deleted is reported. */
+  log: Pick<Logger, 'warn'>;
 }
 
 /** A job input with its file fields staged: what the run stores, and what its workers fetch. */
@@ -27,11 +30,18 @@ export interface StagedInput {
   /** The input, each file field holding the gateway's reference instead of what the caller sent. */
   input: Record<string, unknown>;
   files: Record<string, InputFileRef>;
+  /**
+   * The files this staging made (from https URLs and data: URIs), by id: the ones to delete when
+   * the submission makes no run. Files the caller referenced are never among them.
+   */
+  created: string[];
 }
 
 interface Resolved {
   ref: InputFileRef;
   reference: string;
+  /** True when the file was made for this input (and is this input's to delete). */
+  created: boolean;
 }
 
 const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of one of your runs, an https URL, or a data: URI';
@@ -45,27 +55,49 @@ const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of on
 export class InputFiles {
   constructor(private readonly opts: InputFilesOptions) {}
 
+  /** Stages every file field of `input`; when one fails, the files made for the others are deleted before the error is thrown. */
   async stage(accountId: string, spec: KindSpec, input: Record<string, unknown>): Promise<StagedInput> {
     const fields = fileFields(spec);
     const out = { ...input };
     const files: Record<string, InputFileRef> = {};
-    for (const [field, { accept }] of Object.entries(fields)) {
-      const value = input[field];
-      if (value === undefined) continue;
-      const where = `/input/${field}`;
-      const { ref, reference } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
-        if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
-        throw err;
-      });
-      if (!accept.includes(essence(ref.content_type))) {
-        throw new ApiError('invalid_request', `${where} takes ${accept.join(', ')}; the file given is ${ref.content_type}`, {
-          details: { path: `/input/${field}`, accept, content_type: ref.content_type },
+    const created: string[] = [];
+    try {
+      for (const [field, { accept }] of Object.entries(fields)) {
+        const value = input[field];
+        if (value === undefined) continue;
+        const where = `/input/${field}`;
+        const { ref, reference, created: made } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
+          if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
+          throw err;
         });
+        if (made) created.push(reference);
+        if (!accept.includes(essence(ref.content_type))) {
+          throw new ApiError('invalid_request', `${where} takes ${accept.join(', ')}; the file given is ${ref.content_type}`, {
+            details: { path: `/input/${field}`, accept, content_type: ref.content_type },
+          });
+        }
+        files[field] = ref;
+        out[field] = reference;
       }
-      files[field] = ref;
-      out[field] = reference;
+    } catch (err) {
+      await this.discard(accountId, { created });
+      throw err;
     }
-    return { input: out, files };
+    return { input: out, files, created };
+  }
+
+  /**
+   * Deletes the files `staged` made, for a submission that made no run. Best effort: a file that
+   * cannot be deleted now is logged and left to expire with its retention, and the caller's
+   * answer (the refusal) stands.
+   */
+  async discard(accountId: string, staged: Pick<StagedInput, 'created'>): Promise<void> {
+    for (const id of staged.created) {
+      await this.opts.files.delete(accountId, id).catch((err: unknown) => {
+        if (err instanceof NotFoundError) return; // already gone: nothing left behind
+        this.opts.log.warn({ err, accountId, fileId: id }, 'could not delete a file staged for a submission that made no run; it stays until its retention ends');
+      });
+    }
   }
 
   private async resolve(accountId: string, value: string, where: string): Promise<Resolved> {
@@ -77,7 +109,7 @@ export class InputFiles {
         if (!(err instanceof NotFoundError)) throw err;
         throw new ApiError('invalid_request', `${where}: no file ${fileId} of this account (unknown, deleted or expired)`);
       });
-      return { ref: refOf(file), reference: file.id };
+      return { ref: refOf(file), reference: file.id, created: false };
     }
     const artifact = parseArtifactUrl(base, value);
     if (artifact) {
@@ -85,7 +117,7 @@ export class InputFiles {
       if (!meta || meta.name !== artifact.name || meta.account_id !== accountId) {
         throw new ApiError('invalid_request', `${where}: the artifact is not one of this account's runs' (or it has expired)`);
       }
-      return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value };
+      return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value, created: false };
     }
     let file: FileRecord;
     if (/^data:/i.test(value)) {
@@ -96,7 +128,7 @@ export class InputFiles {
     } else {
       throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
     }
-    return { ref: refOf(file), reference: file.id };
+    return { ref: refOf(file), reference: file.id, created: true };
   }
 
   /**
