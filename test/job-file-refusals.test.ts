@@ -30,6 +30,7 @@ const TWO_FILES: KindSpec = {
     type: 'object',
     properties: { first: { type: 'string', [FILE_KEYWORD]: { accept: ['image/png'] } }, second: { type: 'string', [FILE_KEYWORD]: { accept: ['image/png'] } } },
   },
+  output: { artifacts: [], schema: { type: 'object' } },
 };
 
 describe('refused submissions keep no staged file', function () {
