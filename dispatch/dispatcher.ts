@@ -1,7 +1,9 @@
 import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RunStore } from '../models/stores.js';
+import type { ArtifactStore } from '../models/artifact-store.js';
+import type { ModelStore, RunStore } from '../models/stores.js';
+import type { WorkerModels } from '../sdk/protocol/index.js';
 import { BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
@@ -34,6 +36,8 @@ export interface DispatcherOptions {
   publicUrl: () => string;
   /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
   maxAttempts: number;
+  /** The artifacts workers upload: a succeeded run's `output.files` is read from their records. */
+  artifacts: ArtifactStore;
   gatewayId: string;
   /** @defaultValue 30000 */
   leaseTtlMs?: number;
@@ -45,6 +49,8 @@ export interface DispatcherOptions {
   metrics?: DispatchObserver;
   /** Checks the receipts of private runs; without it a private run cannot succeed. */
   receipts?: ReceiptChecker;
+  /** The model catalogue: every model a worker advertises is recorded there (docs/models.md). */
+  catalogue?: Pick<ModelStore, 'advertise'>;
 }
 
 /** Channels shared by all gateway instances. */
@@ -94,6 +100,8 @@ export class Dispatcher {
         maxAttempts: opts.maxAttempts,
         gatewayId: opts.gatewayId,
         leaseTtlMs: this.leaseTtlMs,
+        artifacts: opts.artifacts,
+        publicUrl: opts.publicUrl,
         events: opts.events,
         metrics: opts.metrics,
         receipts: opts.receipts,
@@ -154,9 +162,21 @@ export class Dispatcher {
 
   // ---- workers coming and going -------------------------------------------------------------
 
-  /** A registered worker joins: it is counted in the fleet and offered work. */
-  attach(worker: ConnectedWorker): Promise<void> {
+  /** A registered worker joins: its models are recorded in the catalogue, it is counted in the fleet and offered work. */
+  async attach(worker: ConnectedWorker): Promise<void> {
+    await this.advertise(worker.info.models);
     return this.pool.attach(worker);
+  }
+
+  /** Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue, then its own. */
+  async setModels(worker: ConnectedWorker, models: WorkerModels): Promise<void> {
+    await this.advertise(models);
+    worker.info.models = models;
+  }
+
+  private async advertise(models: WorkerModels): Promise<void> {
+    const list = Object.entries(models).flatMap(([kind, ms]) => ms.map((m) => ({ kind, id: m.id, description: m.description ?? null, input_schema: m.input_schema ?? null })));
+    if (list.length > 0) await this.opts.catalogue?.advertise(list, new Date().toISOString());
   }
 
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */

@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
+import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError, RunRecord } from '../models/types.js';
@@ -11,6 +12,7 @@ import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
 import type { FleetCounters } from './fleet-counters.js';
 import { LeaseHandover } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
+import { OutputFiles } from './output-files.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
 import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 
@@ -59,6 +61,10 @@ export interface LeaseSettlementOptions {
   maxAttempts: number;
   gatewayId: string;
   leaseTtlMs: number;
+  /** Where the artifacts are: a succeeded run's `output.files` is read from their records. */
+  artifacts: ArtifactStore;
+  /** Tells this gateway's artifact URLs from others; read at each settlement (PORT=0 settles it late). */
+  publicUrl: () => string;
   events?: WorkerReportSink;
   metrics?: DispatchObserver;
   receipts?: ReceiptChecker;
@@ -73,6 +79,7 @@ type Refusal = { code: string; message: string };
  */
 export class LeaseSettlement {
   private readonly handover: LeaseHandover;
+  private readonly outputFiles: OutputFiles;
   private readonly active = new Map<string, ActiveLease>();
   /** Cancels arrive by run id. */
   private readonly byRun = new Map<string, ActiveLease>();
@@ -82,6 +89,7 @@ export class LeaseSettlement {
     private readonly opts: LeaseSettlementOptions,
   ) {
     this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: opts.bull, gatewayId: opts.gatewayId, leaseTtlMs: opts.leaseTtlMs });
+    this.outputFiles = new OutputFiles({ artifacts: opts.artifacts, publicUrl: opts.publicUrl, log: opts.log });
   }
 
   get(leaseId: string): ActiveLease | undefined {
@@ -212,16 +220,19 @@ export class LeaseSettlement {
       }
       if (!run || run.fence !== lease.fence || run.status !== 'running') return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       let attestation: RunAttestation | undefined;
+      let checkedArtifacts: ReadonlyMap<string, ArtifactMeta> | undefined;
       if (reported === 'succeeded' && run.confidentiality === 'private') {
         const checked = await this.checkReceipt(run, lease, output, receipt);
         if ('refused' in checked) return checked.refused;
-        attestation = checked.attestation;
+        ({ attestation, artifacts: checkedArtifacts } = checked);
       }
       // A worker's failure: `canceled` ends a run the caller canceled; otherwise retryable or final.
       const outcome = reported === 'succeeded' ? 'succeeded' : error!.code === 'canceled' && run.cancel_requested_at ? 'canceled' : error!.retryable ? 'retry' : 'failed';
       this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome, code: error?.code }, 'lease reported');
       if (outcome === 'retry') await this.requeueOrFail(run, lease, error!);
       else {
+        // The gateway's own account of the files replaces any `files` the worker put in its output.
+        if (outcome === 'succeeded' && output) output = { ...output, files: await this.outputFiles.describe(run.run_id, output.urls, checkedArtifacts) };
         const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation);
         if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       }
@@ -240,11 +251,18 @@ export class LeaseSettlement {
    * attempt as retryable (requeued; on the last attempt the run fails with `receipt_invalid`),
    * and the worker is told why.
    */
-  private async checkReceipt(run: RunRecord, lease: ActiveLease, output: RunRecord['output'] | undefined, receipt: string | undefined): Promise<{ attestation: RunAttestation } | { refused: Refusal }> {
+  private async checkReceipt(
+    run: RunRecord,
+    lease: ActiveLease,
+    output: RunRecord['output'] | undefined,
+    receipt: string | undefined,
+  ): Promise<{ attestation: RunAttestation; artifacts: ReadonlyMap<string, ArtifactMeta> } | { refused: Refusal }> {
     try {
       if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
       const evidence = lease.worker.attestation?.evidence() ?? [];
-      return { attestation: await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls: output?.urls ?? [], receipt }) };
+      const urls = output?.urls ?? [];
+      const checked = await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls, receipt });
+      return { attestation: checked.attestation, artifacts: new Map(urls.map((url, i) => [url, checked.artifacts[i]])) };
     } catch (err) {
       // The datastore failing is no verdict on the receipt: the worker sends its report again.
       if (isDatastoreUnavailable(err)) throw err;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { WorkerAttestation } from './attestation/attestation-service.js';
-import { ARTIFACT_ID_PATTERN, type ArtifactStore } from '../models/artifact-store.js';
+import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore } from '../models/artifact-store.js';
 import { inputFileHashes, type RunRecord } from '../models/types.js';
 import { decodeJwt } from 'jose';
 import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation/index.js';
@@ -9,6 +9,13 @@ import { parseArtifactUrl } from '../sdk/protocol/index.js';
 
 /** A private run's `attestation` once its receipt checked out: what the client library verifies (docs/confidentiality.md, "Receipts"). */
 export type RunAttestation = Required<JobAttestation>;
+
+/** A receipt that checked out: the run's attestation, and the records of its artifacts as read for the check. */
+export interface CheckedReceipt {
+  attestation: RunAttestation;
+  /** The record of each URL of `urls`, in order, its bytes re-hashed here: settlement describes `output.files` from them without reading again. */
+  artifacts: ArtifactMeta[];
+}
 
 export interface ReceiptCheckerOptions {
   artifacts: ArtifactStore;
@@ -57,7 +64,7 @@ async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
 export class ReceiptChecker {
   constructor(private readonly opts: ReceiptCheckerOptions) {}
 
-  async check(c: ReceiptToCheck): Promise<RunAttestation> {
+  async check(c: ReceiptToCheck): Promise<CheckedReceipt> {
     if (!c.receipt) throw new AttestationError('malformed', 'a private run completes with a receipt: a JWS over {run_id, worker_id, kind, input_sha256, artifacts, iat} signed with the attested receipt key');
     const now = Date.now();
     // Every piece of evidence of one connection binds the same receipt key.
@@ -83,7 +90,7 @@ export class ReceiptChecker {
     // then: the current one, or the one a refresh replaced after the worker signed.
     const evidence = c.evidence.find((e) => heldAt(e, claims.iat));
     if (!evidence) throw new AttestationError('expired', "none of the worker's evidence was valid when the receipt was signed");
-    return {
+    const attestation: RunAttestation = {
       tier: 'private',
       worker_id: c.workerId,
       nonce: evidence.nonce,
@@ -93,12 +100,13 @@ export class ReceiptChecker {
       evidence_url: `${this.opts.publicUrl()}/v1/attestation/workers/${c.workerId}`,
       verified_at: new Date(now).toISOString(),
     };
+    return { attestation, artifacts };
   }
 
   /** Each URL's artifact as stored: uploaded under this lease, its bytes unchanged since. */
-  private async storedArtifacts(c: ReceiptToCheck): Promise<Array<{ name: string; sha256: string }>> {
+  private async storedArtifacts(c: ReceiptToCheck): Promise<ArtifactMeta[]> {
     const store = this.opts.artifacts;
-    const out: Array<{ name: string; sha256: string }> = [];
+    const out: ArtifactMeta[] = [];
     for (const url of c.urls) {
       const ref = parseArtifactUrl(this.opts.publicUrl(), url);
       const meta = ref && ARTIFACT_ID_PATTERN.test(ref.id) ? await store.get(ref.id) : null;
@@ -106,7 +114,7 @@ export class ReceiptChecker {
       if (meta.run_id !== c.run.run_id || meta.lease_id !== c.leaseId) throw new AttestationError('artifact_mismatch', `${url} was not uploaded under this lease`);
       // What callers will download is what the receipt must sign, not only what the upload recorded.
       if ((await sha256Of(await store.open(ref.id))) !== meta.sha256) throw new AttestationError('artifact_mismatch', `the stored bytes of ${url} changed after its upload`);
-      out.push({ name: meta.name, sha256: meta.sha256 });
+      out.push(meta);
     }
     return out;
   }

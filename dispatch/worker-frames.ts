@@ -4,6 +4,9 @@ import {
   MAX_ERROR_MESSAGE,
   MAX_HEARTBEAT_LEASES,
   MAX_LOG_LINE,
+  MAX_MODEL_DESCRIPTION,
+  MAX_WORKER_MODELS,
+  MODEL_ID_PATTERN,
   MAX_OUTPUT_DELTA,
   MAX_PROGRESS_MESSAGE,
   type WorkerFrame,
@@ -18,6 +21,32 @@ import {
 const leaseRef = {
   lease_id: { type: 'string', pattern: '^lse_[A-Za-z0-9]{1,64}$' },
   fence: { type: 'integer', minimum: 1 },
+} as const;
+
+/**
+ * Protocol 3: the models a worker serves, by kind. The shape is checked here; that each kind is
+ * one of the worker's and each schema extends its kind's is checked at registration
+ * (`checkWorkerModels`), which can name the kind.
+ */
+const workerModels = {
+  type: 'object',
+  maxProperties: 64,
+  propertyNames: { enum: [...KIND_NAMES] },
+  additionalProperties: {
+    type: 'array',
+    maxItems: MAX_WORKER_MODELS,
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['id'],
+      properties: {
+        id: { type: 'string', pattern: MODEL_ID_PATTERN },
+        description: { type: 'string', maxLength: MAX_MODEL_DESCRIPTION },
+        input_schema: { type: 'object' },
+        max_concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+      },
+    },
+  },
 } as const;
 
 const frameSchemas = {
@@ -43,6 +72,7 @@ const frameSchemas = {
         // The private half never leaves the worker.
         not: { required: ['d'] },
       },
+      models: workerModels,
       // Protocol 2: leases the worker still runs after a `reconnect`, proven by their upload tokens.
       resume: {
         type: 'array',
@@ -76,6 +106,12 @@ const frameSchemas = {
         },
       },
     },
+  },
+  models: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'models'],
+    properties: { type: { const: 'models' }, models: workerModels },
   },
   heartbeat: {
     type: 'object',

@@ -1,4 +1,5 @@
 import type { Tier } from '../models/kinds.js';
+import type { WorkerModels } from '../sdk/protocol/index.js';
 
 /** A connected worker as its gateway instance registered it. */
 export interface WorkerInfo {
@@ -11,6 +12,8 @@ export interface WorkerInfo {
   owner: { type: 'operator' | 'account'; id: string };
   hardware: Record<string, unknown>;
   software: Record<string, unknown>;
+  /** Protocol 3: the models it serves, by kind (docs/models.md); empty: its kinds' default models only. */
+  models: WorkerModels;
   connected_at: string;
   /** Private workers: when their current attestation evidence expires (null: none valid). */
   attested_until?: string | null;

@@ -161,5 +161,6 @@ export interface ModelRecord {
   first_seen: string | null;
   last_seen: string | null;
   created_at: string;
+  /** When what it says (description, schema, declared) last changed; a mere sighting moves `last_seen` only. */
   updated_at: string;
 }

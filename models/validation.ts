@@ -12,6 +12,8 @@ export const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: 
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
 // Marks a kind's file fields (models/kinds.ts); the gateway stages them, ajv only lets it through.
 ajv.addKeyword({ keyword: 'x-switchyard-file', schemaType: 'object' });
+// Lists the files a kind produces in its output schema (models/kinds.ts): a description, not a check.
+ajv.addKeyword({ keyword: 'x-switchyard-artifacts', schemaType: 'array' });
 
 const cache = new WeakMap<object, ValidateFunction>();
 

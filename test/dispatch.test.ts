@@ -81,7 +81,8 @@ describe('dispatch to remote workers', function () {
     assert.equal((await w.complete(lease, ['https://cdn.example/a.png'])).type, 'ack');
     const done = await job(body.run_id);
     assert.equal(done.status, 'succeeded');
-    assert.deepEqual(done.output, { urls: ['https://cdn.example/a.png'] });
+    // A URL elsewhere: the gateway names it and vouches for nothing else (test/output-files.test.ts).
+    assert.deepEqual(done.output, { urls: ['https://cdn.example/a.png'], files: [{ url: 'https://cdn.example/a.png', name: 'a.png', content_type: null, size: null, sha256: null }] });
     const after = await balance();
     assert.deepEqual([after.credits, after.reserved], [before.credits - 4, 0]);
     assert.equal((await w.complete(lease)).code, 'stale_lease', 'a second complete is refused');

@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { routeSpecs } from '../api/http/app.js';
 import * as S from '../api/contract/schemas.js';
+import { ARTIFACTS_KEYWORD, KINDS } from '../models/kinds.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 describe('OpenAPI document', () => {
@@ -57,6 +58,25 @@ describe('OpenAPI document', () => {
       const res = await gw.submit(key, body);
       assert.equal(res.status === 202, validate(body), `${JSON.stringify(body)} -> ${res.status}`);
     }
+  });
+
+  it("shows each kind's outputs, the same in components and in /v1/capabilities, as the published schemas say", async () => {
+    const { key } = await gw.account(10);
+    const caps = await gw.request<{ kinds: Array<Record<string, any>> }>('GET', '/v1/capabilities', { key });
+    const ajv = new Ajv2020({ strict: false });
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+    const published = doc.paths['/v1/capabilities'].get.responses['200'].content['application/json'].schema;
+    assert.ok(ajv.validate(published, caps.body), JSON.stringify(ajv.errors));
+    for (const spec of KINDS) {
+      const component = doc.components.schemas[`output.${spec.kind.replaceAll(':', '.')}`];
+      assert.deepEqual(component, JSON.parse(JSON.stringify(spec.output.schema)), spec.kind);
+      assert.deepEqual(component[ARTIFACTS_KEYWORD].map((a: { name: string }) => a.name), spec.output.artifacts.map((a) => a.name));
+      const served = caps.body.kinds.find((k) => k.kind === spec.kind)!;
+      assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify(spec.output)), spec.kind);
+    }
+    // A job's output always has urls and the gateway's files.
+    assert.deepEqual(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].required, ['urls', 'files']);
+    assert.deepEqual(Object.keys(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].properties), ['urls', 'files']);
   });
 
   it('describes errors with the error envelope of docs/api.md and names the auth schemes', () => {

@@ -77,8 +77,14 @@ describe('private tier: attested workers, receipts, verification and routing', f
     let worker: SwitchyardWorker;
     let done: any;
     let leased: LeaseInfo;
+    /** The artifact records the gateway read while the run went on. */
+    const reads: string[] = [];
 
     before(async () => {
+      const store = gw.services.artifacts;
+      const realGet = store.get;
+      store.get = (id) => (reads.push(id), realGet.call(store, id));
+      cleanup.push(() => (store.get = realGet));
       worker = new SwitchyardWorker({
         gateway: gw.url,
         token: trustedToken,
@@ -109,6 +115,16 @@ describe('private tier: attested workers, receipts, verification and routing', f
       assert.equal(att.evidence_url, `${gw.url}/v1/attestation/workers/${worker.workerId}`);
       assert.ok(Date.parse(att.verified_at) > 0);
       assert.equal(leased.input_sha256, await inputDigest(input), 'the lease names the hash of the stored input');
+    });
+
+    it('describes its files from the records the receipt check read, without reading them again', async () => {
+      const ids = (done.output.urls as string[]).map((u) => new URL(u).pathname.split('/')[3]);
+      assert.deepEqual(reads, ids, 'one read per URL, by the receipt check');
+      const metas = await Promise.all(ids.map((id) => gw.services.artifacts.get(id)));
+      assert.deepEqual(
+        done.output.files,
+        metas.map((m, i) => ({ url: done.output.urls[i], name: m!.name, content_type: m!.content_type, size: m!.size, sha256: m!.sha256 })),
+      );
     });
 
     it('passes the client library check, given the verifier keys and the input', async () => {

@@ -45,7 +45,16 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission
     metrics: core.metrics,
-    inputFiles: new InputFiles({ files, artifacts, outbound: outbound.guard, publicUrl: core.publicUrl.get, dataUriMaxBytes: c.dataUriMaxBytes, fetchMaxBytes: c.fileMaxBytes }),
+    inputFiles: new InputFiles({
+      files,
+      artifacts,
+      outbound: outbound.guard,
+      publicUrl: core.publicUrl.get,
+      dataUriMaxBytes: c.dataUriMaxBytes,
+      fetchMaxBytes: c.fileMaxBytes,
+      fetchTimeoutMs: c.fileFetchTimeoutMs,
+      log,
+    }),
   });
   const reconciler = new EnqueueReconciler({
     runs: core.runs,

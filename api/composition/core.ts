@@ -85,8 +85,8 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
 
 /** The stores other than runs, passed through as they are. */
 function pick(s: Stores): Omit<Stores, 'runs' | 'ping' | 'close'> {
-  const { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools, files } = s;
-  return { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools, files };
+  const { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools, files, models } = s;
+  return { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools, files, models };
 }
 
 function quit(client: Redis): Promise<unknown> {

@@ -34,12 +34,14 @@ export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
     log,
     publicUrl: core.publicUrl.get,
     maxAttempts: c.jobMaxAttempts,
+    artifacts,
     gatewayId: core.gatewayId,
     leaseTtlMs: c.leaseTtlMs,
     heartbeatMs: c.heartbeatMs,
     events: core.events,
     metrics: core.metrics,
     // Private runs end with a receipt over the artifacts they uploaded.
+    catalogue: core.stores.models,
     receipts: new ReceiptChecker({ artifacts, publicUrl: core.publicUrl.get }),
   });
   const attestation = new AttestationService({ redis: core.redis, prefix: c.redisPrefix, config: c.attestation });

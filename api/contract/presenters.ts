@@ -1,4 +1,4 @@
-import type { Account, ApiKeyRecord, Operator, RunRecord } from '../../models/types.js';
+import type { Account, ApiKeyRecord, ModelRecord, Operator, RunRecord } from '../../models/types.js';
 import { isTerminal } from '../../models/types.js';
 
 /** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
@@ -46,4 +46,20 @@ export function apiKeyView(k: ApiKeyRecord) {
 
 export function operatorView(o: Operator) {
   return { id: o.id, name: o.name, trust: o.trust, created_at: o.created_at };
+}
+
+/** A model of the catalogue (docs/models.md, "The catalogue"). */
+export function modelView(m: ModelRecord) {
+  return {
+    object: 'model' as const,
+    kind: m.kind,
+    id: m.id,
+    description: m.description,
+    input_schema: m.input_schema,
+    declared: m.declared,
+    first_seen: m.first_seen,
+    last_seen: m.last_seen,
+    created_at: m.created_at,
+    updated_at: m.updated_at,
+  };
 }

@@ -1,4 +1,4 @@
-import { JOB_CLASSES, KIND_NAMES, TIERS } from '../../models/kinds.js';
+import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 
 /**
@@ -75,7 +75,12 @@ export const job = {
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
-    output: nullable({ type: 'object', required: ['urls'], properties: { urls: { type: 'array', items: { type: 'string', format: 'uri' } } } }),
+    output: nullable({
+      type: 'object',
+      required: ['urls', 'files'],
+      properties: OUTPUT_COMMON_PROPERTIES,
+      description: "Set when the run succeeded. The kind's other fields: `output_schema` in /v1/capabilities, `components.schemas[\"output.<kind>\"]` here.",
+    }),
     error: nullable({
       type: 'object',
       required: ['code', 'message', 'retryable'],
@@ -251,7 +256,7 @@ export const capabilities = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema'],
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema'],
         properties: {
           kind: { type: 'string' },
           rollout: { enum: ['live', 'rolling_out'] },
@@ -259,6 +264,21 @@ export const capabilities = {
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
           input_schema: { type: 'object', description: 'JSON Schema (2020-12) that `input` must satisfy.' },
+          output_artifacts: {
+            type: 'array',
+            description: 'The files a succeeded run produces, named as the reference engine names them.',
+            items: {
+              type: 'object',
+              required: ['name', 'content_type', 'description', 'always'],
+              properties: {
+                name: { type: 'string' },
+                content_type: { type: 'string' },
+                description: { type: 'string' },
+                always: { type: 'boolean', description: 'Whether every succeeded run of the kind has it.' },
+              },
+            },
+          },
+          output_schema: { type: 'object', description: "JSON Schema (2020-12) of a succeeded run's `output`." },
         },
       },
     },

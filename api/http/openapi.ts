@@ -58,8 +58,13 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      // Each kind's input schema, file fields marked with x-switchyard-file (docs/files.md).
-      schemas: { Error: errorEnvelope, ...Object.fromEntries(KINDS.map((k) => [`input.${k.kind.replaceAll(':', '.')}`, k.inputSchema])) },
+      // Each kind's input schema, file fields marked with x-switchyard-file (docs/files.md), and
+      // the schema of its output, its files listed under x-switchyard-artifacts.
+      schemas: {
+        Error: errorEnvelope,
+        ...Object.fromEntries(KINDS.map((k) => [`input.${k.kind.replaceAll(':', '.')}`, k.inputSchema])),
+        ...Object.fromEntries(KINDS.map((k) => [`output.${k.kind.replaceAll(':', '.')}`, k.output.schema])),
+      },
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
         serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },

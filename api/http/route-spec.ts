@@ -19,8 +19,8 @@ export interface ResponseSpec {
  * the OpenAPI builder reads them, so a documented schema is the schema that validates.
  */
 export interface RouteSpec {
-  /** `options`: CORS preflights of the routes browsers call cross-origin (bots). */
-  method: 'get' | 'post' | 'delete' | 'options';
+  /** `options`: CORS preflights of the routes browsers call cross-origin (bots). `put`: a create-or-replace at a name the caller chose. */
+  method: 'get' | 'post' | 'put' | 'delete' | 'options';
   /** OpenAPI-style path, e.g. `/v1/jobs/{run_id}`. */
   path: string;
   operationId: string;

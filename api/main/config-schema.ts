@@ -141,6 +141,7 @@ export const settings = {
     read: (d: number) => Math.max(1, Math.round(d * 86400)),
   }),
   fileMaxBytes: bytes('FILE_MAX_BYTES', 'b|kb|mb|gb', '100mb', 'largest file an account may upload to `/v1/files` (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
+  fileFetchTimeoutMs: integer('FILE_FETCH_TIMEOUT_MS', { minimum: 1000, maximum: 3_600_000 }, 300000, 'how long fetching the file of an https URL in a job input may take, to its last byte (the answer must still start, and the body never pause, for longer than `OUTBOUND_TOTAL_TIMEOUT_MS`)'),
   fileQuotaBytes: bytes('FILE_QUOTA_BYTES', 'b|kb|mb|gb', '1gb', 'bytes of files an account may keep at once; an upload past it gets 409 `quota_exceeded`'),
   fileRetentionSeconds: setting({
     env: 'FILE_RETENTION_DAYS', schema: days, default: 7, doc: 'how long an uploaded file is kept; expired files are deleted and stop counting against the quota',
@@ -211,7 +212,7 @@ export const settings = {
     }),
     caFile: optionalText('OUTBOUND_CA_FILE', { minLength: 1 }, 'PEM file of extra certificate authorities trusted for outbound https, beside the system roots'),
     connectTimeoutMs: integer('OUTBOUND_CONNECT_TIMEOUT_MS', { minimum: 100, maximum: 120_000 }, 5000, 'outbound calls: DNS, TCP and TLS must finish within this'),
-    totalTimeoutMs: integer('OUTBOUND_TOTAL_TIMEOUT_MS', { minimum: 100, maximum: 600_000 }, 15000, 'outbound calls: the whole call, to the last response byte'),
+    totalTimeoutMs: integer('OUTBOUND_TOTAL_TIMEOUT_MS', { minimum: 100, maximum: 600_000 }, 15000, 'outbound calls: the whole call, to the last response byte; for the files of https URLs in job inputs, the wait for the answer and the longest pause in its body (the whole fetch: `FILE_FETCH_TIMEOUT_MS`)'),
     maxResponseBytes: bytes('OUTBOUND_MAX_RESPONSE', 'b|kb|mb', '1mb', 'outbound calls: a larger response body fails the call (`b`, `kb`, `mb`)'),
     devLocalPorts: ports('DEV_ALLOW_LOCAL_PORTS', undefined, '`npm run dev` only (`--allow-local`), UNSAFE in production: ports on which tool and webhook URLs may be plain http and reach loopback; `serve` refuses to start with it'),
   },

@@ -15,7 +15,8 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame } from '../../sdk/protocol/index.js';
+import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerModels } from '../../sdk/protocol/index.js';
+import { checkWorkerModels, WorkerModelsError } from '../../dispatch/worker-models.js';
 import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
 
 export interface WorkerSocketServerOptions {
@@ -160,6 +161,10 @@ export class WorkerSocketServer {
       ws.close(4400, 'not registered');
       return null;
     }
+    if (frame.type === 'models') {
+      await this.onModels(worker, frame.models, send);
+      return null;
+    }
     if (frame.type === 'heartbeat') {
       // Heartbeats get no answer; one lost to a datastore outage is made up by the next.
       await this.opts.dispatcher.heartbeat(worker).catch((err: unknown) => {
@@ -185,6 +190,34 @@ export class WorkerSocketServer {
     }
     send(refused ? { type: 'error', lease_id: frame.lease_id, of: frame.type, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type });
     return null;
+  }
+
+  /**
+   * Protocol 3: a registered worker's new model list. Refused (`bad_models`, naming what is
+   * wrong) it keeps its current list; accepted it is in force before `models_accepted`.
+   */
+  private async onModels(worker: ConnectedWorker, models: WorkerModels, send: (f: GatewayFrame) => void): Promise<void> {
+    if ((worker.protocol ?? 1) < MODELS_PROTOCOL) {
+      send({ type: 'error', code: 'bad_frame', of: 'models', message: `the models frame needs protocol ${MODELS_PROTOCOL}; this connection agreed on ${worker.protocol ?? 1}` });
+      return;
+    }
+    let checked: WorkerModels;
+    try {
+      checked = checkWorkerModels(models, worker.info.kinds);
+    } catch (err) {
+      if (!(err instanceof WorkerModelsError)) throw err;
+      send({ type: 'error', code: err.code, of: 'models', message: err.message, details: { path: err.path } });
+      return;
+    }
+    try {
+      await this.opts.dispatcher.setModels(worker, checked);
+    } catch (err) {
+      const unavailable = toApiError(err).code === 'unavailable';
+      this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'could not record a worker\'s models');
+      send({ type: 'error', code: unavailable ? 'unavailable' : 'internal', of: 'models', retryable: unavailable, message: unavailable ? 'the gateway cannot reach its datastore: send the models frame again' : 'the gateway could not take the model list' });
+      return;
+    }
+    send({ type: 'models_accepted' });
   }
 
   /**
@@ -235,6 +268,21 @@ export class WorkerSocketServer {
       ws.close(4403, 'attestation required');
       return null;
     }
+    if (frame.models !== undefined && version < MODELS_PROTOCOL) {
+      send({ type: 'error', code: 'bad_frame', message: `models need protocol ${MODELS_PROTOCOL}; offer it in protocol, or leave models out` });
+      ws.close(4400, 'bad register frame');
+      return null;
+    }
+    const kinds = frame.kinds.includes('all') ? [...KIND_NAMES] : frame.kinds;
+    let models: WorkerModels = {};
+    try {
+      models = checkWorkerModels(frame.models ?? {}, kinds);
+    } catch (err) {
+      if (!(err instanceof WorkerModelsError)) throw err;
+      send({ type: 'error', code: err.code, message: err.message, details: { path: err.path } });
+      ws.close(4400, 'bad register frame');
+      return null;
+    }
     if (frame.tier === 'private' && !frame.receipt_key) {
       send({ type: 'error', code: 'bad_frame', message: 'a private worker registers with receipt_key: the EC P-384 public JWK its receipts verify with' });
       ws.close(4400, 'bad register frame');
@@ -251,7 +299,7 @@ export class WorkerSocketServer {
     const worker: ConnectedWorker = attested ?? {
       info: {
         worker_id: `wkr_${ulid()}`,
-        kinds: frame.kinds.includes('all') ? [...KIND_NAMES] : frame.kinds,
+        kinds,
         tier: frame.tier,
         slots: frame.slots,
         busy: 0,
@@ -259,6 +307,7 @@ export class WorkerSocketServer {
         owner: owner.owner,
         hardware: frame.hardware ?? {},
         software: frame.software ?? {},
+        models,
         connected_at: new Date().toISOString(),
       },
       queues: [],

@@ -9,6 +9,7 @@ import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type Worke
 import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
 import { MongoToolStore, type ToolCountDoc, type ToolDoc } from './mongo-tool-store.js';
 import { MongoFileStore, type FileDoc, type FileUsageDoc } from './mongo-file-store.js';
+import { MongoModelStore, type ModelDoc } from './mongo-model-store.js';
 
 /**
  * Every store in one MongoDB database. Runs are created and settled in multi-document
@@ -26,6 +27,7 @@ export class MongoStores implements Stores {
   readonly conversations: MongoConversationStore;
   readonly tools: MongoToolStore;
   readonly files: MongoFileStore;
+  readonly models: MongoModelStore;
 
   private constructor(private readonly client: MongoClient, private readonly db: Db, opts: MongoRunStoreOptions) {
     const accounts = db.collection<AccountDoc>('accounts');
@@ -39,6 +41,7 @@ export class MongoStores implements Stores {
     this.conversations = new MongoConversationStore(db.collection<ConversationDoc>('conversations'));
     this.tools = new MongoToolStore(client, db.collection<ToolDoc>('tools'), db.collection<ToolCountDoc>('tool_counts'));
     this.files = new MongoFileStore(db.collection<FileDoc>('files'), db.collection<FileUsageDoc>('file_usage'));
+    this.models = new MongoModelStore(db.collection<ModelDoc>('models'));
   }
 
   /** For tests: drops the whole database. */
@@ -84,6 +87,8 @@ export class MongoStores implements Stores {
     await this.db.collection('tools').createIndexes([{ key: { account_id: 1, name: 1 }, unique: true }, { key: { account_id: 1, _id: 1 } }]);
     // Files list newest first per account; the retention sweep reads them by expiry (and deletes them itself, freeing quota).
     await this.db.collection('files').createIndexes([{ key: { account_id: 1, _id: -1 } }, { key: { expires_at: 1 } }]);
+    // A model is one document per (kind, id): the index makes concurrent first upserts insert one, and serves listing in order.
+    await this.db.collection('models').createIndexes([{ key: { kind: 1, id: 1 }, unique: true }]);
     // Creates the counters' collection, which a transaction cannot do on servers before 4.4 (48: it exists).
     await this.db.createCollection('tool_counts').catch((err: { code?: number }) => {
       if (err.code !== 48) throw err;

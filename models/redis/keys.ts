@@ -52,6 +52,11 @@ export class RedisKeys {
   /** Every file by expiry (a sorted set scored by `expires_at` in ms), for the retention sweep. */
   filesByExpiry = () => `${this.prefix}:files:expiry`;
 
+  /** The model catalogue of a kind: a hash of model id -> the record as JSON (docs/models.md). */
+  models = (kind: string) => `${this.prefix}:models:kind:${kind}`;
+  /** The kinds that have a catalogue hash, so listing every model needs no SCAN. */
+  modelKinds = () => `${this.prefix}:models:kinds`;
+
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */
   lease = (leaseId: string) => `${this.prefix}:lease:${leaseId}`;

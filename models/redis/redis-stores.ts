@@ -10,6 +10,7 @@ import { RedisOperatorStore, RedisWorkerTokenStore } from './redis-operator-stor
 import { RedisRunStore, type RedisRunStoreOptions } from './redis-run-store.js';
 import { RedisToolStore } from './redis-tool-store.js';
 import { RedisFileStore } from './redis-file-store.js';
+import { RedisModelStore } from './redis-model-store.js';
 
 /** The embedded default: every store in the Redis that also holds the queues. */
 export class RedisStores implements Stores {
@@ -23,6 +24,7 @@ export class RedisStores implements Stores {
   readonly conversations: RedisConversationStore;
   readonly tools: RedisToolStore;
   readonly files: RedisFileStore;
+  readonly models: RedisModelStore;
 
   constructor(private readonly redis: Redis, prefix: string, opts: RedisRunStoreOptions) {
     const keys = new RedisKeys(prefix);
@@ -36,6 +38,7 @@ export class RedisStores implements Stores {
     this.conversations = new RedisConversationStore(redis, keys);
     this.tools = new RedisToolStore(redis, keys);
     this.files = new RedisFileStore(redis, keys);
+    this.models = new RedisModelStore(redis, keys);
   }
 
   async ping(): Promise<void> {

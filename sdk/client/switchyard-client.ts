@@ -209,7 +209,7 @@ export class SwitchyardClient {
     return new JobEventStream(this.http, runId, opts);
   }
 
-  /** GET /v1/capabilities: every kind, its input schema and the workers serving it now. */
+  /** GET /v1/capabilities: every kind, its input schema, its outputs and the workers serving it now. */
   async capabilities(opts: RequestOptions = {}): Promise<Capabilities> {
     return (await this.http.request({ method: 'GET', path: '/v1/capabilities', ...opts })).body as Capabilities;
   }

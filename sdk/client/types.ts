@@ -16,7 +16,34 @@ export type JsonObject = Record<string, unknown>;
 export interface JobOutput {
   /** Absolute artifact URLs, fetchable with a plain GET and no credential. */
   urls: string[];
+  /** One entry per URL of `urls`, in the same order, written by the gateway (never the worker) when the run succeeded. */
+  files: JobOutputFile[];
+  /** The kind's own fields (text, width, duration_s, ...): `output_schema` of /v1/capabilities. */
   [field: string]: unknown;
+}
+
+/**
+ * A file of a succeeded job's output (docs/api.md, "The job object"). For an artifact stored
+ * by the gateway every field is filled from what the gateway recorded at its upload; for any
+ * other URL (a worker may report one) only `url` and `name` are known, the rest is null.
+ */
+export interface JobOutputFile {
+  url: string;
+  /** The artifact's file name, or the last path segment of another URL. */
+  name: string;
+  content_type: string | null;
+  size: number | null;
+  /** Hex sha256 of the bytes, as the gateway hashed them at the upload (the download's ETag). */
+  sha256: string | null;
+}
+
+/** A file a kind produces, as `/v1/capabilities` describes it (names as the reference engine gives them). */
+export interface KindOutputArtifact {
+  name: string;
+  content_type: string;
+  description: string;
+  /** Whether every succeeded run of the kind has it. */
+  always: boolean;
 }
 
 export interface JobErrorInfo {
@@ -160,10 +187,15 @@ export interface TierCounts {
 export interface KindCapability {
   kind: string;
   rollout: 'live' | 'rolling_out';
+  description: string;
   /** Workers connected right now, on any gateway instance. */
   workers: number;
   workers_by_tier: TierCounts;
   input_schema: JsonObject;
+  /** The files a run of the kind produces. */
+  output_artifacts: KindOutputArtifact[];
+  /** JSON Schema (2020-12) of a succeeded run's `output`. */
+  output_schema: JsonObject;
 }
 
 export interface Capabilities {

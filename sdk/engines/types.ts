@@ -36,7 +36,11 @@ export interface EngineContext {
 
 export interface EngineResult {
   artifacts: EngineArtifact[];
-  /** Merged into the job's output next to `urls`, e.g. `{ text }` for the LLM and transcription kinds. */
+  /**
+   * Merged into the job's output next to `urls`, e.g. `{ text }` for the LLM and transcription
+   * kinds: the fields of the kind's `output_schema` (models/kinds.ts). `urls` and `files` are not
+   * the engine's: the gateway writes `files` from its records of the uploads.
+   */
   extra?: Record<string, unknown>;
 }
 

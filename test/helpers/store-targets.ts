@@ -10,7 +10,8 @@ import { REDIS_URL, cleanupPrefix, uniquePrefix } from './harness.js';
  */
 export interface Target {
   name: string;
-  open(): Promise<{ stores: Stores; teardown(): Promise<void> }>;
+  /** `peer` opens the same data on a second connection, as a second gateway instance would (teardown closes it). */
+  open(): Promise<{ stores: Stores; peer(): Promise<Stores>; teardown(): Promise<void> }>;
 }
 
 export const storeOptions = { retentionSeconds: 3600, fairShareStep: 3 };
@@ -21,10 +22,17 @@ export const storeTargets: Target[] = [
     async open() {
       const prefix = uniquePrefix('store');
       const redis = new Redis(REDIS_URL);
+      const peers: Redis[] = [];
       return {
         stores: new RedisStores(redis, prefix, storeOptions),
+        async peer() {
+          const other = new Redis(REDIS_URL);
+          peers.push(other);
+          return new RedisStores(other, prefix, storeOptions);
+        },
         async teardown() {
           redis.disconnect();
+          for (const other of peers) other.disconnect();
           await cleanupPrefix(prefix);
         },
       };
@@ -37,9 +45,16 @@ if (process.env.MONGO_URL) {
     async open() {
       const db = `switchyard_test_${randomBytes(4).toString('hex')}`;
       const stores = await MongoStores.connect(process.env.MONGO_URL!, db, storeOptions);
+      const peers: MongoStores[] = [];
       return {
         stores,
+        async peer() {
+          const other = await MongoStores.connect(process.env.MONGO_URL!, db, storeOptions);
+          peers.push(other);
+          return other;
+        },
         async teardown() {
+          for (const other of peers) await other.close();
           await stores.dropDatabase();
           await stores.close();
         },

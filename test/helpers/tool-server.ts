@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -13,6 +13,9 @@ export interface SeenRequest {
   headers: IncomingHttpHeaders;
   body: string;
 }
+
+/** Answers a request as it likes: streams, stalls, resets (`res.socket`), or never answers. */
+export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface ScriptedAnswer {
   status: number;
@@ -28,8 +31,11 @@ export interface ScriptedAnswer {
 export class ToolServer {
   readonly seen: SeenRequest[] = [];
   port = 0;
+  /** TLS connections accepted so far. */
+  connections = 0;
   private server?: https.Server;
   private readonly scripts = new Map<string, ScriptedAnswer>();
+  private readonly handlers = new Map<string, RawHandler>();
 
   constructor(private readonly dir: string) {}
 
@@ -49,11 +55,14 @@ export class ToolServer {
         const url = new URL(req.url ?? '/', 'https://127.0.0.1');
         const seen = { method: req.method ?? '', pathname: url.pathname, query: Object.fromEntries(url.searchParams), headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
         this.seen.push(seen);
+        const handler = this.handlers.get(url.pathname);
+        if (handler) return handler(req, res);
         const scripted = this.scripts.get(url.pathname);
         if (scripted) return void res.writeHead(scripted.status, scripted.headers).end(scripted.body ?? '');
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: { method: seen.method, query: seen.query, body: seen.body } }));
       });
     });
+    this.server.on('secureConnection', () => this.connections++);
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
@@ -68,6 +77,11 @@ export class ToolServer {
     this.scripts.set(pathname, answer);
   }
 
+  /** Every later request to `pathname` goes to `handler` (after its body was read). */
+  handle(pathname: string, handler: RawHandler): void {
+    this.handlers.set(pathname, handler);
+  }
+
   at(pathname: string): SeenRequest[] {
     return this.seen.filter((r) => r.pathname === pathname);
   }
@@ -77,4 +91,9 @@ export class ToolServer {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
+}
+
+/** Sends a TCP RST on the connection under a TLS socket (resetAndDestroy takes only the TCP socket). */
+export function resetConnection(socket: Socket): void {
+  (socket as Socket & { _parent: Socket })._parent.resetAndDestroy();
 }

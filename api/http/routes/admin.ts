@@ -4,6 +4,7 @@ import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
 import type { Services } from '../services.js';
 import { operatorRoutes } from './admin-operators.js';
+import { modelRoutes } from './admin-models.js';
 
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -49,5 +50,6 @@ export function adminRoutes(s: Services): RouteSpec[] {
       },
     },
     ...operatorRoutes(s),
+    ...modelRoutes(s),
   ];
 }

@@ -8,7 +8,7 @@ export function fleetRoutes(s: Services): RouteSpec[] {
       method: 'get',
       path: '/v1/capabilities',
       operationId: 'getCapabilities',
-      summary: 'Every kind, its input schema, and how many workers serve it right now',
+      summary: 'Every kind, its input schema, its outputs, and how many workers serve it right now',
       tag: 'fleet',
       auth: 'account',
       responses: { 200: { description: 'The live catalogue', schema: S.capabilities } },

@@ -1,22 +1,28 @@
 import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import type { ArtifactStore } from '../../../models/artifact-store.js';
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
 import { fileFields, type KindSpec } from '../../../models/kinds.js';
+import type { FileRecord } from '../../../models/stores.js';
 import type { InputFileRef } from '../../../models/types.js';
 import { parseArtifactUrl } from '../../../sdk/protocol/index.js';
-import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
+import { OutboundError, type OutboundStream, type SsrfGuard } from '../outbound/ssrf-guard.js';
 import { mediaEssence as essence, type FileService } from './file-service.js';
 
 export interface InputFilesOptions {
   files: FileService;
   artifacts: ArtifactStore;
-  outbound: SsrfGuard;
+  outbound: Pick<SsrfGuard, 'stream'>;
   publicUrl: () => string;
   /** Largest decoded `data:` URI. */
   dataUriMaxBytes: number;
   /** Largest file fetched from an https URL (FILE_MAX_BYTES). */
   fetchMaxBytes: number;
+  /** The whole fetch of an https URL, to its last byte (FILE_FETCH_TIMEOUT_MS). */
+  fetchTimeoutMs: number;
+  /** Where a staged file that could not be deleted is reported. */
+  log: Pick<Logger, 'warn'>;
 }
 
 /** A job input with its file fields staged: what the run stores, and what its workers fetch. */
@@ -24,6 +30,18 @@ export interface StagedInput {
   /** The input, each file field holding the gateway's reference instead of what the caller sent. */
   input: Record<string, unknown>;
   files: Record<string, InputFileRef>;
+  /**
+   * The files this staging made (from https URLs and data: URIs), by id: the ones to delete when
+   * the submission makes no run. Files the caller referenced are never among them.
+   */
+  created: string[];
+}
+
+interface Resolved {
+  ref: InputFileRef;
+  reference: string;
+  /** True when the file was made for this input (and is this input's to delete). */
+  created: boolean;
 }
 
 const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of one of your runs, an https URL, or a data: URI';
@@ -37,30 +55,52 @@ const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of on
 export class InputFiles {
   constructor(private readonly opts: InputFilesOptions) {}
 
+  /** Stages every file field of `input`; when one fails, the files made for the others are deleted before the error is thrown. */
   async stage(accountId: string, spec: KindSpec, input: Record<string, unknown>): Promise<StagedInput> {
     const fields = fileFields(spec);
     const out = { ...input };
     const files: Record<string, InputFileRef> = {};
-    for (const [field, { accept }] of Object.entries(fields)) {
-      const value = input[field];
-      if (value === undefined) continue;
-      const where = `/input/${field}`;
-      const { ref, reference } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
-        if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
-        throw err;
-      });
-      if (!accept.includes(essence(ref.content_type))) {
-        throw new ApiError('invalid_request', `${where} takes ${accept.join(', ')}; the file given is ${ref.content_type}`, {
-          details: { path: `/input/${field}`, accept, content_type: ref.content_type },
+    const created: string[] = [];
+    try {
+      for (const [field, { accept }] of Object.entries(fields)) {
+        const value = input[field];
+        if (value === undefined) continue;
+        const where = `/input/${field}`;
+        const { ref, reference, created: made } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
+          if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
+          throw err;
         });
+        if (made) created.push(reference);
+        if (!accept.includes(essence(ref.content_type))) {
+          throw new ApiError('invalid_request', `${where} takes ${accept.join(', ')}; the file given is ${ref.content_type}`, {
+            details: { path: `/input/${field}`, accept, content_type: ref.content_type },
+          });
+        }
+        files[field] = ref;
+        out[field] = reference;
       }
-      files[field] = ref;
-      out[field] = reference;
+    } catch (err) {
+      await this.discard(accountId, { created });
+      throw err;
     }
-    return { input: out, files };
+    return { input: out, files, created };
   }
 
-  private async resolve(accountId: string, value: string, where: string): Promise<{ ref: InputFileRef; reference: string }> {
+  /**
+   * Deletes the files `staged` made, for a submission that made no run. Best effort: a file that
+   * cannot be deleted now is logged and left to expire with its retention, and the caller's
+   * answer (the refusal) stands.
+   */
+  async discard(accountId: string, staged: Pick<StagedInput, 'created'>): Promise<void> {
+    for (const id of staged.created) {
+      await this.opts.files.delete(accountId, id).catch((err: unknown) => {
+        if (err instanceof NotFoundError) return; // already gone: nothing left behind
+        this.opts.log.warn({ err, accountId, fileId: id }, 'could not delete a file staged for a submission that made no run; it stays until its retention ends');
+      });
+    }
+  }
+
+  private async resolve(accountId: string, value: string, where: string): Promise<Resolved> {
     const base = this.opts.publicUrl();
     const fileId = FILE_ID_PATTERN.test(value) ? value : value.startsWith(`${base}/v1/files/`) ? value.slice(`${base}/v1/files/`.length) : null;
     if (fileId !== null) {
@@ -69,7 +109,7 @@ export class InputFiles {
         if (!(err instanceof NotFoundError)) throw err;
         throw new ApiError('invalid_request', `${where}: no file ${fileId} of this account (unknown, deleted or expired)`);
       });
-      return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
+      return { ref: refOf(file), reference: file.id, created: false };
     }
     const artifact = parseArtifactUrl(base, value);
     if (artifact) {
@@ -77,36 +117,64 @@ export class InputFiles {
       if (!meta || meta.name !== artifact.name || meta.account_id !== accountId) {
         throw new ApiError('invalid_request', `${where}: the artifact is not one of this account's runs' (or it has expired)`);
       }
-      return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value };
+      return { ref: { artifact_id: meta.id, size: meta.size, content_type: meta.content_type, sha256: meta.sha256 }, reference: value, created: false };
     }
-    if (/^data:/i.test(value)) return this.stageUpload(accountId, decodeDataUri(value, this.opts.dataUriMaxBytes, where));
-    if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) return this.stageUpload(accountId, await this.fetch(value, where));
-    throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
+    let file: FileRecord;
+    if (/^data:/i.test(value)) {
+      const got = decodeDataUri(value, this.opts.dataUriMaxBytes, where);
+      file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, length: got.bytes.length });
+    } else if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) {
+      file = await this.fetch(accountId, value, where);
+    } else {
+      throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
+    }
+    return { ref: refOf(file), reference: file.id, created: true };
   }
 
-  private async stageUpload(accountId: string, got: { bytes: Buffer; contentType?: string; filename?: string }) {
-    const file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, filename: got.filename, length: got.bytes.length });
-    return { ref: { artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 }, reference: file.id };
-  }
-
-  /** One GET through the SSRF guard: no redirect followed, the guard's timeouts, at most FILE_MAX_BYTES. */
-  private async fetch(url: string, where: string): Promise<{ bytes: Buffer; contentType?: string; filename?: string }> {
-    let res;
+  /**
+   * One GET through the SSRF guard (no redirect followed, its checks and timeouts), its body
+   * streamed into a new file of the account: never held whole, at most FILE_MAX_BYTES, within
+   * the account's quota. A failure at any point keeps nothing (the file store deletes a partial
+   * upload).
+   */
+  private async fetch(accountId: string, url: string, where: string): Promise<FileRecord> {
+    const max = this.opts.fetchMaxBytes;
+    let res: OutboundStream;
     try {
-      res = await this.opts.outbound.request(url, { method: 'GET', maxResponseBytes: this.opts.fetchMaxBytes });
+      res = await this.opts.outbound.stream(url, { maxResponseBytes: max, totalTimeoutMs: this.opts.fetchTimeoutMs });
     } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      const code = err.code === 'url_blocked' || err.code === 'invalid_url' ? err.code : 'invalid_request';
-      throw new ApiError(code, `${where}: the file could not be fetched (${err.code}): ${err.message}`, { details: { reason: err.code } });
+      throw fetchFailed(err, where, max);
     }
-    if (res.status >= 300 && res.status < 400) throw new ApiError('invalid_request', `${where}: the URL answered a redirect (${res.status}); redirects are not followed: give the final URL`);
-    if (res.status !== 200) throw new ApiError('invalid_request', `${where}: the URL answered ${res.status}, not 200`);
-    const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
-    const filename = /^[\p{L}\p{N}._-]{1,200}$/u.test(last) && !last.startsWith('.') ? last : undefined;
-    return { bytes: res.body, contentType: typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined, filename };
+    try {
+      if (res.status >= 300 && res.status < 400) throw new ApiError('invalid_request', `${where}: the URL answered a redirect (${res.status}); redirects are not followed: give the final URL`);
+      if (res.status !== 200) throw new ApiError('invalid_request', `${where}: the URL answered ${res.status}, not 200`);
+      const last = decodeURIComponent(new URL(url).pathname.split('/').pop() ?? '');
+      const filename = /^[\p{L}\p{N}._-]{1,200}$/u.test(last) && !last.startsWith('.') ? last : undefined;
+      const contentType = typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined;
+      // A declared length lets an oversize file or a full quota be refused before a byte is read.
+      const declared = Number(res.headers['content-length']);
+      const length = res.headers['content-length'] !== undefined && Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined;
+      return await this.opts.files.upload(accountId, res.body, { contentType, filename, length });
+    } catch (err) {
+      throw fetchFailed(err, where, max);
+    } finally {
+      // A no-op once the body was read to its end; else it closes the connection instead of leaving it to its timers.
+      res.body.destroy();
+    }
   }
 }
 
+const refOf = (file: FileRecord): InputFileRef => ({ artifact_id: file.artifact_id, size: file.size, content_type: file.content_type, sha256: file.sha256 });
+
+/** What the caller is told of a fetch the guard failed (before or during the body); other errors pass as they are. */
+function fetchFailed(err: unknown, where: string, maxBytes: number): unknown {
+  if (!(err instanceof OutboundError)) return err;
+  const message = `${where}: the file could not be fetched (${err.code}): ${err.message}`;
+  // The same answer as an upload past FILE_MAX_BYTES.
+  if (err.code === 'response_too_large') return new ApiError('payload_too_large', message, { details: { reason: err.code, max_bytes: maxBytes } });
+  const code = err.code === 'url_blocked' || err.code === 'invalid_url' ? err.code : 'invalid_request';
+  return new ApiError(code, message, { details: { reason: err.code } });
+}
 
 /** RFC 2397: `data:[<type>][;base64],<data>`. */
 function decodeDataUri(uri: string, maxBytes: number, where: string): { bytes: Buffer; contentType?: string } {

@@ -29,7 +29,16 @@ export class FleetService {
     return {
       kinds: KINDS.map((spec) => {
         const k = fleet.kinds[spec.kind];
-        return { kind: spec.kind, rollout: spec.rollout, description: spec.description, workers: k?.workers ?? 0, workers_by_tier: k ? { ...k.by_tier } : zeroByTier(), input_schema: spec.inputSchema };
+        return {
+          kind: spec.kind,
+          rollout: spec.rollout,
+          description: spec.description,
+          workers: k?.workers ?? 0,
+          workers_by_tier: k ? { ...k.by_tier } : zeroByTier(),
+          input_schema: spec.inputSchema,
+          output_artifacts: spec.output.artifacts,
+          output_schema: spec.output.schema,
+        };
       }),
     };
   }

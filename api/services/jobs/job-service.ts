@@ -42,8 +42,8 @@ export interface JobServiceOptions {
   outbound?: Pick<SsrfGuard, 'checkUrl'>;
   /** Counts new runs and the credits they reserve. */
   metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
-  /** Stages the files of an input before its run is created (docs/files.md). */
-  inputFiles: Pick<InputFiles, 'stage'>;
+  /** Stages the files of an input before its run is created, and deletes them when no run is (docs/files.md). */
+  inputFiles: Pick<InputFiles, 'stage' | 'discard'>;
 }
 
 export interface Submission {
@@ -118,12 +118,18 @@ export class JobService {
       created_at: new Date().toISOString(),
     });
 
+    // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
+    // or every refused (or replayed) submission would leave a file the caller never asked to keep.
+    // A create that threw is not among these: it may have made the run, whose files must stay.
     if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account') {
+      await this.opts.inputFiles.discard(accountId, staged);
       if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
       throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
     }
     if (result.outcome === 'exists') {
+      // The run an earlier request with this Idempotency-Key made keeps that request's files.
+      await this.opts.inputFiles.discard(accountId, staged);
       if (result.run.account_id !== accountId) throw new ApiError('internal', 'run id collision');
       return { run: result.run, replayed: true };
     }

@@ -1,13 +1,18 @@
 import { readFileSync } from 'node:fs';
-import http, { type IncomingHttpHeaders } from 'node:http';
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ApiError } from '../../../models/errors.js';
 import type { Config } from '../../main/config.js';
 import { AddressPolicy, isLoopbackAddress, resolveHost } from './address-policy.js';
+import { OutboundError } from './outbound-error.js';
+import { limitedBody, type OutboundStream } from './outbound-stream.js';
 
 export type OutboundPolicy = Config['outbound'];
+
+export { OutboundError, type OutboundErrorCode } from './outbound-error.js';
+export type { OutboundStream } from './outbound-stream.js';
 
 export interface OutboundResponse {
   status: number;
@@ -26,36 +31,30 @@ export interface OutboundRequest {
   maxResponseBytes?: number;
 }
 
-export type OutboundErrorCode =
-  | 'url_blocked'
-  | 'invalid_url'
-  | 'timeout'
-  | 'connect_failed'
-  | 'tls_failed'
-  | 'response_too_large'
-  | 'aborted';
-
-/** Why an outbound call failed. Statuses the receiver answered with are not errors. */
-export class OutboundError extends Error {
-  constructor(
-    readonly code: OutboundErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-    this.name = 'OutboundError';
-  }
+/** A GET whose body is read as it arrives ({@link SsrfGuard.stream}). */
+export interface OutboundStreamRequest {
+  headers?: Record<string, string>;
+  /** Aborts the call, the body included; it then fails with code `aborted`. */
+  signal?: AbortSignal;
+  /** @defaultValue the policy's maxResponseBytes */
+  maxResponseBytes?: number;
+  /**
+   * The whole call, to the last body byte. The policy's total timeout still bounds the wait for the
+   * answer and every pause in the body, so a long fetch is one that keeps moving.
+   * @defaultValue the policy's totalTimeoutMs
+   */
+  totalTimeoutMs?: number;
 }
 
 const BLOCKED = 'the URL leads to an address outbound calls may not reach (loopback, private, link-local or otherwise not public)';
 
 /**
  * The SSRF guard: the one way the gateway calls a URL an account gave it (webhooks, custom
- * tools, bots).
+ * tools, bots, the https URLs of job input files).
  *
  * @remarks
  * The URL is checked when it is registered ({@link SsrfGuard.checkUrl}) and again at every call
- * ({@link SsrfGuard.request}), where the check runs on the addresses the connection is actually
+ * ({@link SsrfGuard.request}, or {@link SsrfGuard.stream} for files), where the check runs on the addresses the connection is actually
  * made to: the agent's own DNS lookup refuses a name that resolves to any blocked address, so a
  * name that re-binds to an internal address after registration gets nowhere. Calls are plain
  * node:https through that agent, so proxy variables (`HTTPS_PROXY`, ...) are never consulted and
@@ -66,6 +65,7 @@ const BLOCKED = 'the URL leads to an address outbound calls may not reach (loopb
  * const guard = new SsrfGuard(config.outbound);
  * const url = await guard.checkUrl(input.url);                    // at registration
  * const res = await guard.request(url, { body: JSON.stringify(event), headers });
+ * const file = await guard.stream(fileUrl, { maxResponseBytes, totalTimeoutMs }); // file.body: a Readable
  * ```
  */
 /** Name resolution the guard uses: every address of a host name. */
@@ -154,7 +154,8 @@ export class SsrfGuard {
   }
 
   /**
-   * One https request to `url`, re-checked at connect time whether or not `checkUrl` ran.
+   * One https request to `url`, re-checked at connect time whether or not `checkUrl` ran, its
+   * answer read whole.
    *
    * @remarks
    * Redirects are returned as they are, never followed. The connect timeout covers DNS, TCP and
@@ -165,33 +166,67 @@ export class SsrfGuard {
    * @throws OutboundError
    */
   async request(url: string | URL, req: OutboundRequest = {}): Promise<OutboundResponse> {
+    const res = await this.open(url, req.method ?? 'POST', req, this.policy.totalTimeoutMs);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body) chunks.push(chunk as Buffer);
+    return { status: res.status, headers: res.headers, body: Buffer.concat(chunks) };
+  }
+
+  /**
+   * One https GET of `url`, with the checks and timeouts of {@link SsrfGuard.request}, whose body
+   * is handed back as it arrives instead of held: for files, which may be far larger than any
+   * answer a webhook or tool gives.
+   *
+   * @remarks
+   * Resolves once the headers are in, within the policy's total timeout. A `Content-Length` over
+   * `maxResponseBytes` fails the call at once; a body that passes it fails as it does. The body
+   * then has `totalTimeoutMs` from the call to end, and may pause at most the policy's total
+   * timeout while it is read (see {@link OutboundStream.body}). Whoever stops reading early must
+   * destroy the body.
+   *
+   * @returns the status, headers and body, whatever the status.
+   * @throws OutboundError
+   */
+  async stream(url: string | URL, req: OutboundStreamRequest = {}): Promise<OutboundStream> {
+    return this.open(url, 'GET', req, req.totalTimeoutMs ?? this.policy.totalTimeoutMs);
+  }
+
+  /** The call both methods make: resolves with the headers and the body, within `totalTimeoutMs`. */
+  private async open(url: string | URL, method: string, req: OutboundRequest, totalTimeoutMs: number): Promise<OutboundStream> {
     const target = this.parse(url);
     const devLocal = this.devPorts.has(target.port);
     // Literals never reach the agent's lookup, so they are judged here.
     if (net.isIP(target.host) && !this.isAllowedAddress(target.host, devLocal)) throw new OutboundError('url_blocked', BLOCKED);
     const plain = target.url.protocol === 'http:';
     if (req.signal?.aborted) throw new OutboundError('aborted', 'the call was aborted');
-    const { connectTimeoutMs, totalTimeoutMs } = this.policy;
-    const maxResponseBytes = req.maxResponseBytes ?? this.policy.maxResponseBytes;
+    const { connectTimeoutMs } = this.policy;
+    const maxBytes = req.maxResponseBytes ?? this.policy.maxResponseBytes;
+    const deadline = Date.now() + totalTimeoutMs;
+    // The answer's headers: within the policy's total timeout, and within the call's.
+    const answerMs = Math.min(this.policy.totalTimeoutMs, totalTimeoutMs);
 
-    return new Promise<OutboundResponse>((resolve, reject) => {
+    return new Promise<OutboundStream>((resolve, reject) => {
       // Where the connection got to decides how a socket error is named.
       let phase: 'connect' | 'tls' | 'ready' = 'connect';
       let connectTimer: NodeJS.Timeout | undefined;
       let settled = false;
-      const settle = (err: OutboundError | null, res?: OutboundResponse) => {
+      const settle = (err: OutboundError | null, res?: IncomingMessage) => {
         if (settled) return;
         settled = true;
-        clearTimeout(totalTimer);
+        clearTimeout(answerTimer);
         clearTimeout(connectTimer);
         req.signal?.removeEventListener('abort', onAbort);
         if (err) {
           call.destroy();
           reject(err);
-        } else resolve(res!);
+        } else {
+          // From here on the body reports every failure, the call's own errors included.
+          const body = limitedBody(res!, { maxBytes, idleTimeoutMs: this.policy.totalTimeoutMs, totalTimeoutMs, deadline, signal: req.signal });
+          resolve({ status: res!.statusCode!, headers: res!.headers, body });
+        }
       };
       const onAbort = () => settle(new OutboundError('aborted', 'the call was aborted'));
-      const totalTimer = setTimeout(() => settle(new OutboundError('timeout', `no complete answer within ${totalTimeoutMs} ms`)), totalTimeoutMs);
+      const answerTimer = setTimeout(() => settle(new OutboundError('timeout', `no answer within ${answerMs} ms`)), answerMs);
       req.signal?.addEventListener('abort', onAbort, { once: true });
 
       const agent = devLocal ? this.devAgent(plain) : this.agent;
@@ -201,25 +236,14 @@ export class SsrfGuard {
           hostname: target.host,
           port: target.port,
           path: target.url.pathname + target.url.search,
-          method: req.method ?? 'POST',
+          method,
           headers: req.headers,
           ...(plain ? {} : { rejectUnauthorized: true }), // also wins over NODE_TLS_REJECT_UNAUTHORIZED=0
         },
         (res) => {
-          const tooLarge = () => settle(new OutboundError('response_too_large', `the response is larger than ${maxResponseBytes} bytes`));
-          if (Number(res.headers['content-length']) > maxResponseBytes) return tooLarge();
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > maxResponseBytes) tooLarge();
-            else chunks.push(chunk);
-          });
-          res.on('end', () => settle(null, { status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-          res.on('error', (err) => settle(this.socketError(err, phase)));
-          res.on('close', () => {
-            if (!res.complete) settle(new OutboundError('connect_failed', 'the connection closed before the response was complete'));
-          });
+          // Refused before a byte of the body is read: the sender said it would not fit.
+          if (Number(res.headers['content-length']) > maxBytes) return settle(new OutboundError('response_too_large', `the response is larger than ${maxBytes} bytes`));
+          settle(null, res);
         },
       );
       call.on('socket', (socket) => {
