@@ -171,7 +171,7 @@ describe('OpenAI engine', () => {
       assert.deepEqual(deltas(), ['Hel', 'lo', ' world']);
       const run = await finished(runId);
       assert.equal(run.status, 'succeeded');
-      assert.deepEqual(run.output, { urls: [], text: 'Hello world', finish_reason: 'stop', usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }, model: 'upstream-model' });
+      assert.deepEqual(run.output, { urls: [], files: [], text: 'Hello world', finish_reason: 'stop', usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }, model: 'upstream-model' });
 
       const { body, headers } = await asked;
       assert.equal(headers.authorization, `Bearer ${KEY}`);
