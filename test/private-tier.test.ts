@@ -1,31 +1,17 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
 import { verifyAttestation } from '../sdk/client/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger, type LeaseInfo } from '../sdk/worker/index.js';
-import { TestVerifier, privateRawWorker } from './helpers/attestation-fixture.js';
+import { TestVerifier, privateRawWorker, verifyCli } from './helpers/attestation-fixture.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
 const IMAGE = 'inference:image:generate';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const run = promisify(execFile);
-
-/** `switchyard verify` as a user runs it: the real bin, in a child process. */
-async function verifyCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['api/bin/switchyard.mjs', 'verify', ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 async function refusal(p: Promise<unknown>): Promise<string> {
   const err = await p.then(() => assert.fail('expected the check to fail'), (e: unknown) => e);

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -91,4 +93,17 @@ export function receiptFor(keys: { privateKey: CryptoKey }, lease: Frame, worker
     iat: Math.floor(Date.now() / 1000),
     ...over,
   });
+}
+
+const execFileAsync = promisify(execFile);
+
+/** `switchyard verify` as a user runs it: the real bin, in a child process. */
+export async function verifyCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, ['api/bin/switchyard.mjs', 'verify', ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
