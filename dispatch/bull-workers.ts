@@ -1,10 +1,10 @@
-import { Job, Worker } from 'bullmq';
+import { createRedisBackend, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { QueuedJobData } from '../queues/job-queues.js';
 
 export interface BullWorkersOptions {
-  /** Connection for BullMQ workers (maxRetriesPerRequest: null); each worker also duplicates one blocking connection. */
+  /** Connection for BullMQ workers (maxRetriesPerRequest: null), shared by all of them: nothing here blocks. */
   connection: Redis;
   prefix: string;
   /** Lock duration of a lease; extended by heartbeats. */
@@ -18,6 +18,12 @@ if redis.call('GET', KEYS[1] .. ':lock') ~= ARGV[1] then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'ats') or '0') > 0 then redis.call('HINCRBY', KEYS[1], 'ats', -1) end
 return 1
 `;
+
+/**
+ * Jobs are fetched with `block: false` only, so BullMQ's Workers need no blocking connection:
+ * each shares the one it is given, and a thousand model queues cost no connection more.
+ */
+const sharedBackend: typeof createRedisBackend = (name, opts) => createRedisBackend(name, opts, { blocking: false });
 
 /**
  * BullMQ's consumer side with manual fetching: one `Worker` per queue this gateway has a
@@ -42,7 +48,7 @@ export class BullWorkers {
         lockDuration: this.opts.lockMs,
         stalledInterval: Math.max(1000, Math.floor(this.opts.lockMs / 2)),
         maxStalledCount: 1_000_000,
-      });
+      }, sharedBackend);
       w.on('error', (err) => this.opts.log.warn({ err, queue }, 'BullMQ worker error'));
       void w.startStalledCheckTimer().catch((err) => this.opts.log.warn({ err, queue }, 'stalled checker failed to start'));
       this.workers.set(queue, w);
@@ -55,6 +61,23 @@ export class BullWorkers {
     // A fill still running when the dispatcher stops must not open new connections.
     if (this.closed) return undefined;
     return (await this.worker(queue).getNextJob(token, { block: false })) ?? undefined;
+  }
+
+  /**
+   * Which of these queues hold waiting jobs, in one round trip (two O(1) reads per queue), so a
+   * worker serving many models does not run a fetch script on each empty queue.
+   */
+  async holding(queues: string[]): Promise<boolean[]> {
+    if (this.closed) return queues.map(() => false);
+    const pipeline = this.opts.connection.pipeline();
+    for (const q of queues) {
+      // Made here, not at a first fetch: a queue's stalled checker runs from its Worker, and a
+      // queue that looks empty may hold a lapsed lease only that checker brings back.
+      const { keys } = this.worker(q);
+      pipeline.llen(keys.wait).zcard(keys.prioritized);
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return queues.map((_, i) => Number(replies[2 * i]?.[1] ?? 1) + Number(replies[2 * i + 1]?.[1] ?? 1) > 0);
   }
 
   /** A job of `queue` read back by id, bound to this process's worker so it can be completed here. */

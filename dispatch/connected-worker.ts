@@ -7,13 +7,20 @@ import type { WorkerInfo } from './worker-info.js';
 /** A worker connected to this gateway process, whatever carries its frames. */
 export interface ConnectedWorker {
   info: WorkerInfo;
-  /** Queues it may take leases from, by tier in preference order (its own first, then weaker ones), each listing one queue per kind. */
+  /**
+   * Queues it may take leases from, by tier in preference order (its own first, then weaker
+   * ones), each listing per kind the default queue and its models' queues (`tierQueues`).
+   */
   queues: string[][];
+  /** Every queue of `queues`, for the announcement of a queue to find the workers it may wake. */
+  served?: Set<string>;
+  /** A model's `max_concurrency`, by each queue of that model: leases it may hold from the model at once. */
+  modelLimits?: Map<string, number>;
   send(frame: GatewayFrame): void;
   close(code: number, reason: string): void;
   /** Lease ids it holds. */
   leases: Set<string>;
-  /** Which kind the next fill tries first within a tier, so kinds take turns. */
+  /** Which queue the next fill tries first within a tier, so kinds and models take turns. */
   cursor: number;
   /** A fill is running; `refill` asks it to go round once more. */
   filling: boolean;

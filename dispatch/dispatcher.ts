@@ -88,7 +88,7 @@ export class Dispatcher {
     this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
-    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.pool.all(), log: opts.log });
+    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.settlement.leasesOf(w, kind, model), log: opts.log });
     this.settlement = new LeaseSettlement(
       { fill: (w) => this.scheduler.fill(w), announce: (q) => this.scheduler.announce(q), attached: (id) => this.pool.get(id) },
       {
@@ -168,10 +168,10 @@ export class Dispatcher {
     return this.pool.attach(worker);
   }
 
-  /** Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue, then its own. */
+  /** Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue, then routing by it. */
   async setModels(worker: ConnectedWorker, models: WorkerModels): Promise<void> {
     await this.advertise(models);
-    worker.info.models = models;
+    this.pool.setModels(worker, models);
   }
 
   private async advertise(models: WorkerModels): Promise<void> {

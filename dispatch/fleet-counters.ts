@@ -8,16 +8,25 @@ import { effectiveTier } from './worker-info.js';
 export type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
 
+/** The workers serving one model of a kind (docs/models.md). */
+export interface ModelCounts {
+  workers: number;
+  by_tier: ByTier;
+  slots: number;
+  /** Slots that could take a job of this model now: free slots, within the model's `max_concurrency`. */
+  free: number;
+}
+
 /** Workers and slots under one kind (a worker counts under every kind it serves). */
 export interface KindCounts {
   workers: number;
   by_tier: ByTier;
   slots: number;
   busy: number;
-  /** Models its workers advertise (`software.models`), with how many workers advertise each. */
-  models: Record<string, number>;
-  /** Workers that advertise no model. */
-  unnamed_models: number;
+  /** The models its workers advertise (protocol 3), by id. */
+  models: Record<string, ModelCounts>;
+  /** Workers that advertise no model for it: they serve its default queue only. */
+  without_models: number;
 }
 
 /** What the fleet holds right now, summed over every live gateway instance. */
@@ -30,12 +39,8 @@ export interface FleetSnapshot {
 }
 
 const emptySnapshot = (): FleetSnapshot => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, kinds: {} });
-const emptyKind = (): KindCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, models: {}, unnamed_models: 0 });
-
-function modelsOf(software: unknown): string[] {
-  const listed = (software as { models?: unknown } | undefined)?.models;
-  return Array.isArray(listed) ? [...new Set(listed.filter((m): m is string => typeof m === 'string' && m !== ''))] : [];
-}
+const emptyKind = (): KindCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, models: {}, without_models: 0 });
+const emptyModel = (): ModelCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, free: 0 });
 
 export interface FleetCountersOptions {
   /** The connection the API reads with too: a write issued before a read on it is seen by that read. */
@@ -46,6 +51,8 @@ export interface FleetCountersOptions {
   ttlMs: number;
   /** The workers attached to this instance now. */
   workers: () => Iterable<ConnectedWorker>;
+  /** The leases a worker holds of one model of a kind (for `max_concurrency`). */
+  leasesOf?: (worker: ConnectedWorker, kind: string, model: string) => number;
   log: Logger;
 }
 
@@ -82,7 +89,6 @@ export class FleetCounters {
       const tier = effectiveTier(w.info, now);
       if (w.info.tier === 'private' && tier === 'private') nextLapse = Math.min(nextLapse, Date.parse(w.info.attested_until!));
       const busy = Math.min(w.leases.size, w.info.slots);
-      const models = modelsOf(w.info.software);
       s.workers++;
       s.by_tier[tier]++;
       s.slots += w.info.slots;
@@ -93,8 +99,15 @@ export class FleetCounters {
         k.by_tier[tier]++;
         k.slots += w.info.slots;
         k.busy += busy;
-        for (const m of models) k.models[m] = (k.models[m] ?? 0) + 1;
-        if (models.length === 0) k.unnamed_models++;
+        if (!w.info.models[kind]?.length) k.without_models++;
+        for (const m of w.info.models[kind] ?? []) {
+          const c = (k.models[m.id] ??= emptyModel());
+          const held = m.max_concurrency === undefined ? 0 : (this.opts.leasesOf?.(w, kind, m.id) ?? 0);
+          c.workers++;
+          c.by_tier[tier]++;
+          c.slots += Math.min(w.info.slots, m.max_concurrency ?? Infinity);
+          c.free += Math.max(0, Math.min(w.info.slots - busy, (m.max_concurrency ?? Infinity) - held));
+        }
       }
     }
     this.scheduleLapse(nextLapse - now);
@@ -150,9 +163,15 @@ export class FleetCounters {
         sum.workers += k.workers;
         sum.slots += k.slots;
         sum.busy += k.busy;
-        sum.unnamed_models += k.unnamed_models;
+        sum.without_models += k.without_models ?? 0;
         for (const t of TIERS) sum.by_tier[t] += k.by_tier[t];
-        for (const [m, n] of Object.entries(k.models)) sum.models[m] = (sum.models[m] ?? 0) + n;
+        for (const [id, m] of Object.entries(k.models)) {
+          const c = (sum.models[id] ??= emptyModel());
+          c.workers += m.workers;
+          c.slots += m.slots;
+          c.free += m.free;
+          for (const t of TIERS) c.by_tier[t] += m.by_tier[t];
+        }
       }
     }
     return total;

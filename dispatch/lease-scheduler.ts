@@ -9,7 +9,7 @@ import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import { queueTier } from '../queues/queue-names.js';
+import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import { attestedAt, type ConnectedWorker } from './connected-worker.js';
@@ -32,6 +32,9 @@ interface LeaseProgress {
  */
 const PRIVATE_LEASE_MARGIN_MS = 1_000;
 
+/** A tier with more queues than this is probed for work in one round trip before fetching. */
+const PROBE_ABOVE = 2;
+
 /**
  * What the scheduler needs from the rest of the dispatcher. The worker pool is passed in rather
  * than imported: it calls `fill`, so importing it back would be a cycle.
@@ -44,7 +47,7 @@ export interface SchedulerContext {
   /** The instance is stopping: a Redis outage is not waited out. */
   stopping(): boolean;
   /** Holds each lease once it is made, and ends it. */
-  settlement: Pick<LeaseSettlement, 'open' | 'loseLease' | 'finish'>;
+  settlement: Pick<LeaseSettlement, 'open' | 'loseLease' | 'finish' | 'leasesOf'>;
 }
 
 export interface LeaseSchedulerOptions {
@@ -107,7 +110,7 @@ export class LeaseScheduler {
   wake(queue: string, count: number): void {
     const now = Date.now();
     const candidates = [...this.ctx.workers()].filter(
-      (w) => !w.draining && w.leases.size < w.info.slots && w.queues.some((tier) => tier.includes(queue)) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
+      (w) => !w.draining && w.leases.size < w.info.slots && w.served?.has(queue) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
     for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
   }
@@ -139,7 +142,8 @@ export class LeaseScheduler {
 
   /**
    * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
-   * own tier has none), and within a tier starting at the cursor so kinds take turns.
+   * own tier has none), and within a tier starting at the cursor so kinds and models take
+   * turns (docs/models.md, "Fairness"). A model at its `max_concurrency` is passed over.
    * True if it leased a job.
    */
   private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
@@ -147,8 +151,12 @@ export class LeaseScheduler {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
+      // With many queues, one round trip says which hold work, instead of a fetch per queue.
+      const holding = n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
       for (let i = 0; i < n && !worker.draining; i++) {
         const k = (worker.cursor + i) % n;
+        if (holding && !holding[k]) continue;
+        if (this.atModelLimit(worker, queues[k])) continue;
         const token = randomUUID();
         const job = await this.opts.bull.fetch(queues[k], token);
         if (!job) continue;
@@ -159,6 +167,14 @@ export class LeaseScheduler {
       }
     }
     return false;
+  }
+
+  /** True when the worker holds as many leases of the queue's model as the model's `max_concurrency`. */
+  private atModelLimit(worker: ConnectedWorker, queue: string): boolean {
+    const max = worker.modelLimits?.get(queue);
+    if (max === undefined) return false;
+    const { kind, model } = parseQueueName(queue)!;
+    return this.ctx.settlement.leasesOf(worker, kind, model!) >= max;
   }
 
   /**

@@ -5,6 +5,7 @@ import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError, RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
+import { modelQueueKey, queueName } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -90,6 +91,14 @@ export class LeaseSettlement {
   ) {
     this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: opts.bull, gatewayId: opts.gatewayId, leaseTtlMs: opts.leaseTtlMs });
     this.outputFiles = new OutputFiles({ artifacts: opts.artifacts, publicUrl: opts.publicUrl, log: opts.log });
+  }
+
+  /** How many of the worker's leases are of this model of this kind (any tier). */
+  leasesOf(worker: ConnectedWorker, kind: string, model: string): number {
+    const key = modelQueueKey(queueName(kind, 'open', model));
+    let n = 0;
+    for (const id of worker.leases) if (modelQueueKey(this.active.get(id)?.queue ?? '') === key) n++;
+    return n;
   }
 
   get(leaseId: string): ActiveLease | undefined {

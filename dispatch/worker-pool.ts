@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { TIERS } from '../models/kinds.js';
+import type { Tier } from '../models/kinds.js';
 import { queueName } from '../queues/queue-names.js';
+import type { WorkerModels } from '../sdk/protocol/index.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseLossReason } from './dispatch-observer.js';
 import type { FleetCounters } from './fleet-counters.js';
@@ -69,12 +71,21 @@ export class WorkerPool {
     this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
     const tiers = worker.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
     worker.tiers = tiers;
-    worker.queues = tiers.map((tier) => info.kinds.map((kind) => queueName(kind, tier)));
+    route(worker);
     this.workers.set(info.worker_id, worker);
     if (worker.attestation) {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
+    this.opts.fleet.changed();
+    void this.ctx.scheduler.fill(worker);
+  }
+
+  /** Protocol 3: the worker now serves these models (already checked and catalogued): it is routed by them from its next fetch. */
+  setModels(worker: ConnectedWorker, models: WorkerModels): void {
+    worker.info.models = models;
+    if (this.workers.get(worker.info.worker_id) !== worker) return;
+    route(worker);
     this.opts.fleet.changed();
     void this.ctx.scheduler.fill(worker);
   }
@@ -126,4 +137,28 @@ export class WorkerPool {
     while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
   }
+}
+
+/**
+ * The queues a worker takes leases from, per tier (docs/models.md, "Routing"): for each of its
+ * kinds, the kind's default queue (jobs naming no model) and then the queue of each model it
+ * serves. The scheduler walks each tier's list round-robin, so kinds and models take turns.
+ */
+export function tierQueues(kinds: readonly string[], models: WorkerModels, tier: Tier): string[] {
+  return kinds.flatMap((kind) => [queueName(kind, tier), ...(models[kind] ?? []).map((m) => queueName(kind, tier, m.id))]);
+}
+
+/** Sets the worker's queues and per-queue limits from its kinds, tiers and models. */
+function route(worker: ConnectedWorker): void {
+  const { kinds, models } = worker.info;
+  const tiers = worker.tiers ?? [worker.info.tier];
+  worker.queues = tiers.map((tier) => tierQueues(kinds, models, tier));
+  worker.served = new Set(worker.queues.flat());
+  const limits = new Map<string, number>();
+  for (const [kind, list] of Object.entries(models)) {
+    for (const m of list) if (m.max_concurrency !== undefined) for (const tier of tiers) limits.set(queueName(kind, tier, m.id), m.max_concurrency);
+  }
+  worker.modelLimits = limits;
+  // The cursor indexes the lists: past their end after a shorter list, it starts over.
+  worker.cursor = 0;
 }

@@ -6,6 +6,8 @@
 export const ERROR_STATUS = {
   invalid_request: 400,
   unknown_kind: 400,
+  /** `input.model` names no model of the kind's catalogue (docs/models.md). */
+  unknown_model: 400,
   invalid_schema: 400,
   invalid_url: 400,
   url_blocked: 400,
@@ -14,6 +16,8 @@ export const ERROR_STATUS = {
   insufficient_credits: 402,
   forbidden: 403,
   not_found: 404,
+  /** The OpenAI surface's unknown model, in OpenAI's words (docs/openai.md). */
+  model_not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
   name_conflict: 409,

@@ -97,6 +97,8 @@ export interface RunRecord {
   input: Record<string, unknown>;
   /** The input's files by field name, staged at submission; workers fetch them through their lease. */
   input_files: Record<string, InputFileRef>;
+  /** Fields of `input` neither its kind nor its model names, found at submission (docs/models.md). */
+  warnings: InputWarning[];
   webhook: string | null;
   /** Which moments reach `webhook`. */
   webhook_events_filter: WebhookEvent[];
@@ -129,7 +131,15 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   webhook_events_filter?: WebhookEvent[];
   /** @defaultValue {} */
   input_files?: Record<string, InputFileRef>;
+  /** @defaultValue [] */
+  warnings?: InputWarning[];
 };
+
+/** A remark on an accepted input: where (a JSON pointer into `input`) and what. */
+export interface InputWarning {
+  path: string;
+  message: string;
+}
 
 /** The fields every new run starts with, besides those its submission gives. */
 export const NEW_RUN_DEFAULTS = {
@@ -146,6 +156,7 @@ export const NEW_RUN_DEFAULTS = {
   // Also what records written before the filter existed read as.
   webhook_events_filter: ['completed'],
   input_files: {},
+  warnings: [],
 } satisfies Partial<RunRecord>;
 
 /** A model of the catalogue (docs/models.md). */

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
-import { queueName } from './queue-names.js';
+import { parseQueueName, queueName, routedModel, runQueueName } from './queue-names.js';
 
 /** What a queued BullMQ job carries. The run record is the source of truth; this is a pointer to it. */
 export interface QueuedJobData {
@@ -10,6 +10,8 @@ export interface QueuedJobData {
   account_id: string;
   kind: string;
   tier: Tier;
+  /** The model it is routed by (docs/models.md); absent for a job naming none. */
+  model?: string;
 }
 
 export interface JobQueuesOptions {
@@ -17,24 +19,33 @@ export interface JobQueuesOptions {
   connection: Redis;
   /** BullMQ key prefix. */
   prefix: string;
+  /** A set of the model queues ever written to, so every instance can list them without a SCAN. */
+  modelQueuesKey: string;
   /** Finished BullMQ jobs kept for Bull Board (run records keep the real history). */
   keepCompleted?: { age: number; count: number };
   keepFailed?: { age: number; count: number };
 }
 
 /**
- * The producer side of the queues: one BullMQ queue per kind x tier, all sharing one
- * connection. The job id is the run id, so adding a run twice adds it once.
+ * The producer side of the queues: one BullMQ queue per kind x tier, and one per kind x tier x
+ * model for jobs naming a model (made on first use), all sharing one connection. The job id is
+ * the run id, so adding a run twice adds it once.
  */
 export class JobQueues {
   private readonly queues = new Map<string, Queue<QueuedJobData>>();
+  /** Model queues this process has recorded in the set of model queues. */
+  private readonly recorded = new Set<string>();
 
   constructor(private readonly opts: JobQueuesOptions) {
     for (const { kind } of KINDS) for (const tier of TIERS) this.queue(kind, tier);
   }
 
-  queue(kind: string, tier: Tier): Queue<QueuedJobData> {
-    const name = queueName(kind, tier);
+  queue(kind: string, tier: Tier, model?: string | null): Queue<QueuedJobData> {
+    return this.named(queueName(kind, tier, model));
+  }
+
+  /** The queue of a name made by `queueName`. */
+  named(name: string): Queue<QueuedJobData> {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue<QueuedJobData>(name, {
@@ -57,13 +68,32 @@ export class JobQueues {
     return queue;
   }
 
+  /** The queues this process has opened (the kinds' default queues and the model queues it used). */
   all(): Queue<QueuedJobData>[] {
     return [...this.queues.values()];
   }
 
-  async add(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority'>): Promise<void> {
-    const data: QueuedJobData = { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality };
-    await this.queue(run.kind, run.confidentiality).add(run.kind, data, { jobId: run.run_id, priority: run.priority });
+  /**
+   * Every queue of the deployment: the kinds' default queues and every model queue any
+   * instance has written to (one SMEMBERS), for Bull Board, metrics and capacity.
+   */
+  async known(): Promise<Queue<QueuedJobData>[]> {
+    for (const name of await this.opts.connection.smembers(this.opts.modelQueuesKey)) {
+      if (parseQueueName(name)) this.named(name);
+    }
+    return this.all();
+  }
+
+  async add(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>): Promise<void> {
+    const model = routedModel(run.input);
+    const data: QueuedJobData = { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
+    const name = queueName(run.kind, run.confidentiality, model);
+    // Recorded before the job is added, so a listing never misses a queue that holds a job.
+    if (model && !this.recorded.has(name)) {
+      await this.opts.connection.sadd(this.opts.modelQueuesKey, name);
+      this.recorded.add(name);
+    }
+    await this.named(name).add(run.kind, data, { jobId: run.run_id, priority: run.priority });
   }
 
 
@@ -71,8 +101,8 @@ export class JobQueues {
    * 1-based place of a waiting run in its queue (waiting jobs without priority, then by
    * priority and arrival): two O(log n) reads, no scan. Null when the job is not waiting.
    */
-  async position(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality'>): Promise<number | null> {
-    const queue = this.queue(run.kind, run.confidentiality);
+  async position(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality' | 'input'>): Promise<number | null> {
+    const queue = this.named(runQueueName(run));
     const [[, waiting], [, rank]] = (await this.opts.connection
       .pipeline()
       .llen(queue.keys.wait)
@@ -82,8 +112,8 @@ export class JobQueues {
   }
 
   /** Removes a waiting job; a job under lease stays (its worker is told to stop instead). */
-  async remove(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality'>): Promise<boolean> {
-    return (await this.queue(run.kind, run.confidentiality).remove(run.run_id)) === 1;
+  async remove(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality' | 'input'>): Promise<boolean> {
+    return (await this.named(runQueueName(run)).remove(run.run_id)) === 1;
   }
 
   async close(): Promise<void> {

@@ -1,12 +1,62 @@
-import type { Tier } from '../models/kinds.js';
+import { TIERS, type Tier } from '../models/kinds.js';
 
 /**
  * BullMQ queue names cannot contain ':' (it separates Redis key parts), and kinds are full of
  * them, so `inference:image:generate` in tier open becomes `inference.image.generate.open`.
+ * A job naming a model goes to its own queue beside the kind's (docs/models.md, "Routing"):
+ * `inference.image.generate.open~sdxl`, the model id percent-encoded (ids may hold `:` and `/`).
  */
-export function queueName(kind: string, tier: Tier): string {
-  return `${kind.replaceAll(':', '.')}.${tier}`;
+export const MODEL_SEPARATOR = '~';
+
+export function queueName(kind: string, tier: Tier, model?: string | null): string {
+  const base = `${kind.replaceAll(':', '.')}.${tier}`;
+  return model ? `${base}${MODEL_SEPARATOR}${encodeURIComponent(model)}` : base;
+}
+
+export interface QueueAddress {
+  kind: string;
+  tier: Tier;
+  /** Null for a kind's default queue (jobs naming no model). */
+  model: string | null;
+}
+
+/** The kind, tier and model of a queue named by `queueName`; null for a name it cannot have made. */
+export function parseQueueName(queue: string): QueueAddress | null {
+  const sep = queue.indexOf(MODEL_SEPARATOR);
+  const base = sep < 0 ? queue : queue.slice(0, sep);
+  const dot = base.lastIndexOf('.');
+  const tier = base.slice(dot + 1) as Tier;
+  if (dot <= 0 || !TIERS.includes(tier)) return null;
+  let model: string | null = null;
+  if (sep >= 0) {
+    try {
+      model = decodeURIComponent(queue.slice(sep + 1));
+    } catch {
+      return null;
+    }
+    if (!model) return null;
+  }
+  return { kind: base.slice(0, dot).replaceAll('.', ':'), tier, model };
 }
 
 /** The tier of a queue named by `queueName`. */
-export const queueTier = (queue: string): Tier => queue.slice(queue.lastIndexOf('.') + 1) as Tier;
+export const queueTier = (queue: string): Tier => parseQueueName(queue)?.tier ?? 'open';
+
+/** The model a job is routed by: its input's `model`, when it names one. */
+export function routedModel(input: Record<string, unknown> | null | undefined): string | null {
+  const model = input?.model;
+  return typeof model === 'string' && model !== '' ? model : null;
+}
+
+/** The queue a run waits in. */
+export function runQueueName(run: { kind: string; confidentiality: Tier; input: Record<string, unknown> }): string {
+  return queueName(run.kind, run.confidentiality, routedModel(run.input));
+}
+
+/** The kind and model of a model queue, whatever its tier (`inference.llm.text-generate~m`); null for a default queue. */
+export function modelQueueKey(queue: string): string | null {
+  const sep = queue.indexOf(MODEL_SEPARATOR);
+  if (sep < 0) return null;
+  const base = queue.slice(0, sep);
+  return `${base.slice(0, base.lastIndexOf('.'))}${queue.slice(sep)}`;
+}

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
+import { LLM_KIND } from '../api/services/llm/llm-runner.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
@@ -83,7 +84,7 @@ describe('Bot chat page and embeddable widget in Chromium', function () {
       kinds: ['inference:llm:text-generate'],
       handler: createDemoEngine({ delayMs: 0 }),
       logger: silentLogger,
-      software: { models: ['demo-llm'] },
+      models: { [LLM_KIND]: [{ id: 'demo-llm' }] },
     });
     await worker.start();
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { dataUri, sampleGlb, samplePng, sampleWav } from './helpers/sample-files.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
-const image = (prompt = 'a cat', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt, model: 'sdxl' }, ...extra });
+const image = (prompt = 'a cat', extra: Record<string, unknown> = {}) => ({ kind: 'inference:image:generate', input: { prompt }, ...extra });
 
 describe('jobs API', () => {
   const prefix = uniquePrefix('jobs');
@@ -25,7 +25,8 @@ describe('jobs API', () => {
       const res = await gw.submit(key, image());
       assert.equal(res.status, 202);
       assert.match(res.body.run_id, /^run_[0-9A-HJKMNP-TV-Z]{26}$/);
-      assert.deepEqual(Object.keys(res.body).sort(), ['class', 'confidentiality', 'created_at', 'kind', 'priority', 'run_id', 'status']);
+      assert.deepEqual(Object.keys(res.body).sort(), ['class', 'confidentiality', 'created_at', 'kind', 'priority', 'run_id', 'status', 'warnings']);
+      assert.deepEqual(res.body.warnings, []);
       assert.equal(res.body.status, 'queued');
       assert.equal(res.body.class, 'standard');
       assert.equal(res.body.confidentiality, 'open');
@@ -115,7 +116,7 @@ describe('jobs API', () => {
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), [
         'attempts', 'attestation', 'class', 'confidentiality', 'created_at', 'error', 'finished_at', 'kind', 'output',
-        'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal',
+        'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal', 'waiting_reason',
       ]);
       assert.equal(res.body.status, 'queued');
       assert.equal(res.body.terminal, false);
@@ -123,6 +124,7 @@ describe('jobs API', () => {
       assert.equal(res.body.error, null);
       assert.equal(res.body.attestation, null);
       assert.equal(typeof res.body.queue_position, 'number');
+      assert.equal(res.body.waiting_reason, 'no_worker_for_kind', 'no worker is connected');
     });
 
     it('reports queue positions in dispatch order', async () => {

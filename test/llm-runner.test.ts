@@ -30,7 +30,7 @@ describe('LLM steps on the fleet (LlmRunner)', function () {
 
   it('runs a step as a paid llm job, streams its deltas and returns text, or tool calls', async () => {
     const token = (await gw.workerToken('open', 'llm'));
-    worker = new SwitchyardWorker({ gateway: gw.url, token, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 40 }), logger: silentLogger, software: { models: ['demo-llm'] } });
+    worker = new SwitchyardWorker({ gateway: gw.url, token, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 40 }), logger: silentLogger, models: { [LLM_KIND]: [{ id: 'demo-llm' }] } });
     await worker.start();
     const llm = gw.services.llm;
     assert.deepEqual(await llm.models(), ['demo-llm']);

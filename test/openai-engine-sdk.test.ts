@@ -47,8 +47,6 @@ describe('OpenAI engine: the openai SDK through the gateway to an OpenAI-compati
       kinds: [LLM_KIND],
       handler: engine.handler,
       models: { [LLM_KIND]: models },
-      // What today's gateway lists in GET /v1/models (docs/openai.md), as `switchyard worker --engine openai` sends it.
-      software: { models: models.map((m) => m.id) },
       logger: silentLogger,
     });
     await worker.start();

@@ -143,10 +143,12 @@ describe('OpenAI engine', () => {
       ({ key } = await gw.account(1000));
       const engine = createOpenAiEngine({ backendUrl: upstream.url, apiKey: KEY });
       const models = await engine.listModels();
-      worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [LLM_KIND], handler: engine.handler, models: { [LLM_KIND]: models }, logger: silentLogger });
+      // `retired-model` is advertised but gone from the backend: its jobs reach the backend's 404.
+      const advertised = [...models, { id: 'retired-model' }];
+      worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [LLM_KIND], handler: engine.handler, models: { [LLM_KIND]: advertised }, logger: silentLogger });
       worker.on('failed', (_lease, error) => failures.push(error));
       await worker.start();
-      assert.deepEqual(worker.models, { [LLM_KIND]: [{ id: 'upstream-model' }, { id: 'second-model' }] });
+      assert.deepEqual(worker.models, { [LLM_KIND]: [{ id: 'upstream-model' }, { id: 'second-model' }, { id: 'retired-model' }] });
     });
     after(async () => {
       await worker?.stop({ timeoutMs: 0 });
@@ -231,7 +233,7 @@ describe('OpenAI engine', () => {
       upstream.reply = () => ({ error: { status: 400, message: "Invalid value for 'temperature'.", type: 'invalid_request_error', param: 'temperature', code: 'invalid_value' } });
       for (const [input, message] of [
         [{ prompt: 'hi' }, /with 400: Invalid value for 'temperature'\. \(invalid_request_error, invalid_value\)/],
-        [{ prompt: 'hi', model: 'no-such-model' }, /with 404: The model `no-such-model` does not exist .* \(invalid_request_error, model_not_found\)/],
+        [{ prompt: 'hi', model: 'retired-model' }, /with 404: The model `retired-model` does not exist .* \(invalid_request_error, model_not_found\)/],
       ] as const) {
         failures.length = 0;
         const before = upstream.completions.length;

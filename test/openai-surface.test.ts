@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import type { Engine } from '../sdk/engines/types.js';
+import type { WorkerModels } from '../sdk/protocol/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { startDevFleet } from '../api/main/dev/dev-fleet.js';
@@ -69,8 +70,8 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
     await cleanupPrefix(prefix);
   });
 
-  const startWorker = async (handler: Engine, software: Record<string, unknown>) => {
-    const worker = new SwitchyardWorker({ gateway: gw.url, token: workerToken, kinds: [LLM_KIND], handler, logger: silentLogger, software });
+  const startWorker = async (handler: Engine, models?: WorkerModels) => {
+    const worker = new SwitchyardWorker({ gateway: gw.url, token: workerToken, kinds: [LLM_KIND], handler, logger: silentLogger, ...(models ? { models } : {}) });
     await worker.start();
     return worker;
   };
@@ -155,21 +156,29 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
   describe('with an llm worker that advertises no model, mid-job', () => {
     let worker: SwitchyardWorker;
     const gate = gatedEngine();
+    // A worker listing no model serves the kind's default queue: the model `default` reaches it.
+    const hello = { model: 'default', messages: [{ role: 'user' as const, content: 'tell me about lighthouses' }] };
     before(async () => {
-      worker = await startWorker(gate.engine, {});
+      worker = await startWorker(gate.engine);
     });
     after(async () => {
       await worker.stop({ timeoutMs: 0 });
     });
 
-    it("lists it as the model 'default', which takes any model name", async () => {
+    it("lists it as the model 'default', which reaches it; a model the catalogue lacks is model_not_found", async () => {
       const list = await client.models.list();
       assert.deepEqual(list.data, [{ id: 'default', object: 'model', created: 0, owned_by: 'switchyard' }]);
-      const pending = client.chat.completions.create({ model: 'any-model-at-all', messages: hello.messages });
+      const pending = client.chat.completions.create(hello);
       (await gate.next()).release();
       const done = await pending;
       assert.equal(done.choices[0].message.content, 'Hello world');
-      assert.equal(done.model, 'any-model-at-all', 'the requested model when the worker reports none');
+      assert.equal(done.model, 'default', 'the requested model when the worker reports none');
+      await assert.rejects(client.chat.completions.create({ model: 'any-model-at-all', messages: hello.messages }), (err: any) => {
+        assert.ok(err instanceof OpenAI.NotFoundError, String(err));
+        assert.equal(err.code, 'model_not_found');
+        assert.equal(err.param, 'model');
+        return true;
+      });
     });
 
     it('estimates usage from the text lengths when the worker reports none', async () => {
@@ -229,7 +238,7 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
     let worker: SwitchyardWorker;
     before(async () => {
       await until('the gated worker has left', async () => !(await gw.services.llm.models()).includes('default'));
-      worker = await startWorker(createDemoEngine({ delayMs: 0 }), { models: ['demo-llm'] });
+      worker = await startWorker(createDemoEngine({ delayMs: 0 }), { [LLM_KIND]: [{ id: 'demo-llm' }] });
     });
     after(async () => {
       await worker.stop();

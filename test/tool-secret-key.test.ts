@@ -38,7 +38,7 @@ describe('tool secrets under serve without TOOL_SECRET_KEY', function () {
   };
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
   const startWorker = async (workerToken: string) => {
-    worker = new SwitchyardWorker({ gateway: gw!.url, token: workerToken, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger, software: { models: ['demo-llm'] } });
+    worker = new SwitchyardWorker({ gateway: gw!.url, token: workerToken, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger, models: { [LLM_KIND]: [{ id: 'demo-llm' }] } });
     await worker.start();
   };
 

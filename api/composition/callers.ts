@@ -1,11 +1,12 @@
 import { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import { EnqueueReconciler } from '../../queues/enqueue-reconciler.js';
-import { queueName } from '../../queues/queue-names.js';
+import { runQueueName } from '../../queues/queue-names.js';
 import { SseStreams } from '../http/sse-streams.js';
 import { ChatCompletions } from '../http/openai/chat-completions.js';
 import { RunFollower } from '../services/events/run-follower.js';
 import { FleetService } from '../services/fleet/fleet-service.js';
 import { JobService } from '../services/jobs/job-service.js';
+import { ModelGate } from '../services/jobs/model-gate.js';
 import { LlmRunner } from '../services/llm/llm-runner.js';
 import { CallerSocketServer } from '../sockets/caller-socket-server.js';
 import type { ArtifactStore } from '../../models/artifact-store.js';
@@ -45,6 +46,8 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission
     metrics: core.metrics,
+    models: new ModelGate({ catalogue: core.stores.models }),
+    fleet: fleet.dispatcher.fleet,
     inputFiles: new InputFiles({
       files,
       artifacts,
@@ -61,9 +64,9 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     queues: core.queues,
     log,
     afterMs: c.enqueueReconcileAfterMs,
-    onEnqueued: (run) => fleet.dispatcher.announce(queueName(run.kind, run.confidentiality)),
+    onEnqueued: (run) => fleet.dispatcher.announce(runQueueName(run)),
   });
-  const follower = new RunFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, position: (run) => jobs.position(run) });
+  const follower = new RunFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, queueState: (run) => jobs.queueState(run) });
   const sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });
   const callerServer = new CallerSocketServer({
     auth: core.auth,
@@ -75,7 +78,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     maxDepth: c.jsonMaxDepth,
     bufferBytes: c.events.clientBufferBytes,
   });
-  const llm = new LlmRunner({ jobs, follower, fleet: fleet.dispatcher.fleet, timeoutMs: c.agents.llmStepTimeoutMs });
+  const llm = new LlmRunner({ jobs, follower, fleet: fleet.dispatcher.fleet, catalogue: core.stores.models, timeoutMs: c.agents.llmStepTimeoutMs });
   const openai = new ChatCompletions({ llm, log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
-  return { confirmer, reconciler, jobs, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues }), openai };
+  return { confirmer, reconciler, jobs, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues, catalogue: core.stores.models }), openai };
 }

@@ -70,7 +70,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const runs = new ObservedRunStore(base.runs);
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
   const keys = new RedisKeys(c.redisPrefix);
-  const queues = new JobQueues({ connection: redis, prefix: keys.queuePrefix });
+  const queues = new JobQueues({ connection: redis, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues() });
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
   const gate = new RequestGate({ redis, keys, perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });

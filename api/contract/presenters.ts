@@ -2,7 +2,7 @@ import type { Account, ApiKeyRecord, ModelRecord, Operator, RunRecord } from '..
 import { isTerminal } from '../../models/types.js';
 
 /** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
-export function jobView(run: RunRecord, queuePosition: number | null = null) {
+export function jobView(run: RunRecord, queue: { position: number | null; waiting_reason: string | null } | null = null) {
   return {
     run_id: run.run_id,
     kind: run.kind,
@@ -16,7 +16,8 @@ export function jobView(run: RunRecord, queuePosition: number | null = null) {
     finished_at: run.finished_at,
     progress: run.progress,
     attempts: run.attempts,
-    queue_position: run.status === 'queued' ? queuePosition : null,
+    queue_position: run.status === 'queued' ? (queue?.position ?? null) : null,
+    waiting_reason: run.status === 'queued' ? (queue?.waiting_reason ?? null) : null,
     output: run.output,
     error: run.error,
     attestation: run.attestation,
@@ -33,6 +34,7 @@ export function acceptedView(run: RunRecord) {
     class: run.class,
     priority: run.priority,
     created_at: run.created_at,
+    warnings: run.warnings,
   };
 }
 

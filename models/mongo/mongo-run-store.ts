@@ -39,6 +39,7 @@ function toRun(d: RunDoc): RunRecord {
     webhook: d.webhook ?? null,
     webhook_events_filter: d.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
     input_files: d.input_files ?? {},
+    warnings: d.warnings ?? [],
     idempotency_key: d.idempotency_key ?? null,
     created_at: d.created_at,
     started_at: d.started_at ?? null,
@@ -115,6 +116,7 @@ export class MongoRunStore implements RunStore {
       ...NEW_RUN_DEFAULTS,
       webhook_events_filter: run.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
       input_files: run.input_files ?? {},
+      warnings: run.warnings ?? [],
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
     await this.runs.insertOne(doc, { session });

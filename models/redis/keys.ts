@@ -56,6 +56,8 @@ export class RedisKeys {
   models = (kind: string) => `${this.prefix}:models:kind:${kind}`;
   /** The kinds that have a catalogue hash, so listing every model needs no SCAN. */
   modelKinds = () => `${this.prefix}:models:kinds`;
+  /** The BullMQ queues of jobs naming a model (a set of queue names), written before their first job. */
+  modelQueues = () => `${this.prefix}:models:queues`;
 
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */

@@ -28,9 +28,14 @@ export class RedisRunStore implements RunStore {
   }
 
   async create(run: NewRun): Promise<CreateRunResult> {
-    const { priorityBase, webhook_events_filter, input_files, ...fields } = run;
-    // An undefined filter (or file map) would hide the default when spread below.
-    const doc: ImmutableRunFields = { ...fields, ...(webhook_events_filter && { webhook_events_filter }), ...(input_files && Object.keys(input_files).length > 0 && { input_files }) };
+    const { priorityBase, webhook_events_filter, input_files, warnings, ...fields } = run;
+    // An undefined filter (or file map, or list) would hide the default when spread below.
+    const doc: ImmutableRunFields = {
+      ...fields,
+      ...(webhook_events_filter && { webhook_events_filter }),
+      ...(input_files && Object.keys(input_files).length > 0 && { input_files }),
+      ...(warnings && warnings.length > 0 && { warnings }),
+    };
     const reply = await CREATE_RUN.run<Reply>(
       this.redis,
       [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],

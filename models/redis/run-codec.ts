@@ -15,7 +15,7 @@ export type ImmutableRunFields = Pick<
   'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'class' | 'price' | 'input' | 'webhook' | 'idempotency_key' | 'created_at'
 > &
   // Absent: NEW_RUN_DEFAULTS' value.
-  Partial<Pick<RunRecord, 'webhook_events_filter' | 'input_files'>>;
+  Partial<Pick<RunRecord, 'webhook_events_filter' | 'input_files' | 'warnings'>>;
 
 /** A patch as flat HSET arguments: [field, value, field, value, ...]. */
 export function encodePatch(patch: RunPatch): string[] {

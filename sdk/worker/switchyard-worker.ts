@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { PROTOCOL_VERSIONS, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame, type WorkerModels } from '../protocol/index.js';
+import { MODELS_PROTOCOL, PROTOCOL_VERSIONS, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame, type WorkerModels } from '../protocol/index.js';
 import { ReceiptSigner } from './attestation.js';
 import { GatewayConnection, type Connection, type IncomingFrame } from './gateway-connection.js';
 import { isRecord } from './is-record.js';
@@ -42,6 +42,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   readonly slots: number;
   /** The gateway's id for the current registration. */
   workerId: string | null = null;
+  /** The protocol version of the current connection (0 before the first register). */
+  private protocol = 0;
 
   private readonly settings: WorkerSettings;
   private readonly connection: GatewayConnection;
@@ -113,6 +115,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
    */
   setModels(models: WorkerModels): void {
     this.settings.models = checkWorkerModels(models, this.kinds, this.slots);
+    // A gateway of protocol 3 takes the list now; an older one never routed by model, and a
+    // connection still registering (or the next one) sends it in its register.
+    const conn = this.connection.current;
+    if (conn?.registered && !conn.closed && this.protocol >= MODELS_PROTOCOL) this.connection.send(conn, { type: 'models', models: this.settings.models });
   }
 
   /** Handler calls running now (never more than `slots`). */
@@ -218,6 +224,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       slots,
       hardware,
       software,
+      ...(this.settings.models ? { models: this.settings.models } : {}),
       ...(tier === 'private' ? { receipt_key: this.attestation.receiptKey } : {}),
       ...(resume.length ? { resume } : {}),
     };
@@ -233,6 +240,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         return this.runner.onCancel(frame);
       case 'attest':
         return this.attestation.onAttest(conn, frame);
+      case 'models_accepted':
+        return this.settings.log.debug('the gateway took the new model list');
       case 'attested':
         return this.settings.log.info('attestation evidence renewed', { expires_at: frame.expires_at });
       case 'reconnect':
@@ -260,6 +269,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     };
     this.connection.registered(conn, info.heartbeat_ms);
     this.workerId = info.worker_id;
+    this.protocol = info.protocol;
     this.mover.registered(info.lease_ttl_ms);
     const attested = isRecord(frame.attestation) ? { attestation_expires_at: frame.attestation.expires_at } : {};
     this.settings.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots, ...attested });

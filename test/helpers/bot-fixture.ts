@@ -54,7 +54,7 @@ export class BotFixture {
   async startLlmWorker(): Promise<void> {
     const res = await this.gw.request('POST', '/v1/admin/operators', { body: { name: 'llm', trust: 'open' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const handler = createDemoEngine({ delayMs: 0 });
-    this.worker = new SwitchyardWorker({ gateway: this.gw.url, token: res.body.worker_token, kinds: [LLM_KIND], handler, logger: silentLogger, software: { models: ['demo-llm'] } });
+    this.worker = new SwitchyardWorker({ gateway: this.gw.url, token: res.body.worker_token, kinds: [LLM_KIND], handler, logger: silentLogger, models: { [LLM_KIND]: [{ id: 'demo-llm' }] } });
     await this.worker.start();
   }
 

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, toApiError } from '../../../models/errors.js';
-import { DEFAULT_MODEL, type LlmRunner } from '../../services/llm/llm-runner.js';
+import type { LlmRunner } from '../../services/llm/llm-runner.js';
 import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
 import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
 import { ChunkStream } from './chunk-stream.js';
@@ -44,7 +44,7 @@ export class ChatCompletions {
 
   async retrieveModel(id: string) {
     const ids = await this.opts.llm.models();
-    if (!ids.includes(id)) throw new ApiError('not_found', `no connected worker serves the model ${JSON.stringify(id)}`, { details: { param: 'model' } });
+    if (!ids.includes(id)) throw modelNotFound(id, ids);
     return modelObject(id);
   }
 
@@ -104,17 +104,28 @@ export class ChatCompletions {
   }
 
   /**
-   * 503 while no llm worker is connected; 404 for a model none of them advertises. Workers
-   * that advertise no model list as `default` and take any model name.
+   * 503 while no llm worker is connected; then 404 `model_not_found` for a model the catalogue
+   * does not know (OpenAI's answer), and 503 for a known model no connected worker serves now,
+   * rather than a completion that waits for one. `default` reaches any llm worker.
    */
   private async checkModel(model: string): Promise<void> {
-    const ids = await this.opts.llm.models();
-    if (ids.length === 0) return this.opts.llm.assertAvailable();
-    if (ids.includes(model) || ids.includes(DEFAULT_MODEL)) return;
-    throw new ApiError('not_found', `no connected worker serves the model ${JSON.stringify(model)}; GET /v1/models lists those that do: ${ids.join(', ')}`, {
-      details: { param: 'model', models: ids },
+    // No llm worker at all says more than which model is missing.
+    await this.opts.llm.assertAvailable();
+    const availability = await this.opts.llm.availability(model);
+    if (availability === 'live') return;
+    if (availability === 'unknown') throw modelNotFound(model, await this.opts.llm.models());
+    throw new ApiError('unavailable', `no connected worker serves the model ${JSON.stringify(model)} right now; retry later (GET /v1/models lists those that are served)`, {
+      headers: { 'Retry-After': '5' },
+      details: { param: 'model' },
     });
   }
+}
+
+/** OpenAI's answer to a model it does not have: 404, `code: model_not_found`, `param: model`. */
+function modelNotFound(model: string, live: string[]): ApiError {
+  return new ApiError('model_not_found', `The model \`${model}\` does not exist or you do not have access to it. GET /v1/models lists the models served now: ${live.join(', ') || 'none'}`, {
+    details: { param: 'model', models: live },
+  });
 }
 
 const completionId = (runId: string) => `chatcmpl-${runId}`;

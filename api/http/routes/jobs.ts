@@ -132,7 +132,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
       responses: { 200: { description: 'The job', schema: S.job }, 404: { description: 'No such run for this account' } },
       async handler(ctx) {
         const run = await s.jobs.get(ctx.state.principal!.accountId, runIdParam(ctx));
-        ctx.body = jobView(run, await s.jobs.position(run));
+        ctx.body = jobView(run, await s.jobs.queueState(run));
       },
     },
     {
@@ -149,7 +149,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
       },
       async handler(ctx) {
         const run = await s.jobs.cancel(ctx.state.principal!.accountId, runIdParam(ctx));
-        ctx.body = jobView(run, await s.jobs.position(run));
+        ctx.body = jobView(run, await s.jobs.queueState(run));
       },
     },
   ];

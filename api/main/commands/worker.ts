@@ -47,7 +47,7 @@ async function openAiEngine(flags: WorkerFlags, env: NodeJS.ProcessEnv) {
   });
   const ids = models.map((m) => m.id);
   console.error(`switchyard worker: serving ${LLM_KIND} with the backend at ${backendUrl}; models: ${ids.join(', ')}`);
-  return { handler: engine.handler, models: { [LLM_KIND]: models }, software: { name: 'switchyard-openai-engine', engine: 'openai', models: ids } };
+  return { handler: engine.handler, models: { [LLM_KIND]: models }, software: { name: 'switchyard-openai-engine', engine: 'openai' } };
 }
 
 /** `--attestation-key`: TEST evidence signed by a local verifier key, said plainly on stderr. */
@@ -64,10 +64,14 @@ async function testAttestation(file: string) {
   return { evidence: await testEvidenceSource(key, issuer) };
 }
 
-/** `--engine demo`: every kind, made up; --models names what /v1/models lists (default demo-llm). */
-async function demoEngine(delayMs: number, models = ['demo-llm']) {
-  const { createDemoEngine } = await import('../../../sdk/engines/demo/index.js');
-  return { handler: createDemoEngine({ delayMs }), software: { name: 'switchyard-demo-engine', engine: 'demo', models } };
+/**
+ * `--engine demo`: every kind, made up. `--models a,b` advertises those models for each of its
+ * kinds (jobs naming them are routed to it); without it, `demo-llm` for the llm kind.
+ */
+async function demoEngine(delayMs: number, kinds: string[], ids: string[] | undefined) {
+  const { createDemoEngine, DEMO_LLM_MODEL } = await import('../../../sdk/engines/demo/index.js');
+  const models = ids ? Object.fromEntries(kinds.map((k) => [k, ids.map((id) => ({ id }))])) : kinds.includes(LLM_KIND) ? { [LLM_KIND]: [DEMO_LLM_MODEL] } : {};
+  return { handler: createDemoEngine({ delayMs }), models, software: { name: 'switchyard-demo-engine', engine: 'demo' } };
 }
 
 export /** `switchyard worker`: an SDK worker with a built-in engine, until SIGTERM/SIGINT. */
@@ -106,7 +110,8 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw new UsageError('--demo-delay-ms must be a whole number of milliseconds >= 0');
   if ((tier === 'private') !== (flags['attestation-key'] !== undefined)) throw new UsageError('--tier private and --attestation-key go together: a private worker must attest');
   const attestation = flags['attestation-key'] === undefined ? undefined : await testAttestation(flags['attestation-key']);
-  const engine = openai ? await openAiEngine(flags, env) : await demoEngine(delayMs, modelList(flags.models));
+  const served = kinds[0] === 'all' ? [...KIND_NAMES] : kinds;
+  const engine = openai ? await openAiEngine(flags, env) : await demoEngine(delayMs, served, modelList(flags.models));
 
   const levels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
   const wanted = env.LOG_LEVEL === 'trace' ? 'debug' : env.LOG_LEVEL === 'fatal' ? 'error' : env.LOG_LEVEL;

@@ -1,4 +1,4 @@
-import { createDemoEngine } from '../../../sdk/engines/demo/index.js';
+import { createDemoEngine, DEMO_LLM_MODEL } from '../../../sdk/engines/demo/index.js';
 import { SwitchyardWorker, consoleLogger } from '../../../sdk/worker/index.js';
 import { readVerifierKey, testEvidenceSource } from './dev-attestation.js';
 import type { Gateway } from '../../composition/gateway.js';
@@ -26,8 +26,9 @@ export async function startDevFleet(gateway: Gateway, url: string, delayMs: numb
     kinds: 'all' as const,
     handler: createDemoEngine({ delayMs }),
     logger: consoleLogger('warn'),
-    // Listed by GET /v1/models: the model OpenAI-compatible clients name.
-    software: { name: 'switchyard-demo-fleet', models: ['demo-llm'] },
+    software: { name: 'switchyard-demo-fleet' },
+    // Listed by GET /v1/models: the model OpenAI-compatible clients and bots name.
+    models: { 'inference:llm:text-generate': [DEMO_LLM_MODEL] },
   };
   const workers = [new SwitchyardWorker({ ...common, tier: 'trusted', slots: 4 })];
   if (attestationKeyFile) {

@@ -2,6 +2,7 @@ import type { RunEventLog } from '../../../models/run-event-log.js';
 import type { RunStore } from '../../../models/stores.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { jobView } from '../../contract/presenters.js';
+import type { QueueState } from '../jobs/job-service.js';
 import { LiveEvent } from './live-event.js';
 import type { RunEventHub } from './run-event-hub.js';
 
@@ -18,8 +19,8 @@ export interface RunFollowerOptions {
   hub: RunEventHub;
   log: RunEventLog;
   runs: RunStore;
-  /** Queue position for the first `status` of a fresh connection. */
-  position: (run: RunRecord) => Promise<number | null>;
+  /** Queue position and waiting reason for the first `status` of a fresh connection. */
+  queueState: (run: RunRecord) => Promise<QueueState | null>;
 }
 
 /** Events replayed from the log per read. */
@@ -84,7 +85,7 @@ export class RunFollower {
     const last = await this.opts.log.last(runId);
     const run = await this.current(runId);
     const top = last?.id ?? 0;
-    const job = jobView(run, await this.opts.position(run));
+    const job = jobView(run, await this.opts.queueState(run));
     if (!isTerminal(run.status)) {
       pass(LiveEvent.of(top, 'status', job));
       return;
@@ -105,7 +106,7 @@ export class RunFollower {
       if (first && page.length && page[0].id > after + 1) {
         // The log was trimmed past what this client saw: start it again from the current state.
         const run = await this.current(runId);
-        if (!isTerminal(run.status)) pass(LiveEvent.of(page[0].id - 1, 'status', jobView(run, await this.opts.position(run))));
+        if (!isTerminal(run.status)) pass(LiveEvent.of(page[0].id - 1, 'status', jobView(run, await this.opts.queueState(run))));
       }
       first = false;
       for (const e of page) {

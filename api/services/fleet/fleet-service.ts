@@ -1,6 +1,9 @@
-import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
+import type { FleetCounters, FleetSnapshot } from '../../../dispatch/fleet-counters.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
+import { parseQueueName } from '../../../queues/queue-names.js';
 import { KINDS, TIERS, type Tier } from '../../../models/kinds.js';
+import type { ModelStore } from '../../../models/stores.js';
+import type { ModelRecord } from '../../../models/types.js';
 
 type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
@@ -9,6 +12,8 @@ export interface FleetServiceOptions {
   /** The fleet's counts, summed over every live instance (dispatch/fleet-counters.ts). */
   fleet: Pick<FleetCounters, 'read'>;
   queues: JobQueues;
+  /** The model catalogue: every model of a kind is shown, served now or not. */
+  catalogue: Pick<ModelStore, 'list'>;
   /** Queue counts cost a read of every queue and capacity is public: they are cached this long. @defaultValue 1000 */
   queueCacheMs?: number;
 }
@@ -25,7 +30,8 @@ export class FleetService {
   constructor(private readonly opts: FleetServiceOptions) {}
 
   async capabilities() {
-    const fleet = await this.opts.fleet.read();
+    const [fleet, catalogue] = await Promise.all([this.opts.fleet.read(), this.opts.catalogue.list()]);
+    const byKind = groupByKind(catalogue);
     return {
       kinds: KINDS.map((spec) => {
         const k = fleet.kinds[spec.kind];
@@ -38,14 +44,25 @@ export class FleetService {
           input_schema: spec.inputSchema,
           output_artifacts: spec.output.artifacts,
           output_schema: spec.output.schema,
+          models: (byKind.get(spec.kind) ?? []).map((m) => {
+            const live = k?.models[m.id];
+            return {
+              id: m.id,
+              description: m.description,
+              workers: live?.workers ?? 0,
+              workers_by_tier: live ? { ...live.by_tier } : zeroByTier(),
+              input_schema: m.input_schema,
+            };
+          }),
         };
       }),
     };
   }
 
   async capacity() {
-    const [fleet, counts] = await Promise.all([this.opts.fleet.read(), this.queueCountsCached()]);
-    const queued = (kind: string) => TIERS.reduce((n, tier) => n + (counts.get(`${kind}|${tier}`)?.queued ?? 0), 0);
+    const [fleet, counts, catalogue] = await Promise.all([this.opts.fleet.read(), this.queueCountsCached(), this.opts.catalogue.list()]);
+    const byKind = groupByKind(catalogue);
+    const queued = (kind: string, model: string | null) => TIERS.reduce((n, tier) => n + (counts.get(countKey(kind, tier, model))?.queued ?? 0), 0);
     return {
       workers: { total: fleet.workers, by_tier: fleet.by_tier },
       slots: { total: fleet.slots, busy: fleet.busy, free: fleet.slots - fleet.busy },
@@ -55,7 +72,8 @@ export class FleetService {
       },
       by_kind: KINDS.map(({ kind }) => {
         const k = fleet.kinds[kind];
-        return { kind, workers: k?.workers ?? 0, slots_free: k ? k.slots - k.busy : 0, queued: queued(kind) };
+        const queuedForModels = (byKind.get(kind) ?? []).reduce((n, m) => n + queued(kind, m.id), 0);
+        return { kind, workers: k?.workers ?? 0, slots_free: k ? k.slots - k.busy : 0, queued: queued(kind, null) + queuedForModels, models: modelCapacity(kind, byKind.get(kind) ?? [], fleet, queued) };
       }),
       updated_at: new Date().toISOString(),
     };
@@ -70,15 +88,32 @@ export class FleetService {
     return this.cachedCounts.value;
   }
 
+  /** Counts of every queue (the kinds' default queues and every model queue), by kind, tier and model. */
   private async queueCounts(): Promise<Map<string, { queued: number; running: number }>> {
+    const queues = await this.opts.queues.known();
     const entries = await Promise.all(
-      KINDS.flatMap(({ kind }) =>
-        TIERS.map(async (tier) => {
-          const c = await this.opts.queues.queue(kind, tier).getJobCounts('wait', 'prioritized', 'delayed', 'active');
-          return [`${kind}|${tier}`, { queued: (c.wait ?? 0) + (c.prioritized ?? 0) + (c.delayed ?? 0), running: c.active ?? 0 }] as const;
-        }),
-      ),
+      queues.map(async (queue) => {
+        const at = parseQueueName(queue.name)!;
+        const c = await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+        return [countKey(at.kind, at.tier, at.model), { queued: (c.wait ?? 0) + (c.prioritized ?? 0) + (c.delayed ?? 0), running: c.active ?? 0 }] as const;
+      }),
     );
     return new Map(entries);
   }
+}
+
+const countKey = (kind: string, tier: Tier, model: string | null) => `${kind}|${tier}|${model ?? ''}`;
+
+function groupByKind(models: ModelRecord[]): Map<string, ModelRecord[]> {
+  const out = new Map<string, ModelRecord[]>();
+  for (const m of models) out.set(m.kind, [...(out.get(m.kind) ?? []), m]);
+  return out;
+}
+
+/** Each catalogue model of a kind: its workers, the slots that could take one of its jobs now, and its queued jobs. */
+function modelCapacity(kind: string, models: ModelRecord[], fleet: FleetSnapshot, queued: (kind: string, model: string) => number) {
+  return models.map((m) => {
+    const live = fleet.kinds[kind]?.models[m.id];
+    return { id: m.id, workers: live?.workers ?? 0, slots_free: live?.free ?? 0, queued: queued(kind, m.id) };
+  });
 }

@@ -6,12 +6,14 @@ import type { RunStore, IdempotencyStore } from '../../../models/stores.js';
 import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
-import { queueName } from '../../../queues/queue-names.js';
+import { runQueueName } from '../../../queues/queue-names.js';
 import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../../models/kinds.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { assertValid, compile } from '../../../models/validation.js';
 import { fingerprint } from './canonical-json.js';
+import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
+import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 
 export interface SubmitJobBody {
   kind: string;
@@ -44,6 +46,16 @@ export interface JobServiceOptions {
   metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
   /** Stages the files of an input before its run is created, and deletes them when no run is (docs/files.md). */
   inputFiles: Pick<InputFiles, 'stage' | 'discard'>;
+  /** Checks the model a job names against the catalogue, and its input against the model's schema. */
+  models: Pick<ModelGate, 'check'>;
+  /** The fleet as it is now, to say why a queued run waits. */
+  fleet?: Pick<FleetCounters, 'read'>;
+}
+
+/** Where a queued run stands: its place in its queue, and why it waits when the fleet says why. */
+export interface QueueState {
+  position: number | null;
+  waiting_reason: WaitingReason | null;
 }
 
 export interface Submission {
@@ -93,7 +105,11 @@ export class JobService {
         if (existing?.account_id === accountId) return { run: existing, replayed: true };
       }
     }
-    const staged = await this.opts.inputFiles.stage(accountId, spec, body.input).catch(async (err: unknown) => {
+    // The model is checked before any file is staged: a refused model leaves nothing behind.
+    const [warnings, staged] = await (async () => {
+      const found = await this.opts.models.check(spec, body.input);
+      return [found, await this.opts.inputFiles.stage(accountId, spec, body.input)] as const;
+    })().catch(async (err: unknown) => {
       if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
       throw err;
     });
@@ -112,6 +128,7 @@ export class JobService {
       price: this.opts.prices[body.kind],
       input: staged.input,
       input_files: staged.files,
+      warnings,
       webhook: body.webhook ?? null,
       ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
       idempotency_key: idempotencyKey ?? null,
@@ -152,7 +169,7 @@ export class JobService {
   private async enqueue(run: RunRecord): Promise<void> {
     await this.write(run);
     // Best effort: a missed announcement only waits for the dispatchers' safety sweep.
-    this.opts.dispatch?.announce(queueName(run.kind, run.confidentiality)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
+    this.opts.dispatch?.announce(runQueueName(run)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
   }
 
   private async write(run: RunRecord): Promise<void> {
@@ -171,8 +188,11 @@ export class JobService {
     return run;
   }
 
-  async position(run: RunRecord): Promise<number | null> {
-    return run.status === 'queued' ? this.opts.queues.position(run) : null;
+  /** A queued run's place in its queue and why it waits; null for a run that is not queued. */
+  async queueState(run: RunRecord): Promise<QueueState | null> {
+    if (run.status !== 'queued') return null;
+    const [position, fleet] = await Promise.all([this.opts.queues.position(run), this.opts.fleet?.read()]);
+    return { position, waiting_reason: fleet ? waitingReason(run, fleet) : null };
   }
 
   async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {

@@ -1,13 +1,20 @@
 import { ApiError } from '../../../models/errors.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
+import type { ModelStore } from '../../../models/stores.js';
 import type { RunFollower } from '../events/run-follower.js';
 import type { JobService } from '../jobs/job-service.js';
 
 export const LLM_KIND = 'inference:llm:text-generate';
 
-/** The model id of a connected llm worker that advertises none: it takes whatever model it is asked for. */
+/**
+ * The model name that asks for no model in particular: the job names none and goes to the
+ * kind's default queue, which every llm worker serves (docs/models.md, "Routing").
+ */
 export const DEFAULT_MODEL = 'default';
+
+/** Whether a model of the llm kind can be asked for now (`models()`), and why not. */
+export type ModelAvailability = 'live' | 'no_worker' | 'unknown';
 
 /** One tool call as the LLM returns it (OpenAI's shape; `arguments` is JSON text). */
 export interface LlmToolCall {
@@ -51,6 +58,8 @@ export interface LlmRunnerOptions {
   follower: RunFollower;
   /** The fleet's counts: which kinds and models connected workers serve. */
   fleet: Pick<FleetCounters, 'read'>;
+  /** The model catalogue: the llm models there are. */
+  catalogue: Pick<ModelStore, 'list' | 'get'>;
   /** How long one LLM step may take before it is canceled. @defaultValue 120000 */
   timeoutMs?: number;
 }
@@ -72,18 +81,33 @@ export class LlmRunner {
     }
   }
 
-  /** Models advertised by the connected llm workers (`software.models`; `default` for a worker listing none), for /v1/models. */
+  /**
+   * The llm models of the catalogue that a connected worker serves now, for /v1/models, and
+   * `default` while some connected llm worker advertises no model (it serves only that).
+   */
   async models(): Promise<string[]> {
-    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
-    if (!llm) return [];
-    const names = new Set(Object.keys(llm.models));
-    if (llm.unnamed_models > 0) names.add(DEFAULT_MODEL);
-    return [...names].sort();
+    const [fleet, catalogue] = await Promise.all([this.opts.fleet.read(), this.opts.catalogue.list(LLM_KIND)]);
+    const llm = fleet.kinds[LLM_KIND];
+    if (!llm?.workers) return [];
+    const live = catalogue.filter((m) => (llm.models[m.id]?.workers ?? 0) > 0).map((m) => m.id);
+    return [...(llm.without_models > 0 ? [DEFAULT_MODEL] : []), ...live].sort();
+  }
+
+  /** Whether `model` is a model of the catalogue (or `default`) and whether a connected worker serves it. */
+  async availability(model: string): Promise<ModelAvailability> {
+    const [fleet, known] = await Promise.all([this.opts.fleet.read(), model === DEFAULT_MODEL ? null : this.opts.catalogue.get(LLM_KIND, model)]);
+    if (model !== DEFAULT_MODEL && !known) return 'unknown';
+    const llm = fleet.kinds[LLM_KIND];
+    const workers = model === DEFAULT_MODEL ? (llm?.workers ?? 0) : (llm?.models[model]?.workers ?? 0);
+    return workers > 0 ? 'live' : 'no_worker';
   }
 
   async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
     await this.assertAvailable();
-    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input: request as unknown as Record<string, unknown>, class: 'interactive' });
+    // `default` names no model: the job goes to the kind's default queue.
+    const { model, ...rest } = request;
+    const input = (model === undefined || model === DEFAULT_MODEL ? rest : request) as unknown as Record<string, unknown>;
+    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input, class: 'interactive' });
     opts.onAccepted?.(run.run_id);
     let stopDeltas: (() => void) | undefined;
     try {

@@ -24,6 +24,9 @@ export interface DemoEngineOptions {
   pocketsphinx?: string | null;
 }
 
+/** The llm model the demo engine advertises by default (docs/models.md): jobs and chat completions name it. */
+export const DEMO_LLM_MODEL = Object.freeze({ id: 'demo-llm', description: 'The demo engine: made-up text, streamed like a model would' });
+
 /** One family per kind; the two mesh kinds share a writer. */
 export const DEMO_FAMILIES: Readonly<Record<string, DemoFamily>> = {
   'inference:image:generate': image,
