@@ -90,6 +90,13 @@ describe('bots', function () {
       }
     });
 
+    it('refuses a model the llm catalogue does not know with 400 unknown_model, and takes default', async () => {
+      const res = await fx.createBot(owner.key, { name: 'x', model: 'gpt-7' });
+      assert.deepEqual(refusal(res), [400, 'unknown_model']);
+      assert.equal(res.body.error.details.path, '/model');
+      assert.equal((await fx.createBot(owner.key, { name: 'x', model: 'default' })).status, 201);
+    });
+
     it('refuses missing fields and allowedOrigins that are not origins, naming the field', async () => {
       const missing = await fx.createBot(owner.key, { model: 'demo-llm' });
       assert.deepEqual(refusal(missing), [400, 'invalid_request']);

@@ -10,7 +10,7 @@ import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { startDevFleet } from '../api/main/dev/dev-fleet.js';
 import { LLM_KIND } from '../api/services/llm/llm-runner.js';
-import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 interface HeldJob {
   release(): void;
@@ -254,6 +254,20 @@ describe('OpenAI-compatible surface: /v1/chat/completions and /v1/models with th
         assert.match(err.message, /demo-llm/);
         return true;
       });
+    });
+
+    it('answers 503 at once for a known model no connected worker serves, queueing nothing', async () => {
+      const declared = await gw.request('PUT', `/v1/admin/models/${encodeURIComponent(LLM_KIND)}/llama-70b`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: {} });
+      assert.equal(declared.status, 201);
+      const before = (await gw.stores.runs.list(accountId, { limit: 100 })).runs.length;
+      await assert.rejects(client.chat.completions.create({ ...hello, model: 'llama-70b' }), (err: any) => {
+        assert.equal(err.status, 503);
+        assert.equal(err.code, 'unavailable');
+        assert.match(err.message, /no connected worker serves the model "llama-70b"/);
+        return true;
+      });
+      assert.equal((await gw.stores.runs.list(accountId, { limit: 100 })).runs.length, before);
+      assert.deepEqual((await client.models.list()).data.map((m) => m.id), ['demo-llm'], 'only models served now are listed');
     });
 
     it('answers a chat.completion from one paid llm job, with the usage the worker reported', async () => {

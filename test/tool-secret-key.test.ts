@@ -79,6 +79,8 @@ describe('tool secrets under serve without TOOL_SECRET_KEY', function () {
       auth,
     );
     assert.equal(tool.status, 201, JSON.stringify(tool.body));
+    // The bot is made before any llm worker connects: its model is declared ahead of them.
+    assert.equal((await call('PUT', `/v1/admin/models/${encodeURIComponent(LLM_KIND)}/demo-llm`, {}, admin)).status, 201);
     const bot = await call('POST', '/v1/bots', { name: 'helper', model: 'demo-llm', systemPrompt: 'Be brief.', tools: [tool.body.tool_id], greeting: 'Hi!', allowedOrigins: [SHOP] }, auth);
     assert.equal(bot.status, 201, JSON.stringify(bot.body));
     const operator = await call('POST', '/v1/admin/operators', { name: 'llm', trust: 'open' }, admin);

@@ -3,6 +3,7 @@ import { MAX_MODEL_DESCRIPTION, MAX_MODEL_SCHEMA_BYTES, MAX_WORKER_MODELS, type 
 import type { Engine } from '../sdk/engines/types.js';
 import { SwitchyardWorker } from '../sdk/worker/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 /**
  * The worker SDK's model list (`models` option, `worker.models`, `setModels`): checked against
@@ -66,5 +67,53 @@ describe('worker SDK: the models option', () => {
     assert.deepEqual(w.models, { [LLM]: [{ id: 'a' }, { id: 'b' }] });
     w.setModels({});
     assert.deepEqual(w.models, {});
+  });
+});
+
+describe('worker SDK: models on the wire (protocol 3)', function () {
+  this.timeout(30_000);
+  const prefix = uniquePrefix('sdk-models');
+  let gw: TestGateway;
+  let key: string;
+  let worker: SwitchyardWorker | undefined;
+  const ran: string[] = [];
+  const recording: Engine = async (_kind, input) => {
+    ran.push(String(input.model ?? ''));
+    return { artifacts: [] };
+  };
+
+  before(async () => {
+    gw = await new TestGateway(prefix).start();
+    ({ key } = await gw.account(1000));
+  });
+  after(async () => {
+    await worker?.stop({ timeoutMs: 0 });
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('registers its models, and setModels reroutes it without reconnecting', async () => {
+    worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [IMAGE], handler: recording, logger: silentLogger, models: { [IMAGE]: [{ id: 'sdxl' }] } });
+    await worker.start();
+    const run = async (model: string) => {
+      const res = await gw.submit(key, { kind: IMAGE, input: { prompt: 'p', model } });
+      assert.equal(res.status, 202, res.text);
+      return res.body.run_id as string;
+    };
+    const status = async (id: string) => (await gw.request('GET', `/v1/jobs/${id}`, { key })).body;
+    const first = await run('sdxl');
+    await until('the sdxl job succeeded', async () => (await status(first)).status === 'succeeded');
+    assert.equal((await gw.submit(key, { kind: IMAGE, input: { prompt: 'p', model: 'flux-dev' } })).body.error.code, 'unknown_model', 'flux-dev is not advertised yet');
+    const workerId = worker.workerId;
+    worker.setModels({ [IMAGE]: [{ id: 'sdxl' }, { id: 'flux-dev' }] });
+    await until('the catalogue knows flux-dev', async () => (await gw.stores.models.get(IMAGE, 'flux-dev')) !== null);
+    const flux = await run('flux-dev');
+    await until('the flux-dev job succeeded', async () => (await status(flux)).status === 'succeeded');
+    assert.equal(worker.workerId, workerId, 'the same connection');
+    worker.setModels({ [IMAGE]: [{ id: 'flux-dev' }] });
+    await until('the gateway dropped sdxl from the worker', async () => gw.dispatcher.localWorkers()[0]?.models[IMAGE]?.length === 1);
+    const sdxl = await run('sdxl');
+    assert.equal((await status(sdxl)).waiting_reason, 'no_worker_for_model');
+    assert.deepEqual(ran, ['sdxl', 'flux-dev']);
   });
 });

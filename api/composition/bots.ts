@@ -16,7 +16,7 @@ export interface Bots {
 
 export function buildBots(core: Core, callers: Callers, outbound: Outbound): Bots {
   const { config: c, log } = core;
-  const bots = new BotService({ store: core.stores.bots, auth: core.auth, gate: core.gate, tools: outbound.tools, publicUrl: core.publicUrl.get, config: c });
+  const bots = new BotService({ store: core.stores.bots, auth: core.auth, gate: core.gate, tools: outbound.tools, publicUrl: core.publicUrl.get, config: c, models: callers.llm });
   const botTurns = new BotTurns({
     bots,
     conversations: core.stores.conversations,

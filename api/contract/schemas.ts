@@ -51,7 +51,7 @@ export const submitJobBody = {
 
 export const jobAccepted = {
   type: 'object',
-  required: ['run_id', 'kind', 'status', 'confidentiality', 'class', 'priority', 'created_at'],
+  required: ['run_id', 'kind', 'status', 'confidentiality', 'class', 'priority', 'created_at', 'warnings'],
   properties: {
     run_id: { type: 'string', pattern: '^run_[0-9A-Z]{26}$' },
     kind: { type: 'string' },
@@ -60,14 +60,21 @@ export const jobAccepted = {
     class: { enum: [...JOB_CLASSES] },
     priority: { type: 'integer', minimum: 1, description: 'Scheduler priority, 1 = most urgent.' },
     created_at: isoTime,
+    warnings: {
+      type: 'array',
+      description: "Input fields neither the kind's schema nor its model's names, accepted and forwarded (docs/models.md).",
+      items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },
+    },
   },
 } as const;
+
+const { warnings: _acceptedOnly, ...jobProperties } = jobAccepted.properties;
 
 export const job = {
   type: 'object',
   required: ['run_id', 'kind', 'status', 'terminal', 'confidentiality', 'class', 'priority', 'created_at'],
   properties: {
-    ...jobAccepted.properties,
+    ...jobProperties,
     status: { enum: [...RUN_STATUSES] },
     terminal: { type: 'boolean' },
     started_at: nullable(isoTime),
@@ -75,6 +82,10 @@ export const job = {
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
+    waiting_reason: nullable({
+      enum: ['no_worker_for_kind', 'no_worker_for_model'],
+      description: 'Why a queued run is not leased, when no live worker of its tier or a stronger one serves its kind or its model; null otherwise.',
+    }),
     output: nullable({
       type: 'object',
       required: ['urls', 'files'],
@@ -256,7 +267,7 @@ export const capabilities = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema'],
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema', 'models'],
         properties: {
           kind: { type: 'string' },
           rollout: { enum: ['live', 'rolling_out'] },
@@ -279,6 +290,21 @@ export const capabilities = {
             },
           },
           output_schema: { type: 'object', description: "JSON Schema (2020-12) of a succeeded run's `output`." },
+          models: {
+            type: 'array',
+            description: "The kind's models of the catalogue (docs/models.md), served now or not.",
+            items: {
+              type: 'object',
+              required: ['id', 'description', 'workers', 'workers_by_tier', 'input_schema'],
+              properties: {
+                id: { type: 'string' },
+                description: nullable({ type: 'string' }),
+                workers: { type: 'integer', description: 'Workers connected now that serve this model.' },
+                workers_by_tier: byTier,
+                input_schema: nullable({ type: 'object', description: "JSON Schema (2020-12) extending the kind's, or null." }),
+              },
+            },
+          },
         },
       },
     },
@@ -296,8 +322,26 @@ export const capacity = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'workers', 'slots_free', 'queued'],
-        properties: { kind: { type: 'string' }, workers: { type: 'integer' }, slots_free: { type: 'integer' }, queued: { type: 'integer' } },
+        required: ['kind', 'workers', 'slots_free', 'queued', 'models'],
+        properties: {
+          kind: { type: 'string' },
+          workers: { type: 'integer' },
+          slots_free: { type: 'integer' },
+          queued: { type: 'integer', description: "The kind's queued jobs, its models' included." },
+          models: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['id', 'workers', 'slots_free', 'queued'],
+              properties: {
+                id: { type: 'string' },
+                workers: { type: 'integer' },
+                slots_free: { type: 'integer', description: "Free slots of the workers serving it, within each one's max_concurrency." },
+                queued: { type: 'integer' },
+              },
+            },
+          },
+        },
       },
     },
     updated_at: isoTime,

@@ -104,20 +104,13 @@ export class ChatCompletions {
   }
 
   /**
-   * 503 while no llm worker is connected; then 404 `model_not_found` for a model the catalogue
-   * does not know (OpenAI's answer), and 503 for a known model no connected worker serves now,
-   * rather than a completion that waits for one. `default` reaches any llm worker.
+   * 503 while no llm worker is connected; 404 `model_not_found` for a model the catalogue does
+   * not know (OpenAI's answer). A known model no connected worker serves is the runner's 503.
    */
   private async checkModel(model: string): Promise<void> {
     // No llm worker at all says more than which model is missing.
     await this.opts.llm.assertAvailable();
-    const availability = await this.opts.llm.availability(model);
-    if (availability === 'live') return;
-    if (availability === 'unknown') throw modelNotFound(model, await this.opts.llm.models());
-    throw new ApiError('unavailable', `no connected worker serves the model ${JSON.stringify(model)} right now; retry later (GET /v1/models lists those that are served)`, {
-      headers: { 'Retry-After': '5' },
-      details: { param: 'model' },
-    });
+    if ((await this.opts.llm.availability(model)) === 'unknown') throw modelNotFound(model, await this.opts.llm.models());
   }
 }
 

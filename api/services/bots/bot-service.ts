@@ -3,6 +3,7 @@ import { NotFoundError, ApiError, UnauthorizedError, ValidationError } from '../
 import { hashSecret, sameHash } from '../../../models/credentials.js';
 import { BOT_ID_PATTERN, newBotId, newFlowId, type BotRecord, type FlowRecord } from '../../../models/bot-types.js';
 import type { BotStore } from '../../../models/stores.js';
+import { LLM_KIND, type LlmRunner } from '../llm/llm-runner.js';
 import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
 import type { RequestGate } from '../auth/request-gate.js';
 import type { Config } from '../../main/config.js';
@@ -32,6 +33,8 @@ export interface BotServiceOptions {
   /** Read at each use: with PORT=0 the URL is settled only once the server listens. */
   publicUrl: () => string;
   config: Pick<Config, 'agents'>;
+  /** Whether the bot's model is one of the llm catalogue's (docs/models.md). */
+  models: Pick<LlmRunner, 'availability'>;
 }
 
 /**
@@ -42,11 +45,18 @@ export interface BotServiceOptions {
 export class BotService {
   constructor(private readonly opts: BotServiceOptions) {}
 
-  /** Creates the bot and publishes its flow. Throws 400 `unknown_tool` for a tool the account does not have. */
+  /**
+   * Creates the bot and publishes its flow. Throws 400 `unknown_tool` for a tool the account
+   * does not have, and `unknown_model` for a model the llm catalogue does not know (a known
+   * model no worker serves yet is accepted: its turns wait for one).
+   */
   async create(accountId: string, input: CreateBotInput): Promise<BotRecord> {
     const allowedOrigins = normalizeOrigins(input.allowedOrigins ?? []);
     const tools = input.tools ?? [];
     await this.opts.tools.resolve(accountId, tools);
+    if ((await this.opts.models.availability(input.model)) === 'unknown') {
+      throw new ApiError('unknown_model', `${LLM_KIND} has no model ${JSON.stringify(input.model)}: name one of GET /v1/models (or default)`, { details: { path: '/model', kind: LLM_KIND, model: input.model } });
+    }
     const now = new Date().toISOString();
     const id = newBotId();
     const flow: FlowRecord = {

@@ -102,10 +102,20 @@ export class LlmRunner {
     return workers > 0 ? 'live' : 'no_worker';
   }
 
+  /**
+   * Runs one step. 503 at once while no llm worker is connected, or none serves the model (a
+   * step waits for a free worker, never for one to appear); an unknown model is the job's 400.
+   */
   async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
     await this.assertAvailable();
-    // `default` names no model: the job goes to the kind's default queue.
     const { model, ...rest } = request;
+    if (model !== undefined && (await this.availability(model)) === 'no_worker') {
+      throw new ApiError('unavailable', `no connected worker serves the model ${JSON.stringify(model)} right now; retry later (GET /v1/models lists those that are served)`, {
+        headers: { 'Retry-After': '5' },
+        details: { param: 'model' },
+      });
+    }
+    // `default` names no model: the job goes to the kind's default queue.
     const input = (model === undefined || model === DEFAULT_MODEL ? rest : request) as unknown as Record<string, unknown>;
     const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input, class: 'interactive' });
     opts.onAccepted?.(run.run_id);
