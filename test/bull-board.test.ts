@@ -19,6 +19,7 @@ describe('Bull Board at /admin/queues', function () {
   let gw: TestGateway;
   let browser: Browser;
   let runId: string;
+  let key: string;
 
   /** A browser context that reaches only the gateway. */
   async function context(httpCredentials?: { username: string; password: string }): Promise<BrowserContext> {
@@ -31,7 +32,7 @@ describe('Bull Board at /admin/queues', function () {
     const executablePath = requireProgram(this, CHROMIUM);
     gw = await new TestGateway(prefix).start();
     // No worker: the job stays in its queue, so the board has a count to show.
-    const { key } = await gw.account(100);
+    ({ key } = await gw.account(100));
     const submitted = await gw.submit(key);
     assert.equal(submitted.status, 202, submitted.text);
     runId = submitted.body.run_id;
@@ -97,6 +98,18 @@ describe('Bull Board at /admin/queues', function () {
     const image = res.body.queues.find((q: { name: string }) => q.name === 'inference.image.generate.open');
     assert.equal(image.counts.prioritized + image.counts.waiting, 1);
     assert.equal(image.readOnlyMode, true);
+  });
+
+  it("shows a model's queue once a job names the model, without a restart", async () => {
+    const declared = await gw.request('PUT', '/v1/admin/models/inference:image:generate/sdxl-turbo', { headers: BEARER, body: {} });
+    assert.equal(declared.status, 201, declared.text);
+    const submitted = await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'a cat', model: 'sdxl-turbo' } });
+    assert.equal(submitted.status, 202, submitted.text);
+    const res = await gw.request('GET', '/admin/queues/api/queues', { headers: BEARER });
+    const queue = res.body.queues.find((q: { name: string }) => q.name === 'inference.image.generate.open~sdxl-turbo');
+    assert.ok(queue, 'the model queue is listed');
+    assert.equal(queue.counts.prioritized + queue.counts.waiting, 1);
+    assert.equal(queue.readOnlyMode, true);
   });
 
   it('guards the page, its static assets and its API: 401 without credentials or with wrong ones, 200 with the bearer or basic auth', async () => {

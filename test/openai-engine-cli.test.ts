@@ -64,6 +64,8 @@ describe('switchyard worker --engine openai', function () {
     const { code, stderr } = await runWorker(['--engine', 'openai', '--backend-url', upstream.url, '--backend-key', BACKEND_KEY], async () => {
       await until('the worker is registered', async () => (await modelIds()).length > 0, 60_000);
       assert.deepEqual(await modelIds(), ['llama3.1:8b', 'qwen2.5:7b']);
+      const caps = (await gw.request('GET', '/v1/capabilities', { key })).body.kinds.find((k: { kind: string }) => k.kind === 'inference:llm:text-generate');
+      assert.deepEqual(caps.models.map((m: { id: string; workers: number }) => [m.id, m.workers]), [['llama3.1:8b', 1], ['qwen2.5:7b', 1]]);
       const res = await gw.request('POST', '/v1/chat/completions', { key, body: { model: 'qwen2.5:7b', messages: [{ role: 'user', content: 'ping' }] } });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.choices[0].message.content, 'You said: ping');

@@ -134,7 +134,7 @@ export class Gateway {
     });
     const app = createApp(services, this.log);
     // After the router: no route lives under /admin/queues, so its requests fall through to the board.
-    app.use(bullBoard({ adminToken: c.adminToken, queues: [...core.queues.all(), outbound.webhookQueue.queue] }));
+    app.use(bullBoard({ adminToken: c.adminToken, queues: async () => [...(await core.queues.known()), outbound.webhookQueue.queue] }));
     const http = new HttpListener({
       host: c.host,
       port: c.port,

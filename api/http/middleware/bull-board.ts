@@ -39,8 +39,12 @@ export const BASIC_CHALLENGE = 'Basic realm="Switchyard admin"';
 export interface BullBoardOptions {
   /** Unset: the board is off and its paths answer 404 (nothing to log in to, so no prompt). */
   adminToken: string | undefined;
-  /** The process's own Queue objects: the board reuses their connection instead of opening one per queue. */
-  queues: Queue[];
+  /**
+   * The deployment's queues, asked at each board request, since model queues appear as jobs
+   * name new models: the process's own Queue objects, so the board reuses their connection
+   * instead of opening one per queue.
+   */
+  queues: () => Promise<Queue[]>;
 }
 
 /**
@@ -58,7 +62,7 @@ export function bullBoard(opts: BullBoardOptions): Middleware<RequestState> {
     };
   }
   const admin = authenticateAdmin(opts.adminToken);
-  const board = mountBoard(opts.queues);
+  const board = mountBoard();
   return async (ctx, next) => {
     if (!under(ctx.path)) return next();
     try {
@@ -72,19 +76,27 @@ export function bullBoard(opts: BullBoardOptions): Middleware<RequestState> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new ApiError('method_not_allowed', 'the queue board is read-only', { headers: { Allow: 'GET, HEAD' } });
     }
-    await board(ctx as never, next);
+    await board.refresh(await opts.queues());
+    await board.middleware(ctx as never, next);
     ctx.set('Content-Security-Policy', BULL_BOARD_CSP);
     if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = ctx.body.replace(EXTERNAL_LINK, '');
   };
 }
 
 /** @bull-board/koa mounts its own Koa app (koa-mount); it is built for Koa 3 and @koa/router 15. */
-function mountBoard(queues: Queue[]) {
+function mountBoard() {
   const server = new KoaAdapter().setBasePath(BULL_BOARD_PATH);
-  createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
-    serverAdapter: server,
-    options: { uiConfig: { boardTitle: 'Switchyard queues' } },
-  });
-  return server.registerPlugin();
+  const { addQueue } = createBullBoard({ queues: [], serverAdapter: server, options: { uiConfig: { boardTitle: 'Switchyard queues' } } });
+  const shown = new Set<string>();
+  return {
+    middleware: server.registerPlugin(),
+    /** Adds the queues the board does not show yet (a model's queue made since the last request). */
+    refresh(queues: Queue[]): void {
+      for (const queue of queues) {
+        if (shown.has(queue.name)) continue;
+        shown.add(queue.name);
+        addQueue(new BullMQAdapter(queue, { readOnlyMode: true }));
+      }
+    },
+  };
 }
