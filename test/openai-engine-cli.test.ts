@@ -103,7 +103,7 @@ describe('switchyard worker --engine openai', function () {
       [['--engine', 'openai', '--backend-url', upstream.url, '--models', '/abs.gguf'], 2, /--models: "\/abs.gguf" is not a model id/],
       [['--engine', 'openai', '--backend-url', upstream.url, '--kinds', 'inference:image:generate'], 2, new RegExp(`serves ${LLM_KIND} only`)],
       [['--engine', 'openai', '--backend-url', upstream.url, '--demo-delay-ms', '5'], 2, /--demo-delay-ms is for --engine demo/],
-      [['--kinds', LLM_KIND, '--backend-url', upstream.url], 2, /--backend-url and --backend-key are for --engine openai/],
+      [['--kinds', LLM_KIND, '--backend-url', upstream.url], 2, /--backend-url is for --engine openai/],
     ];
     try {
       // Two processes at a time: each loads the TypeScript sources.

@@ -5,6 +5,7 @@ import { createAccount, createKey } from './commands/accounts.js';
 import { dev } from './commands/dev.js';
 import { serve } from './commands/serve.js';
 import { worker } from './commands/worker.js';
+import { ENGINE_FLAGS, ENGINES } from './commands/engines/index.js';
 
 /** The `switchyard` command: parses the command line and hands it to the module of its command (commands/). */
 
@@ -20,26 +21,7 @@ Commands:
                                          outside development; serve refuses it)
   accounts create --name N [--credits C] create an account; prints it and its first API key as JSON
   keys create --account ID [--name N]    create another API key for an account; prints it as JSON
-  worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
-         [--engine demo] [--demo-delay-ms N] [--models m1,m2] [--attestation-key FILE]
-                                         run a worker that connects to a gateway and runs its jobs with
-                                         an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
-                                         --models: the LLM models it serves, listed by GET /v1/models
-                                         (default for the demo engine: demo-llm);
-                                         the token may also come from SWITCHYARD_WORKER_TOKEN; stops
-                                         gracefully on SIGTERM/SIGINT (a second signal aborts running jobs);
-                                         --tier private needs --attestation-key: a local verifier's ES384
-                                         private JWK (kid, optional iss) that signs TEST evidence, which
-                                         proves nothing about the hardware (docs/confidentiality.md)
-  worker --gateway URL --token T --engine openai --backend-url URL [--backend-key K] [--models m1,m2]
-                                         an llm worker in front of an OpenAI-compatible inference server
-                                         (vLLM, llama-server, Ollama, LM Studio, TGI): --backend-url is
-                                         its base URL with /v1 (e.g. http://127.0.0.1:8000/v1), the key
-                                         (or SWITCHYARD_BACKEND_KEY) is sent to it as a bearer; without
-                                         --models it serves the models the server's /v1/models lists,
-                                         and exits 1 if it cannot be asked or lists none; --tier, --slots
-                                         and --attestation-key as above (docs/engines.md)
-  run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
+${ENGINES.map((e) => `  ${e.usage}\n`).join('')}  run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
                                          submit a job with the client library; --wait follows it to
                                          the end (switchyard run --help for all options)
   verify <run_id> --jwks FILE|URL        check a private run's attestation chain and artifacts
@@ -67,11 +49,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       tier: { type: 'string' },
       slots: { type: 'string' },
       engine: { type: 'string' },
-      'demo-delay-ms': { type: 'string' },
       models: { type: 'string' },
       'attestation-key': { type: 'string' },
-      'backend-url': { type: 'string' },
-      'backend-key': { type: 'string' },
+      ...ENGINE_FLAGS,
       // dev
       'allow-local': { type: 'string' },
     },
