@@ -38,6 +38,10 @@ export interface FleetSnapshot {
   kinds: Record<string, KindCounts>;
 }
 
+const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };
+/** Workers of `byTier` that may take a job of `tier`: those of that tier or a stronger one. */
+export const workersServing = (byTier: ByTier, tier: Tier): number => TIERS.reduce((n, t) => n + (TIER_RANK[t] >= TIER_RANK[tier] ? byTier[t] : 0), 0);
+
 const emptySnapshot = (): FleetSnapshot => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, kinds: {} });
 const emptyKind = (): KindCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, models: {}, without_models: 0 });
 const emptyModel = (): ModelCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, free: 0 });

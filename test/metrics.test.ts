@@ -8,6 +8,7 @@ import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import type { Engine } from '../sdk/engines/types.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
+import { MODEL_ID_PATTERN } from '../sdk/protocol/index.js';
 import { Exposition } from './helpers/exposition.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
@@ -29,6 +30,8 @@ const AGREED: Record<string, { type: string; labels: string[] }> = {
   switchyard_jobs_failed_total: { type: 'counter', labels: ['kind', 'tier'] },
   switchyard_jobs_canceled_total: { type: 'counter', labels: ['kind', 'tier'] },
   switchyard_queue_jobs: { type: 'gauge', labels: ['kind', 'tier', 'state'] },
+  switchyard_model_jobs: { type: 'gauge', labels: ['kind', 'model', 'state'] },
+  switchyard_model_jobs_without_worker: { type: 'gauge', labels: ['kind', 'model'] },
   switchyard_job_wait_seconds: { type: 'histogram', labels: ['kind', 'tier'] },
   switchyard_job_run_seconds: { type: 'histogram', labels: ['kind', 'tier', 'status'] },
   switchyard_dispatch_latency_seconds: { type: 'histogram', labels: ['kind', 'tier'] },
@@ -51,7 +54,9 @@ const ENUMS: Record<string, (v: string) => boolean> = {
   method: (v) => ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'].includes(v),
   route: (v) => v === 'unmatched' || /^\/[a-z0-9/_.{}-]*$/.test(v),
   status_class: (v) => ['1xx', '2xx', '3xx', '4xx', '5xx'].includes(v),
-  state: (v) => ['waiting', 'prioritized', 'delayed', 'active', 'busy', 'free'].includes(v),
+  state: (v) => ['waiting', 'prioritized', 'delayed', 'active', 'busy', 'free', 'queued', 'running'].includes(v),
+  // Bounded by the model catalogue (declared or advertised ids), never by what callers send.
+  model: (v) => new RegExp(MODEL_ID_PATTERN).test(v),
   status: (v) => ['succeeded', 'failed', 'canceled'].includes(v),
   reason: (v) => ['disconnect', 'heartbeat', 'gateway_lost', 'shutdown'].includes(v),
   surface: (v) => ['caller', 'worker', 'bot'].includes(v),

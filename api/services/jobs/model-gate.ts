@@ -1,6 +1,6 @@
-import type { FleetSnapshot } from '../../../dispatch/fleet-counters.js';
+import { workersServing, type FleetSnapshot } from '../../../dispatch/fleet-counters.js';
 import { ApiError, ValidationError } from '../../../models/errors.js';
-import { TIERS, type KindSpec, type Tier } from '../../../models/kinds.js';
+import type { KindSpec } from '../../../models/kinds.js';
 import { modelInputCheck, nearest } from '../../../models/model-schema.js';
 import type { ModelStore } from '../../../models/stores.js';
 import type { InputWarning, RunRecord } from '../../../models/types.js';
@@ -12,9 +12,6 @@ export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model';
 /** At most this many model ids are listed in an `unknown_model` error. */
 const MAX_LISTED = 100;
 
-const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };
-/** Workers of `byTier` that may take a job of `tier`: those of that tier or a stronger one. */
-const servingTier = (byTier: Record<Tier, number>, tier: Tier) => TIERS.reduce((n, t) => n + (TIER_RANK[t] >= TIER_RANK[tier] ? byTier[t] : 0), 0);
 
 export interface ModelGateOptions {
   /** The model catalogue: what a job may name (admin API and workers' advertisements). */
@@ -58,9 +55,9 @@ export class ModelGate {
 /** Why `run` (queued) waits, from the fleet as it is now; null when some live worker could take it. */
 export function waitingReason(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>, fleet: FleetSnapshot): WaitingReason | null {
   const kind = fleet.kinds[run.kind];
-  if (!kind || servingTier(kind.by_tier, run.confidentiality) === 0) return 'no_worker_for_kind';
+  if (!kind || workersServing(kind.by_tier, run.confidentiality) === 0) return 'no_worker_for_kind';
   const id = routedModel(run.input);
   if (id === null) return null;
   const model = kind.models[id];
-  return !model || servingTier(model.by_tier, run.confidentiality) === 0 ? 'no_worker_for_model' : null;
+  return !model || workersServing(model.by_tier, run.confidentiality) === 0 ? 'no_worker_for_model' : null;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
+import { workersServing, type FleetCounters } from '../../../dispatch/fleet-counters.js';
 import type { WorkerInfo } from '../../../dispatch/worker-info.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { KIND_NAMES, TIERS } from '../../../models/kinds.js';
@@ -10,6 +11,8 @@ import { QueueDepth } from './queue-depth.js';
 export interface LiveSources {
   /** For `switchyard_queue_jobs` (fleet-wide, from Redis). */
   queues: JobQueues;
+  /** The fleet of every instance, for the jobs of a model that no live worker can take. */
+  fleet?: Pick<FleetCounters, 'read'>;
   /** The workers connected to this process. */
   localWorkers: () => readonly WorkerInfo[];
   /** Open SSE streams of this process. */
@@ -42,12 +45,40 @@ export function registerLiveGauges(registers: Registry[], src: LiveSources): voi
   };
   const depth = new QueueDepth({ queues: src.queues, cacheMs: src.queueCacheMs });
 
-  live('switchyard_queue_jobs', 'Jobs in the queues of every instance, by state (read from Redis, cached 1 s)', ['kind', 'tier', 'state'], async (g) => {
+  /** The queue counts, or null when Redis does not answer: the rest of the scrape is still worth having. */
+  const rows = async () => {
     try {
-      for (const row of await depth.read()) for (const state of QUEUE_STATES) g.set({ kind: row.kind, tier: row.tier, state }, row[state]);
+      return await depth.read();
     } catch (err) {
-      // The rest of the scrape is still worth having; the missing series show the gap.
       src.log.warn({ err }, 'metrics: could not read the queue counts');
+      return null;
+    }
+  };
+
+  // A kind's jobs summed over its default queue and its model queues: the series an operator
+  // had before routing by model, and still the one to alert on for a kind.
+  live('switchyard_queue_jobs', 'Jobs in the queues of every instance, by state (read from Redis, cached 1 s)', ['kind', 'tier', 'state'], async (g) => {
+    for (const row of (await rows()) ?? []) for (const state of QUEUE_STATES) g.inc({ kind: row.kind, tier: row.tier, state }, row[state]);
+  });
+
+  // One series per model of the catalogue that has had a job: bounded by the models operators
+  // declare and workers advertise, never by what callers submit (unknown models are refused).
+  live('switchyard_model_jobs', 'Jobs naming a model, queued or running, in every tier (read from Redis, cached 1 s)', ['kind', 'model', 'state'], async (g) => {
+    for (const row of (await rows()) ?? []) {
+      if (row.model === null) continue;
+      g.inc({ kind: row.kind, model: row.model, state: 'queued' }, row.waiting + row.prioritized + row.delayed);
+      g.inc({ kind: row.kind, model: row.model, state: 'running' }, row.active);
+    }
+  });
+
+  live('switchyard_model_jobs_without_worker', 'Queued jobs of a model that no live worker of their tier (or a stronger one) serves', ['kind', 'model'], async (g) => {
+    const [depths, fleet] = await Promise.all([rows(), src.fleet?.read().catch((err: unknown) => src.log.warn({ err }, 'metrics: could not read the fleet'))]);
+    if (!depths || !fleet) return;
+    for (const row of depths) {
+      if (row.model === null) continue;
+      const served = fleet.kinds[row.kind]?.models[row.model];
+      const stranded = served && workersServing(served.by_tier, row.tier) > 0 ? 0 : row.waiting + row.prioritized + row.delayed;
+      g.inc({ kind: row.kind, model: row.model }, stranded);
     }
   });
 

@@ -1,9 +1,12 @@
 import type { JobQueues } from '../../../queues/job-queues.js';
-import { KINDS, TIERS, type Tier } from '../../../models/kinds.js';
+import type { Tier } from '../../../models/kinds.js';
+import { parseQueueName } from '../../../queues/queue-names.js';
 
 export interface QueueDepthRow {
   kind: string;
   tier: Tier;
+  /** Null for a kind's default queue (jobs naming no model). */
+  model: string | null;
   waiting: number;
   prioritized: number;
   delayed: number;
@@ -19,10 +22,11 @@ export interface QueueDepthOptions {
 }
 
 /**
- * How many jobs wait and run in every queue (kind x tier), fleet-wide: read from Redis at
- * scrape time, as the queues hold them. The counts of all 33 queues are asked at once on the
- * shared auto-pipelining connection, so a read is one round trip; several Prometheus servers
- * scraping several instances share a read per second per instance (as FleetService does).
+ * How many jobs wait and run in every queue (kind x tier, and kind x tier x model), fleet-wide:
+ * read from Redis at scrape time, as the queues hold them. The counts of all queues are asked at
+ * once on the shared auto-pipelining connection, so a read is two round trips (the set of model
+ * queues, then the counts) whatever the number of queues; several Prometheus servers scraping
+ * several instances share a read per second per instance (as FleetService does).
  */
 export class QueueDepth {
   private cached?: { at: number; value: Promise<QueueDepthRow[]> };
@@ -42,15 +46,16 @@ export class QueueDepth {
     return this.cached.value;
   }
 
-  private count(): Promise<QueueDepthRow[]> {
-    return Promise.all(
-      KINDS.flatMap(({ kind }) =>
-        TIERS.map(async (tier) => {
-          const c = await this.opts.queues.queue(kind, tier).getJobCounts('wait', 'prioritized', 'delayed', 'active');
-          return { kind, tier, waiting: c.wait ?? 0, prioritized: c.prioritized ?? 0, delayed: c.delayed ?? 0, active: c.active ?? 0 };
-        }),
-      ),
+  private async count(): Promise<QueueDepthRow[]> {
+    const rows = await Promise.all(
+      (await this.opts.queues.known()).map(async (queue) => {
+        const at = parseQueueName(queue.name);
+        if (!at) return null;
+        const c = await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+        return { ...at, waiting: c.wait ?? 0, prioritized: c.prioritized ?? 0, delayed: c.delayed ?? 0, active: c.active ?? 0 };
+      }),
     );
+    return rows.filter((r) => r !== null);
   }
 
   /** A scrape must not hang on a Redis that does not answer (ioredis retries for a long while). */
