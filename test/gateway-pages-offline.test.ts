@@ -29,7 +29,7 @@ describe('pages the gateway serves load nothing from outside it', function () {
   before(async () => {
     gw = await new TestGateway(prefix).start();
     const { key } = await gw.account(100);
-    const bot = await gw.request('POST', '/v1/bots', { key, body: { name: 'helper', model: 'demo-llm', systemPrompt: 'Be brief.', tools: [], allowedOrigins: ['https://shop.example'] } });
+    const bot = await gw.request('POST', '/v1/bots', { key, body: { name: 'helper', model: 'default', systemPrompt: 'Be brief.', tools: [], allowedOrigins: ['https://shop.example'] } });
     assert.equal(bot.status, 201, bot.text);
     pages = [
       { name: 'the queue board', url: `${gw.url}/admin/queues`, headers: ADMIN },

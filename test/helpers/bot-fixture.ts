@@ -47,6 +47,9 @@ export class BotFixture {
       TOOL_SECRET_KEY: randomBytes(32).toString('base64'),
       ...this.env,
     }).start();
+    // Bots are made before any llm worker connects, so their model is declared ahead, as an operator would.
+    const declared = await this.gw.request('PUT', `/v1/admin/models/${encodeURIComponent(LLM_KIND)}/demo-llm`, { body: {}, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(declared.status, 201, declared.text);
     return this;
   }
 
