@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { checkModelSchema } from '../models/model-schema.js';
+import { fileFields, findKind } from '../models/kinds.js';
+import { type CogEngine, type CogEngineOptions, createCogEngine } from '../sdk/engines/cog/index.js';
+import type { EngineContext } from '../sdk/engines/types.js';
+import { CogServer, type Script, imageModelSchema, textModelSchema } from './helpers/cog-server.js';
+import { samplePng } from './helpers/sample-files.js';
+import { until } from './helpers/harness.js';
+
+/**
+ * The Cog engine (sdk/engines/cog) alone, against a server that speaks Cog's documented HTTP API
+ * (test/helpers/cog-server.ts). The worker command in front of a real gateway is in
+ * cog-engine-cli.test.ts.
+ */
+
+const VIDEO = 'inference:video:generate';
+const LLM = 'inference:llm:text-generate';
+
+function kindFields(kindName: string) {
+  const kind = findKind(kindName)!;
+  const props = (kind.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  return { properties: props, files: Object.fromEntries(Object.keys(fileFields(kind)).map((f) => [f, props[f]])) };
+}
+
+const deferred = () => {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+};
+
+const png = samplePng(8, 5);
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** A lease context as the worker SDK gives handlers, recording what the engine reports. */
+function leaseContext(dir: string, signal = new AbortController().signal) {
+  const logs: string[] = [];
+  const deltas: string[] = [];
+  const ctx: EngineContext = {
+    signal,
+    progress: () => {},
+    log: (l) => void logs.push(l),
+    output: (d) => void deltas.push(d),
+    inputFile: async (field) => {
+      const file = path.join(dir, field);
+      await writeFile(file, png);
+      return { path: file, size: png.length, contentType: 'image/png', sha256: sha(png) };
+    },
+  };
+  return { ctx, logs, deltas };
+}
+
+const rejectsWith = (p: Promise<unknown>, code: string, retryable: boolean, message: RegExp) =>
+  assert.rejects(p, (err: any) => {
+    assert.equal(err.code, code, String(err));
+    assert.equal(err.retryable, retryable);
+    assert.match(err.message, message);
+    return true;
+  });
+
+describe('Cog engine', function () {
+  this.timeout(20_000);
+  let dir: string;
+  const open: Array<CogServer | CogEngine> = [];
+  const serve = async (schema = imageModelSchema()) => {
+    const server = await new CogServer(schema).start();
+    open.push(server);
+    return server;
+  };
+  const engine = async (server: CogServer, over: Partial<CogEngineOptions> = {}) => {
+    const e = await createCogEngine({ cogUrl: server.url, kind: VIDEO, kindFields: kindFields(VIDEO), healthIntervalMs: 50, readyTimeoutMs: 5000, ...over });
+    open.push(e);
+    return e;
+  };
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'cog-engine-'));
+  });
+  afterEach(async () => {
+    for (const o of open.splice(0)) await ('close' in o ? o.close() : o.stop()).catch(() => {});
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  describe('the advertised model', () => {
+    it("is Cog's Input as a schema the gateway takes: ordered, enums inlined, Cog's keywords gone, the kind's file field kept a file", async () => {
+      const e = await engine(await serve());
+      assert.equal(e.model.id, 'cog', "from info.title, Cog's default");
+      const schema = e.model.input_schema as any;
+      assert.deepEqual(Object.keys(schema.properties), ['prompt', 'image', 'steps', 'scheduler', 'seed', 'guidance'], 'in x-order, mask left out');
+      assert.deepEqual(schema.required, ['prompt', 'image']);
+      assert.deepEqual(schema.properties.scheduler, { enum: ['DDIM', 'K_EULER', 'DPMSolverMultistep'], type: 'string', default: 'K_EULER', description: 'The sampler' });
+      assert.deepEqual(schema.properties.steps, { type: 'integer', title: 'Steps', default: 20, minimum: 1, maximum: 50 });
+      assert.deepEqual(schema.properties.seed, { type: 'integer', title: 'Seed', description: 'Random seed; leave blank to randomize' });
+      assert.deepEqual(schema.properties.image['x-switchyard-file'], { accept: ['image/png', 'image/jpeg', 'image/webp'] });
+      assert.equal(schema.properties.image.format, undefined);
+      assert.doesNotThrow(() => checkModelSchema(findKind(VIDEO)!, schema));
+      assert.deepEqual(e.dropped.map((d) => d.field), ['mask']);
+    });
+
+    it('leaves out inputs whose type contradicts the kind, and file inputs the kind has no field for', async () => {
+      const schema = imageModelSchema() as any;
+      schema.components.schemas.Input.properties.fps = { type: 'string', title: 'Fps', 'x-order': 7 };
+      const e = await engine(await serve(schema), { modelId: 'acme/video' });
+      assert.equal(e.model.id, 'acme/video');
+      assert.equal((e.model.input_schema as any).properties.fps, undefined);
+      assert.deepEqual(e.dropped.map((d) => d.field).sort(), ['fps', 'mask']);
+      assert.doesNotThrow(() => checkModelSchema(findKind(VIDEO)!, e.model.input_schema));
+    });
+  });
+
+  describe('readiness', () => {
+    it('waits while the server is STARTING, and starts once it is READY', async () => {
+      const server = await serve();
+      server.health = 'STARTING';
+      let ready = false;
+      const pending = engine(server).then((e) => ((ready = true), e));
+      await until('the engine asked again and again', async () => server.healthChecks >= 3);
+      assert.equal(ready, false);
+      server.health = 'READY';
+      await pending;
+      assert.ok(ready);
+    });
+
+    it('gives up on SETUP_FAILED at once, quoting setup logs', async () => {
+      const server = await serve();
+      server.health = 'SETUP_FAILED';
+      server.setupLogs = 'loading weights\nCUDA out of memory\n';
+      await assert.rejects(engine(server, { readyTimeoutMs: 60_000 }), /SETUP_FAILED.*\n[\s\S]*CUDA out of memory/);
+    });
+
+    it('gives up after the time allowed when it never becomes READY', async () => {
+      const server = await serve();
+      server.health = 'STARTING';
+      await assert.rejects(engine(server, { readyTimeoutMs: 300 }), /not READY within .* \(last: status STARTING\)/);
+    });
+  });
+
+  describe('a prediction', () => {
+    it("passes the job's Cog inputs, the file as a data URI, and turns logs and output files into log lines and artifacts", async () => {
+      const server = await serve();
+      const mp4 = Buffer.from('not really an mp4');
+      server.files.set('clip.mp4', { type: 'video/mp4', data: mp4 });
+      server.files.set('frames.json', { type: 'application/json', data: Buffer.from('{"frames":2}') });
+      server.scripts.push({
+        steps: [
+          { log: 'loading\nstep 1/2' },
+          { yield: `data:image/png;base64,${png.toString('base64')}` },
+          { log: '\nstep 2/2\n' },
+          { yield: `${server.url}/files/clip.mp4` },
+          { yield: `${server.url}/files/frames.json` },
+        ],
+      });
+      const e = await engine(server);
+      const { ctx, logs, deltas } = leaseContext(dir);
+      const result = await e.handler(VIDEO, { prompt: 'a cat', image: 'file_x', steps: 4, scheduler: 'DDIM', model: 'cog', width: 64 }, ctx);
+      const sent = server.created[0];
+      assert.deepEqual(Object.keys(sent.input).sort(), ['image', 'prompt', 'scheduler', 'steps'], 'only what Cog declares (model and width are not its)');
+      assert.equal(sent.input.image, `data:image/png;base64,${png.toString('base64')}`);
+      assert.equal(sent.headers.prefer, 'respond-async');
+      assert.ok(sent.webhook?.startsWith('http://127.0.0.1:'), sent.webhook);
+      assert.deepEqual(logs, ['loading', 'step 1/2', 'step 2/2']);
+      assert.deepEqual(deltas, [], 'files are not text');
+      assert.deepEqual(result.artifacts.map((a) => [a.name, a.contentType]), [['output-0.png', 'image/png'], ['clip.mp4', 'video/mp4'], ['frames.json', 'application/json']]);
+      assert.deepEqual(result.artifacts[0].data, png);
+      assert.deepEqual(result.artifacts[1].data, mp4);
+      assert.deepEqual(result.extra, { cog_output: ['output-0.png', 'clip.mp4', 'frames.json'] });
+    });
+
+    it("streams an iterator's text as output deltas while it runs, and reports the whole text", async () => {
+      const server = await serve(textModelSchema());
+      const gate = deferred();
+      server.scripts.push({ steps: [{ yield: 'Onions' }, { yield: ' bloom' }, { wait: gate.promise }, { yield: ' at dusk' }] });
+      const e = await createCogEngine({ cogUrl: server.url, kind: LLM, kindFields: kindFields(LLM), healthIntervalMs: 50 });
+      open.push(e);
+      assert.equal(e.model.id, 'tiny-llama');
+      const { ctx, deltas } = leaseContext(dir);
+      const run = e.handler(LLM, { prompt: 'haiku', max_tokens: 8 }, ctx);
+      await until('the first deltas arrive before the prediction ends', async () => deltas.length === 2);
+      gate.resolve();
+      const result = await run;
+      assert.deepEqual(deltas, ['Onions', ' bloom', ' at dusk']);
+      assert.equal(result.extra?.text, 'Onions bloom at dusk');
+      assert.deepEqual(result.artifacts, []);
+    });
+
+    it('is cancelled on the server when the lease is', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ log: 'working\n' }, { wait: new Promise(() => {}) }] });
+      const e = await engine(server);
+      const ac = new AbortController();
+      const { ctx, logs } = leaseContext(dir, ac.signal);
+      const run = e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, ctx);
+      await until('the prediction runs', async () => logs.length === 1);
+      ac.abort(new DOMException('canceled', 'AbortError'));
+      await assert.rejects(run, { name: 'AbortError' });
+      assert.deepEqual(server.cancels, [server.created[0].id]);
+      await until('the server stopped it', async () => server.running() === 0);
+    });
+
+    it('fails, not retryable, when the prediction fails', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ log: 'oops\n' }, { fail: 'ValueError: prompt too spicy' }] } satisfies Script);
+      const e = await engine(server);
+      const { ctx, logs } = leaseContext(dir);
+      await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, ctx), 'prediction_failed', false, /prompt too spicy/);
+      assert.deepEqual(logs, ['oops']);
+      assert.deepEqual(server.cancels, []);
+    });
+
+    it('fails, not retryable, when Cog refuses the input with 422', async () => {
+      const server = await serve();
+      const e = await engine(server);
+      const { ctx } = leaseContext(dir);
+      await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x', steps: 99 }, ctx), 'bad_input', false, /422.*less than or equal to 50/);
+    });
+
+    it('fails retryable when the server goes away mid-prediction', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ log: 'working\n' }, { wait: new Promise(() => {}) }] });
+      const e = await engine(server);
+      const { ctx, logs } = leaseContext(dir);
+      const run = e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, ctx);
+      await until('the prediction runs', async () => logs.length === 1);
+      await server.kill();
+      await rejectsWith(run, 'upstream_unavailable', true, /went away/);
+    });
+
+    it('fails retryable when Cog cannot reach the webhook', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ wait: new Promise(() => {}) }] });
+      const e = await engine(server, { webhookUrl: 'http://127.0.0.1:9', firstWebhookMs: 200 });
+      const { ctx } = leaseContext(dir);
+      await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, ctx), 'upstream_unavailable', true, /no webhook .*--cog-webhook-url/);
+      assert.deepEqual(server.cancels, [server.created[0].id], 'the orphan prediction is cancelled');
+    });
+  });
+});
