@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,13 +9,13 @@ import { fileFields, findKind } from '../models/kinds.js';
 import { type CogEngine, type CogEngineOptions, createCogEngine } from '../sdk/engines/cog/index.js';
 import type { EngineContext } from '../sdk/engines/types.js';
 import { CogServer, type Script, imageModelSchema, textModelSchema } from './helpers/cog-server.js';
-import { samplePng } from './helpers/sample-files.js';
-import { until } from './helpers/harness.js';
+import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { dataUri, samplePng } from './helpers/sample-files.js';
 
 /**
- * The Cog engine (sdk/engines/cog) alone, against a server that speaks Cog's documented HTTP API
- * (test/helpers/cog-server.ts). The worker command in front of a real gateway is in
- * cog-engine-cli.test.ts.
+ * The Cog engine (sdk/engines/cog) against a server that speaks Cog's documented HTTP API
+ * (test/helpers/cog-server.ts): alone, then as `switchyard worker --engine cog` (real processes
+ * of the real bin) in front of a real gateway.
  */
 
 const VIDEO = 'inference:video:generate';
@@ -236,5 +237,101 @@ describe('Cog engine', function () {
       await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, ctx), 'upstream_unavailable', true, /no webhook .*--cog-webhook-url/);
       assert.deepEqual(server.cancels, [server.created[0].id], 'the orphan prediction is cancelled');
     });
+  });
+});
+
+describe('switchyard worker --engine cog', function () {
+  // CLI processes load the TypeScript sources: seconds each on a loaded machine.
+  this.timeout(120_000);
+  const prefix = uniquePrefix('cog-engine-cli');
+  const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
+  let gw: TestGateway, key: string, token: string;
+
+  /** Runs the worker until `whileUp` is done, then SIGTERM; resolves with its exit code and stderr. */
+  async function runWorker(args: string[], whileUp: () => Promise<void>): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--engine', 'cog', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      await whileUp();
+    } catch (err) {
+      (err as Error).message += `\nworker stderr: ${stderr}`;
+      throw err;
+    } finally {
+      child.kill('SIGTERM');
+    }
+    return { code: await exited, stderr };
+  }
+
+  before(async () => {
+    gw = await new TestGateway(prefix).start();
+    ({ key } = await gw.account(1000));
+    token = await gw.workerToken();
+  });
+  after(async () => {
+    await gw?.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('advertises the model with its input schema, which refuses a typo, and runs jobs end to end with downloadable artifacts', async () => {
+    const server = await new CogServer(imageModelSchema()).start();
+    try {
+      const mp4 = Buffer.from('an mp4, as far as this test cares');
+      server.files.set('clip.mp4', { type: 'video/mp4', data: mp4 });
+      const frame = samplePng(4, 9);
+      server.scripts.push({ steps: [{ log: 'denoising\n' }, { yield: dataUri('image/png', frame) }, { yield: `${server.url}/files/clip.mp4` }] });
+      const { code, stderr } = await runWorker(['--cog-url', server.url, '--kinds', VIDEO, '--models', 'acme/video-gen'], async () => {
+        const model = await until('the model is in /v1/capabilities', async () => {
+          const kind = (await gw.request('GET', '/v1/capabilities', { key })).body.kinds.find((k: { kind: string }) => k.kind === VIDEO);
+          return kind.models.find((m: { id: string; workers: number }) => m.id === 'acme/video-gen' && m.workers === 1);
+        }, 60_000);
+        assert.deepEqual(Object.keys(model.input_schema.properties), ['prompt', 'image', 'steps', 'scheduler', 'seed', 'guidance']);
+        assert.equal(model.input_schema.properties.scheduler.default, 'K_EULER');
+
+        const input = { model: 'acme/video-gen', prompt: 'a cat', image: dataUri('image/png', png), steps: 4 };
+        const typo = await gw.submit(key, { kind: VIDEO, input: { ...input, stpes: 4 } });
+        assert.equal(typo.status, 400, typo.text);
+        assert.match(typo.text, /did you mean \\"steps\\"/);
+        const tooMany = await gw.submit(key, { kind: VIDEO, input: { ...input, steps: 51 } });
+        assert.equal(tooMany.status, 400, 'the bounds of Cog\'s schema are the gateway\'s');
+
+        const res = await gw.submit(key, { kind: VIDEO, input });
+        assert.equal(res.status, 202, res.text);
+        const job = await until('the job ends', async () => {
+          const j = (await gw.request('GET', `/v1/jobs/${res.body.run_id}`, { key })).body;
+          return j.terminal ? j : undefined;
+        }, 30_000);
+        assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+        const got = await Promise.all((job.output.urls as string[]).map(async (u) => {
+          const r = await fetch(u);
+          return [r.headers.get('content-type'), Buffer.from(await r.arrayBuffer())] as const;
+        }));
+        assert.deepEqual(got.map(([type]) => type), ['image/png', 'video/mp4']);
+        assert.deepEqual(got[0][1], frame);
+        assert.deepEqual(got[1][1], mp4);
+        assert.deepEqual(server.created.map((c) => c.input.image), [dataUri('image/png', png)], 'the staged input file reached Cog');
+      });
+      assert.equal(code, 0, stderr);
+      assert.match(stderr, /"mask" is not offered to jobs/);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('exits 1, saying why, when the container failed its setup', async () => {
+    const server = await new CogServer(imageModelSchema()).start();
+    server.health = 'SETUP_FAILED';
+    server.setupLogs = 'Traceback...\nFileNotFoundError: weights.safetensors\n';
+    try {
+      const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--engine', 'cog', '--cog-url', server.url, '--kinds', VIDEO], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      assert.equal(code, 1, stderr);
+      assert.match(stderr, /SETUP_FAILED[\s\S]*weights\.safetensors/);
+    } finally {
+      await server.stop();
+    }
   });
 });
