@@ -218,6 +218,16 @@ describe('Cog engine', function () {
       await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x', steps: 99 }, ctx), 'bad_input', false, /422.*less than or equal to 50/);
     });
 
+    it('fails retryable when all of Cog\'s slots are taken', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ log: 'working\n' }, { wait: new Promise(() => {}) }] });
+      const e = await engine(server);
+      const first = leaseContext(dir);
+      void e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, first.ctx).catch(() => {});
+      await until('the first prediction runs', async () => first.logs.length === 1);
+      await rejectsWith(e.handler(VIDEO, { prompt: 'a dog', image: 'file_x' }, leaseContext(dir).ctx), 'upstream_unavailable', true, /409.*At capacity/);
+    });
+
     it('fails retryable when the server goes away mid-prediction', async () => {
       const server = await serve();
       server.scripts.push({ steps: [{ log: 'working\n' }, { wait: new Promise(() => {}) }] });

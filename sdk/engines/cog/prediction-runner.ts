@@ -109,6 +109,8 @@ export async function runPrediction(input: Record<string, unknown>, ctx: EngineC
   try {
     await client.createAsync({ id, input, webhook, webhook_events_filter: ['start', 'output', 'logs', 'completed'] }, ctx.signal).catch((err) => {
       if (err instanceof UpstreamError && err.status === 422) throw engineError('bad_input', err.message.replace('with 422: ', 'with 422 (Cog refused the input): '), false);
+      // All of Cog's prediction slots are taken (another client, or --slots above the model's concurrency): a moment's wait, or another worker, will do.
+      if (err instanceof UpstreamError && err.status === 409) throw new UpstreamError('upstream_unavailable', err.message, true, 409);
       throw err;
     });
     return await done;
