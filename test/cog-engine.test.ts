@@ -211,6 +211,14 @@ describe('Cog engine', function () {
       assert.deepEqual(server.cancels, []);
     });
 
+    it('fails, not retryable, when a report of the prediction is too big to take', async () => {
+      const server = await serve();
+      server.scripts.push({ steps: [{ yield: `data:image/png;base64,${Buffer.alloc(4096).toString('base64')}` }, { wait: new Promise(() => {}) }] });
+      const e = await engine(server, { maxWebhookBytes: 2048 });
+      await rejectsWith(e.handler(VIDEO, { prompt: 'a cat', image: 'file_x' }, leaseContext(dir).ctx), 'output_too_large', false, /over 2048 bytes.*--upload-url/);
+      assert.deepEqual(server.cancels, [server.created[0].id]);
+    });
+
     it('fails, not retryable, when Cog refuses the input with 422', async () => {
       const server = await serve();
       const e = await engine(server);

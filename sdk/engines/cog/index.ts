@@ -30,6 +30,8 @@ export interface CogEngineOptions {
   healthIntervalMs?: number;
   /** @defaultValue 30000 */
   firstWebhookMs?: number;
+  /** The biggest webhook report taken (output files come inlined as data URIs). @defaultValue 512 MiB */
+  maxWebhookBytes?: number;
   /** Limit of each HTTP call to the server. @defaultValue 30000 */
   requestTimeoutMs?: number;
 }
@@ -58,7 +60,7 @@ export async function createCogEngine(opts: CogEngineOptions): Promise<CogEngine
   const input = cogInputSchema(openapi, opts.kindFields);
   const filePaths = fileUrlPaths(openapi);
   const isFile = (value: string, path: string) => value.startsWith('data:') || (/^https?:\/\//i.test(value) && filePaths.has(path.replace(/\/\d+(?=\/|$)/g, '/*')));
-  const listener = new WebhookListener(opts.webhookListen ?? { host: '127.0.0.1', port: 0 }, opts.webhookUrl);
+  const listener = new WebhookListener(opts.webhookListen ?? { host: '127.0.0.1', port: 0 }, opts.webhookUrl, opts.maxWebhookBytes);
   await listener.start();
   const model: WorkerModel = { id: opts.modelId ?? modelIdOf(openapi), input_schema: input.schema };
 

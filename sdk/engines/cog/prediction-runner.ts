@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EngineContext } from '../types.js';
 import { UpstreamError } from '../upstream-error.js';
 import type { CogClient } from './client.js';
-import type { WebhookListener } from './webhook-listener.js';
+import { type WebhookListener, WebhookTooLarge } from './webhook-listener.js';
 
 /**
  * One job as one Cog prediction: created async at an id of ours (`PUT /predictions/{id}`,
@@ -72,6 +72,8 @@ export async function runPrediction(input: Record<string, unknown>, ctx: EngineC
   const webhook = listener.on(id, (prediction) => {
     if (finished) return;
     heard = true;
+    // Cog would not send it smaller next time, and its final report may be as big: waiting on would never end.
+    if (prediction instanceof WebhookTooLarge) return finish(engineError('output_too_large', `${prediction.message}: the output files are too big to take as data URIs; start Cog with --upload-url`, false));
     const status = String(prediction.status ?? '');
     const final = TERMINAL.has(status);
     takeLogs(prediction.logs, final);

@@ -12,9 +12,13 @@ import type { AddressInfo } from 'node:net';
  * The listener takes POST /<secret>/<prediction id> only: the secret, made at start, keeps
  * anyone else who can reach the port from reporting a prediction's outcome.
  */
-export type WebhookHandler = (prediction: Record<string, unknown>) => void;
+export type WebhookHandler = (report: Record<string, unknown> | WebhookTooLarge) => void;
 
-const MAX_BODY = 64 * 1024 * 1024;
+/** A report the listener would not read: the prediction's output (files inlined as data URIs) is over its limit. */
+export class WebhookTooLarge extends Error {}
+
+/** Cog inlines output files as data URIs in every report: room for a long video, not for a runaway. */
+export const MAX_WEBHOOK_BYTES = 512 * 1024 * 1024;
 
 export class WebhookListener {
   private readonly secret = randomBytes(18).toString('base64url');
@@ -27,7 +31,11 @@ export class WebhookListener {
    * server reaches it at, when that is not the bound address (a container on a bridge network
    * reaches the host at http://host.docker.internal:PORT).
    */
-  constructor(private readonly listen: { host: string; port: number }, private readonly publicUrl?: string) {}
+  constructor(
+    private readonly listen: { host: string; port: number },
+    private readonly publicUrl?: string,
+    private readonly maxBytes = MAX_WEBHOOK_BYTES,
+  ) {}
 
   async start(): Promise<void> {
     const server = http.createServer((req, res) => this.receive(req, res));
@@ -71,12 +79,15 @@ export class WebhookListener {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        res.writeHead(413).end();
-        req.destroy();
+      if (size - c.length > this.maxBytes) return;
+      if (size > this.maxBytes) {
+        chunks.length = 0;
+        res.writeHead(413, { connection: 'close' }).end();
+        handler(new WebhookTooLarge(`a webhook report of the prediction is over ${this.maxBytes} bytes`));
       } else chunks.push(c);
     });
     req.on('end', () => {
+      if (size > this.maxBytes) return;
       let body: unknown;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
