@@ -337,6 +337,20 @@ describe('switchyard worker --engine cog', function () {
     }
   });
 
+  it('refuses, exit 2, a command line without --cog-url or with more than one kind', async () => {
+    const exitOf = async (args: string[]) => {
+      const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--engine', 'cog', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      return { code: await new Promise<number | null>((resolve) => child.on('exit', resolve)), stderr };
+    };
+    const [noUrl, twoKinds] = await Promise.all([exitOf(['--kinds', VIDEO]), exitOf(['--cog-url', 'http://127.0.0.1:5000', '--kinds', `${VIDEO},${LLM}`])]);
+    assert.equal(noUrl.code, 2, noUrl.stderr);
+    assert.match(noUrl.stderr, /--engine cog needs --cog-url/);
+    assert.equal(twoKinds.code, 2, twoKinds.stderr);
+    assert.match(twoKinds.stderr, /serves one kind/);
+  });
+
   it('exits 1, saying why, when the container failed its setup', async () => {
     const server = await new CogServer(imageModelSchema()).start();
     server.health = 'SETUP_FAILED';
