@@ -1,6 +1,7 @@
 /**
- * The ways a call to the inference server (the "backend") fails, as the lease failure the worker
- * SDK reports: it reads `code` and `retryable` off the thrown error (docs/engines.md).
+ * The ways a call to an engine's inference server (the "backend": an OpenAI-compatible server,
+ * a Cog container) fails, as the lease failure the worker SDK reports: it reads `code` and
+ * `retryable` off the thrown error (docs/engines.md). Shared by the engines that call one.
  *
  * - `upstream_unavailable`, retryable: the backend could not be reached, stayed silent too long,
  *   cut its stream short, failed mid-stream, or answered 408, 429 or 5xx. Another attempt (here
