@@ -1,4 +1,4 @@
-import { UpstreamError } from './upstream-error.js';
+import { UpstreamError } from '../upstream-error.js';
 
 /** One tool call as the llm kind's output carries it (OpenAI's shape; `arguments` is JSON text). */
 export interface ToolCall {

@@ -3,9 +3,9 @@ import type { Engine, EngineContext, EngineResult } from '../types.js';
 import { chatRequestOf } from './chat-request.js';
 import { CompletionBuilder, type LlmOutput } from './completion-builder.js';
 import { SseReader } from './sse.js';
-import { UpstreamError, errorOfFetch, errorOfResponse } from './upstream-error.js';
+import { UpstreamError, errorOfFetch, errorOfResponse } from '../upstream-error.js';
 
-export { UpstreamError, type UpstreamErrorCode } from './upstream-error.js';
+export { UpstreamError, type UpstreamErrorCode } from '../upstream-error.js';
 export type { LlmOutput, ToolCall, Usage } from './completion-builder.js';
 
 /** The one kind this engine serves. */
