@@ -137,15 +137,15 @@ export function describeComfyError(text: string): string {
   }
   if (!isObject(body)) return quote(text.trim());
   const parts: string[] = [];
+  const nodeErrors = isObject(body.node_errors) ? Object.entries(body.node_errors) : [];
   const err = body.error;
-  if (isObject(err)) parts.push([err.message, err.details].filter((s) => typeof s === 'string' && s !== '').join(': '));
+  // With node errors, `details` only repeats them without saying which node.
+  if (isObject(err)) parts.push([err.message, nodeErrors.length ? undefined : err.details].filter((s) => typeof s === 'string' && s !== '').join(': '));
   else if (typeof err === 'string') parts.push(err);
-  if (isObject(body.node_errors)) {
-    for (const [id, n] of Object.entries(body.node_errors)) {
-      if (!isObject(n) || !Array.isArray(n.errors)) continue;
-      const reasons = n.errors.filter(isObject).map((e) => [e.message, e.details].filter((s) => typeof s === 'string' && s !== '').join(': '));
-      parts.push(`node ${id} (${typeof n.class_type === 'string' ? n.class_type : '?'}): ${reasons.join('; ')}`);
-    }
+  for (const [id, n] of nodeErrors) {
+    if (!isObject(n) || !Array.isArray(n.errors)) continue;
+    const reasons = n.errors.filter(isObject).map((e) => [e.message, e.details].filter((s) => typeof s === 'string' && s !== '').join(': '));
+    parts.push(`node ${id} (${typeof n.class_type === 'string' ? n.class_type : '?'}): ${reasons.join('; ')}`);
   }
   const said = parts.filter(Boolean).join('; ');
   return quote(said || text.trim());

@@ -1,0 +1,371 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BindError, TemplateError, bindWorkflow, createComfyUiEngine, loadTemplates, parseTemplate, templateFileName } from '../sdk/engines/comfyui/index.js';
+import { PromptProgress } from '../sdk/engines/comfyui/prompt-progress.js';
+import type { FailureReport } from '../sdk/protocol/index.js';
+import { SwitchyardWorker } from '../sdk/worker/index.js';
+import { silentLogger } from '../sdk/worker/logger.js';
+import { FakeComfyUi } from './helpers/comfyui-server.js';
+import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { dataUri, samplePng } from './helpers/sample-files.js';
+import { SseClient } from './helpers/sse-client.js';
+
+/**
+ * The ComfyUI engine (sdk/engines/comfyui) against a server following ComfyUI's HTTP and
+ * WebSocket API (test/helpers/comfyui-server.ts): its templates and binding alone, as the handler
+ * of an SDK worker of a real gateway, and as `switchyard worker --engine comfyui`.
+ */
+
+const SHIPPED = path.resolve(import.meta.dirname, '../sdk/engines/comfyui/workflows');
+const IMAGE = 'inference:image:generate';
+const MESH = 'inference:3d:image-to-mesh';
+const SFX = 'inference:audio:sfx-generate';
+
+/** Stable Audio's text-to-audio graph (comfy_extras/nodes_audio.py), for a third file type. */
+const SFX_GRAPH = {
+  '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'stable-audio-open-1.0.safetensors' } },
+  '6': { class_type: 'CLIPTextEncode', inputs: { text: '{{prompt}}', clip: ['4', 1] } },
+  '7': { class_type: 'CLIPTextEncode', inputs: { text: '', clip: ['4', 1] } },
+  '11': { class_type: 'EmptyLatentAudio', inputs: { seconds: '{{duration_s|5}}', batch_size: 1 } },
+  '3': { class_type: 'KSampler', inputs: { seed: '{{seed}}', steps: 3, cfg: 6, sampler_name: 'dpmpp_3m_sde_gpu', scheduler: 'exponential', denoise: 1, model: ['4', 0], positive: ['6', 0], negative: ['7', 0], latent_image: ['11', 0] } },
+  '12': { class_type: 'VAEDecodeAudio', inputs: { samples: ['3', 0], vae: ['4', 2] } },
+  '13': { class_type: 'SaveAudio', inputs: { audio: ['12', 0], filename_prefix: 'audio/switchyard' } },
+};
+
+/** The shipped templates plus test ones: audio, and a model whose checkpoint the server lacks. */
+function workflowsDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-comfy-'));
+  cpSync(SHIPPED, dir, { recursive: true });
+  writeFileSync(path.join(dir, templateFileName(SFX)), JSON.stringify(SFX_GRAPH));
+  const missing = JSON.parse(JSON.stringify(loadTemplates(SHIPPED).find((t) => t.kind === IMAGE && !t.model)!.graph));
+  missing['4'].inputs.ckpt_name = 'not-downloaded.safetensors';
+  writeFileSync(path.join(dir, templateFileName(IMAGE, 'not-downloaded')), JSON.stringify(missing));
+  writeFileSync(path.join(dir, 'README.txt'), 'not a template');
+  return dir;
+}
+
+describe('ComfyUI engine', function () {
+  this.timeout(60_000);
+
+  describe('templates, binding, progress', () => {
+    it('reads a folder by file name: kind, optional @model; the shipped templates parse', () => {
+      const templates = loadTemplates(SHIPPED);
+      assert.deepEqual(templates.map((t) => [t.kind, t.model, t.fields.sort(), t.fileFields]), [
+        [MESH, null, ['seed'], ['image']],
+        [IMAGE, null, ['height', 'negative_prompt', 'prompt', 'seed', 'width'], []],
+        [IMAGE, 'sdxl-base-1.0', ['height', 'negative_prompt', 'prompt', 'seed', 'width'], []],
+      ]);
+      assert.equal(templateFileName('inference:rig'), 'rig.json');
+      assert.equal(templateFileName(IMAGE, 'sd1.5'), 'image.generate@sd1.5.json');
+      const engine = createComfyUiEngine({ url: 'http://127.0.0.1:1', workflows: SHIPPED });
+      assert.deepEqual(engine.kinds, [MESH, IMAGE]);
+      assert.deepEqual(engine.models, { [MESH]: [], [IMAGE]: [{ id: 'sdxl-base-1.0' }] });
+    });
+
+    it('refuses what ComfyUI could not run, naming the file', () => {
+      const bad = (text: string, message: RegExp) => assert.throws(() => parseTemplate(text, 'x.json', IMAGE, null), (e: Error) => e instanceof TemplateError && message.test(e.message));
+      bad('{', /x\.json is not JSON/);
+      bad('[]', /not a ComfyUI API-format graph/);
+      bad('{"nodes": [], "links": [], "version": 0.4}', /UI workflow; export it with "Export \(API\)"/);
+      bad('{"3": {"inputs": {}}}', /node "3" is not \{"class_type"/);
+      const empty = mkdtempSync(path.join(os.tmpdir(), 'sy-comfy-empty-'));
+      try {
+        assert.throws(() => loadTemplates(empty), /has no workflow template: name them <kind>\.json, e\.g\. image\.generate\.json/);
+      } finally {
+        rmSync(empty, { recursive: true });
+      }
+    });
+
+    it('binds typed values, text, defaults, a random seed and uploaded file names; refuses what cannot fill', () => {
+      const graph = { '1': { class_type: 'N', inputs: { seed: '{{seed}}', w: '{{width|512}}', text: 'a {{prompt}}, 4k', neg: '{{negative_prompt|}}', img: '{{file:image}}', link: ['2', 0], n: 3 } } };
+      const bound = bindWorkflow(graph, { seed: 7, width: 640, prompt: 'cat' }, { image: 'switchyard-ab.png' }, '/d/t.json');
+      assert.deepEqual(bound['1'].inputs, { seed: 7, w: 640, text: 'a cat, 4k', neg: '', img: 'switchyard-ab.png', link: ['2', 0], n: 3 });
+      assert.equal(graph['1'].inputs.seed, '{{seed}}', 'the template itself is left as it was');
+      const defaults = bindWorkflow(graph, { prompt: 'dog' }, { image: 'x.png' }, '/d/t.json')['1'].inputs;
+      assert.equal(defaults.w, 512);
+      assert.ok(Number.isInteger(defaults.seed) && (defaults.seed as number) >= 0 && (defaults.seed as number) < 2 ** 32, `random seed ${defaults.seed}`);
+      const refused = (input: Record<string, unknown>, message: RegExp) =>
+        assert.throws(() => bindWorkflow(graph, input, { image: 'x.png' }, '/d/t.json'), (e: BindError) => e instanceof BindError && e.code === 'bad_input' && !e.retryable && message.test(e.message));
+      refused({}, /input field prompt is required by the template t\.json \(\{\{prompt\}\}\)/);
+      refused({ prompt: ['2', 0] }, /must be a string, number or boolean/);
+      assert.throws(() => bindWorkflow(graph, { prompt: 'x' }, {}, '/d/t.json'), /needs the file of input field image/);
+    });
+
+    it('combines progress over the nodes that run: a sampler’s steps within its share, never back, below 1', () => {
+      const seen: number[] = [];
+      const p = new PromptProgress(['1', '2', '3', '4'], (v) => seen.push(v));
+      const msg = (type: string, data: Record<string, unknown>) => p.onMessage({ type, data: { prompt_id: 'p', ...data } });
+      msg('execution_cached', { nodes: ['1'] });
+      msg('executing', { node: '2' });
+      msg('executing', { node: '3' });
+      for (let i = 1; i <= 4; i++) msg('progress', { value: i, max: 4, node: '3' });
+      msg('executing', { node: '4' });
+      msg('progress', { value: 1, max: 2, node: '4' });
+      assert.deepEqual(seen.map((v) => Math.round(v * 1000) / 1000), [0.333, 0.417, 0.5, 0.583, 0.667, 0.833]);
+    });
+  });
+
+  describe('as the handler of a worker of a real gateway', () => {
+    const prefix = uniquePrefix('comfyui-engine');
+    let gw: TestGateway, comfy: FakeComfyUi, worker: SwitchyardWorker, key: string, token: string, dir: string;
+    const failures: FailureReport[] = [];
+    const submit = async (kind: string, input: Record<string, unknown>) => {
+      const res = await gw.submit(key, { kind, input });
+      assert.equal(res.status, 202, res.text);
+      return res.body.run_id as string;
+    };
+    const finished = (runId: string) =>
+      until(`${runId} ends`, async () => {
+        const run = await gw.stores.runs.get(runId);
+        return run && ['succeeded', 'failed', 'canceled'].includes(run.status) ? run : null;
+      });
+    const startWorker = async (url: string) => {
+      const engine = createComfyUiEngine({ url, workflows: dir });
+      const w = new SwitchyardWorker({ gateway: gw.url, token, kinds: engine.kinds, handler: engine.handler, models: engine.models, slots: 2, logger: silentLogger });
+      w.on('failed', (_lease, error) => failures.push(error));
+      await w.start();
+      return { w, engine };
+    };
+
+    before(async () => {
+      dir = workflowsDir();
+      comfy = await new FakeComfyUi().start();
+      gw = await new TestGateway(prefix, { JOB_MAX_ATTEMPTS: '2' }).start();
+      ({ key } = await gw.account(10_000));
+      token = await gw.workerToken();
+      ({ w: worker } = await startWorker(comfy.url));
+    });
+    after(async () => {
+      await worker?.stop({ timeoutMs: 0 });
+      await gw?.stop();
+      await comfy?.stop();
+      await cleanupPrefix(prefix);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('returns every file the prompt wrote, typed by its extension (a WAV ComfyUI serves as audio/x-wav)', async () => {
+      const run = await finished(await submit(SFX, { prompt: 'rain on a tin roof', seed: 3, duration_s: 2 }));
+      assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+      assert.equal(run.output!.urls.length, 1);
+      const res = await fetch(run.output!.urls[0]);
+      assert.equal(res.headers.get('content-type'), 'audio/wav');
+      assert.equal(Buffer.from(await res.arrayBuffer()).toString('latin1', 0, 4), 'RIFF');
+      assert.match(run.output!.urls[0], /switchyard_00001_\.wav$/);
+      const sent = comfy.prompts.at(-1)!;
+      assert.equal(sent.prompt['11'].inputs.seconds, 2);
+      assert.equal(sent.client_id?.length, 32, 'queued with the client id of the worker\'s socket');
+    });
+
+    it('fails at once, not retryable, with ComfyUI’s node_errors when it refuses the prompt', async () => {
+      failures.length = 0;
+      const before = comfy.prompts.length;
+      const run = await finished(await submit(IMAGE, { prompt: 'a cat', model: 'not-downloaded' }));
+      assert.equal(run.status, 'failed');
+      assert.equal(run.attempts, 1);
+      assert.equal(comfy.prompts.length - before, 1);
+      assert.equal(run.error!.code, 'upstream_error');
+      assert.match(run.error!.message, /answered POST \/prompt with 400: Prompt outputs failed validation; node 4 \(CheckpointLoaderSimple\): Value not in list: ckpt_name: 'not-downloaded\.safetensors' not in/);
+      await until('the worker hears the answer', async () => failures.length === 1);
+      assert.equal(failures[0].retryable, false);
+    });
+
+    it('fails retryable with ComfyUI’s exception on execution_error: tried again, then failed', async () => {
+      failures.length = 0;
+      comfy.failWith = { class_type: 'KSampler', exception_type: 'torch.OutOfMemoryError', exception_message: 'CUDA out of memory. Tried to allocate 2.00 GiB' };
+      try {
+        const run = await finished(await submit(IMAGE, { prompt: 'a cat' }));
+        assert.equal(run.status, 'failed');
+        assert.equal(run.attempts, 2);
+        assert.equal(run.error!.code, 'upstream_failed');
+        assert.match(run.error!.message, /node 3 \(KSampler\) raised torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB/);
+        await until('the worker hears both answers', async () => failures.length === 2);
+        assert.deepEqual(failures.map((f) => f.retryable), [true, true]);
+      } finally {
+        comfy.failWith = null;
+      }
+    });
+
+    it('cancels a running prompt with /interrupt and the queue delete; a queued one with the delete alone', async () => {
+      const hold = comfy.holdAt('KSampler', 2);
+      const running = await submit(IMAGE, { prompt: 'held' });
+      const runningId = await hold.reached;
+      const queued = await submit(IMAGE, { prompt: 'waits' });
+      await until('the second prompt is queued', async () => comfy.prompts.some((p) => p.prompt['6'].inputs.text === 'waits'));
+      const calls = comfy.calls.length;
+      assert.equal((await gw.request('POST', `/v1/jobs/${queued}/cancel`, { key })).status, 200);
+      assert.equal((await finished(queued)).status, 'canceled');
+      await until('the queue delete arrives', async () => comfy.calls.slice(calls).some((c) => c.path === '/queue'));
+      assert.deepEqual(comfy.calls.slice(calls).map((c) => c.path), ['/queue'], 'no interrupt for a prompt that is not running');
+      const queuedId = comfy.calls.at(-1)!.body.delete[0];
+      assert.notEqual(queuedId, runningId);
+      assert.ok(!comfy.history.has(queuedId), 'the queued prompt never ran');
+
+      assert.equal((await gw.request('POST', `/v1/jobs/${running}/cancel`, { key })).status, 200);
+      await until('the interrupt and the delete arrive', async () => comfy.calls.slice(calls + 1).some((c) => c.path === '/queue'));
+      assert.deepEqual(comfy.calls.slice(calls + 1), [
+        { method: 'POST', path: '/interrupt', body: { prompt_id: runningId } },
+        { method: 'POST', path: '/queue', body: { delete: [runningId] } },
+      ]);
+      assert.equal((await finished(running)).status, 'canceled');
+      await until('ComfyUI stops the prompt', async () => comfy.history.has(runningId));
+      assert.equal((comfy.history.get(runningId) as any).status.status_str, 'error');
+    });
+
+    it('fails the lease retryable when the server goes away mid-prompt', async () => {
+      const doomed = await new FakeComfyUi().start();
+      const { w, engine } = await startWorker(doomed.url);
+      await worker.stop({ timeoutMs: 0 });
+      try {
+        failures.length = 0;
+        const hold = doomed.holdAt('KSampler', 1);
+        const runId = await submit(IMAGE, { prompt: 'a cat' });
+        await hold.reached;
+        await doomed.stop();
+        await until('the worker reports the failure', async () => failures.length >= 1);
+        assert.equal(failures[0].code, 'upstream_unavailable');
+        assert.equal(failures[0].retryable, true);
+        assert.match(failures[0].message, /WebSocket to ComfyUI at http:\/\/127\.0\.0\.1:\d+ closed .* the server went away/);
+        // The second attempt finds nothing listening.
+        const run = await finished(runId);
+        assert.equal(run.status, 'failed');
+        assert.equal(run.attempts, 2);
+        assert.match(run.error!.message, /could not be (reached|opened).*ECONNREFUSED/);
+      } finally {
+        await w.stop({ timeoutMs: 0 });
+        await engine.close();
+      }
+    });
+  });
+
+  describe('switchyard worker --engine comfyui', function () {
+    // CLI processes load the TypeScript sources: seconds each on a loaded machine.
+    this.timeout(120_000);
+    const prefix = uniquePrefix('comfyui-engine-cli');
+    const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
+    let gw: TestGateway, comfy: FakeComfyUi, key: string, token: string;
+
+    /** Runs `switchyard worker` until `whileUp` is done, then SIGTERM; its exit code and stderr. */
+    async function runWorker(args: string[], whileUp: () => Promise<void>): Promise<{ code: number | null; stderr: string }> {
+      const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      try {
+        await whileUp();
+      } catch (err) {
+        (err as Error).message += `\nworker stderr: ${stderr}`;
+        throw err;
+      } finally {
+        child.kill('SIGTERM');
+      }
+      return { code: await exited, stderr };
+    }
+
+    before(async () => {
+      comfy = await new FakeComfyUi().start();
+      gw = await new TestGateway(prefix).start();
+      ({ key } = await gw.account(10_000));
+      token = await gw.workerToken();
+    });
+    after(async () => {
+      await gw?.stop();
+      await comfy?.stop();
+      await cleanupPrefix(prefix);
+    });
+
+    it('serves the shipped templates: placeholders bound, progress streamed, files uploaded, models routed', async () => {
+      const { code, stderr } = await runWorker(['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', SHIPPED], async () => {
+        const caps = async () => (await gw.request('GET', '/v1/capabilities', { key })).body.kinds as Array<{ kind: string; workers: number; models: Array<{ id: string }> }>;
+        await until('the worker is registered', async () => (await caps()).some((k) => k.kind === MESH && k.workers > 0), 60_000);
+        assert.deepEqual((await caps()).find((k) => k.kind === IMAGE)!.models.map((m) => m.id), ['sdxl-base-1.0']);
+
+        // An image job, held mid-sampling until its caller has seen progress.
+        const hold = comfy.holdAt('KSampler', 10);
+        const res = await gw.submit(key, { kind: IMAGE, input: { prompt: 'a lighthouse at dusk', negative_prompt: 'blurry', seed: 1234, width: 640, height: 384 } });
+        assert.equal(res.status, 202, res.text);
+        const runId = res.body.run_id;
+        const events = await new SseClient(`${gw.url}/v1/jobs/${runId}/events`, key).open();
+        await hold.reached;
+        await events.until(() => events.frames.some((f) => f.event === 'progress' && f.data.progress > 0.5));
+        hold.release();
+        await events.until(() => events.frames.some((f) => f.event === 'done'));
+        events.close();
+        const progress = events.frames.filter((f) => f.event === 'progress').map((f) => f.data.progress as number);
+        assert.deepEqual(progress, [...progress].sort((a, b) => a - b), 'progress never goes back');
+        const run = (await gw.stores.runs.get(runId))!;
+        assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+        assert.equal(run.output!.width, 640);
+        assert.equal(run.output!.height, 384);
+        const image = await fetch(run.output!.urls[0]);
+        assert.equal(image.headers.get('content-type'), 'image/png');
+        const sent = comfy.prompts.at(-1)!.prompt;
+        assert.equal(sent['4'].inputs.ckpt_name, 'v1-5-pruned-emaonly-fp16.safetensors', 'no model: the default template');
+        assert.deepEqual([sent['6'].inputs.text, sent['7'].inputs.text, sent['3'].inputs.seed, sent['5'].inputs.width, sent['5'].inputs.height], ['a lighthouse at dusk', 'blurry', 1234, 640, 384]);
+
+        // A job naming the SDXL model runs its template, with that template's defaults.
+        const sdxl = await gw.submit(key, { kind: IMAGE, input: { prompt: 'a fox', model: 'sdxl-base-1.0' } });
+        await until('the sdxl job ends', async () => ['succeeded', 'failed'].includes((await gw.stores.runs.get(sdxl.body.run_id))?.status ?? ''));
+        const sdxlSent = comfy.prompts.at(-1)!.prompt;
+        assert.deepEqual([sdxlSent['4'].inputs.ckpt_name, sdxlSent['5'].inputs.width, sdxlSent['7'].inputs.text], ['sd_xl_base_1.0.safetensors', 1024, 'text, watermark']);
+
+        // An image-to-mesh job: its image uploaded to ComfyUI, LoadImage given the name it got.
+        const png = samplePng(16, 3);
+        const mesh = await gw.submit(key, { kind: MESH, input: { image: dataUri('image/png', png), seed: 5 } });
+        assert.equal(mesh.status, 202, mesh.text);
+        const meshRun = await until('the mesh job ends', async () => {
+          const r = await gw.stores.runs.get(mesh.body.run_id);
+          return r && ['succeeded', 'failed'].includes(r.status) ? r : null;
+        });
+        assert.equal(meshRun.status, 'succeeded', JSON.stringify(meshRun.error));
+        const upload = comfy.callsTo('/upload/image').at(-1)!;
+        assert.equal(upload.body.type, 'input');
+        assert.equal(upload.body.size, png.length);
+        const loadImage = comfy.prompts.at(-1)!.prompt['2'].inputs.image;
+        assert.match(loadImage, /^switchyard-[0-9a-f]{32}\.png$/);
+        assert.ok(comfy.inputs.get(loadImage)!.equals(png), 'LoadImage reads the uploaded bytes');
+        const glb = await fetch(meshRun.output!.urls[0]);
+        assert.equal(glb.headers.get('content-type'), 'model/gltf-binary');
+        assert.equal(Buffer.from(await glb.arrayBuffer()).toString('latin1', 0, 4), 'glTF');
+      });
+      assert.equal(code, 0, stderr);
+      assert.match(stderr, /serving inference:3d:image-to-mesh; inference:image:generate \(models: sdxl-base-1\.0\) with ComfyUI 0\.3\.99-fake/);
+    });
+
+    it('exits 1 when ComfyUI does not answer or a template is unusable; bad flags exit 2', async () => {
+      const broken = mkdtempSync(path.join(os.tmpdir(), 'sy-comfy-broken-'));
+      writeFileSync(path.join(broken, 'image.generate.json'), '{"nodes": [], "links": []}');
+      const dead = await new FakeComfyUi().start();
+      await dead.stop();
+      const cli = (args: string[]) =>
+        new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+          let stderr = '';
+          child.stderr.on('data', (d) => (stderr += d));
+          child.on('exit', (code) => resolve({ code, stderr }));
+        });
+      const cases: Array<[string[], number, RegExp]> = [
+        [['--engine', 'comfyui', '--comfyui-url', dead.url, '--workflows', SHIPPED], 1, /ComfyUI at http:\/\/127\.0\.0\.1:\d+ does not answer: .*ECONNREFUSED/],
+        [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', broken], 1, /image\.generate\.json is a ComfyUI UI workflow; export it with "Export \(API\)"/],
+        [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', SHIPPED, '--kinds', 'inference:rig'], 1, /no workflow template in .* for inference:rig: add rig\.json/],
+        [['--engine', 'comfyui', '--workflows', SHIPPED], 2, /--engine comfyui needs --comfyui-url/],
+        [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', SHIPPED, '--models', 'x'], 2, /--models is not for --engine comfyui/],
+        [['--kinds', IMAGE, '--workflows', SHIPPED], 2, /--workflows is for --engine comfyui/],
+      ];
+      try {
+        for (let i = 0; i < cases.length; i += 2) {
+          const batch = cases.slice(i, i + 2);
+          const results = await Promise.all(batch.map(([args]) => cli(args)));
+          batch.forEach(([args, code, message], j) => {
+            assert.equal(results[j].code, code, `${args.join(' ')}: ${results[j].stderr}`);
+            assert.match(results[j].stderr, message, args.join(' '));
+          });
+        }
+      } finally {
+        rmSync(broken, { recursive: true });
+      }
+    });
+  });
+});
