@@ -115,6 +115,8 @@ describe('switchyard worker --engine comfyui', function () {
   it('exits 1 when ComfyUI does not answer or a template is unusable; bad flags exit 2', async () => {
     const broken = mkdtempSync(path.join(os.tmpdir(), 'sy-comfy-broken-'));
     writeFileSync(path.join(broken, 'image.generate.json'), '{"nodes": [], "links": []}');
+    const custom = mkdtempSync(path.join(os.tmpdir(), 'sy-comfy-custom-'));
+    writeFileSync(path.join(custom, 'rig.json'), JSON.stringify({ '1': { class_type: 'UniRigAutoRig', inputs: { mesh: '{{file:mesh}}' } }, '2': { class_type: 'SaveGLB', inputs: { mesh: ['1', 0], filename_prefix: 'rig' } } }));
     const dead = await new FakeComfyUi().start();
     await dead.stop();
     const cli = (args: string[]) =>
@@ -127,6 +129,7 @@ describe('switchyard worker --engine comfyui', function () {
     const cases: Array<[string[], number, RegExp]> = [
       [['--engine', 'comfyui', '--comfyui-url', dead.url, '--workflows', SHIPPED], 1, /ComfyUI at http:\/\/127\.0\.0\.1:\d+ does not answer: .*ECONNREFUSED/],
       [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', broken], 1, /image\.generate\.json is a ComfyUI UI workflow; export it with "Export \(API\)"/],
+      [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', custom], 1, /lacks node types the templates use \(.*rig\.json uses UniRigAutoRig\): install those custom nodes/],
       [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', SHIPPED, '--kinds', 'inference:rig'], 1, /no workflow template in .* for inference:rig: add rig\.json/],
       [['--engine', 'comfyui', '--workflows', SHIPPED], 2, /--engine comfyui needs --comfyui-url/],
       [['--engine', 'comfyui', '--comfyui-url', comfy.url, '--workflows', SHIPPED, '--models', 'x'], 2, /--models is not for --engine comfyui/],

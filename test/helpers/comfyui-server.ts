@@ -140,6 +140,10 @@ export class FakeComfyUi {
     if (route === 'GET /system_stats') {
       return json(200, { system: { os: 'posix', ram_total: 1 << 30, ram_free: 1 << 29, comfyui_version: '0.3.99-fake', python_version: '3.12.3', pytorch_version: '2.5.1', embedded_python: false, argv: ['main.py'] }, devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: 0, vram_free: 0, torch_vram_total: 0, torch_vram_free: 0 }] });
     }
+    if (route === 'GET /object_info') {
+      // node_info's fields, those a client reads to know a node type exists and what it takes.
+      return json(200, Object.fromEntries(Object.entries(NODE_CLASSES).map(([name, c]) => [name, { input: { required: Object.fromEntries(c.required.map((k) => [k, ['*']])) }, name, display_name: name, category: 'fake', output_node: !!c.output }])));
+    }
     if (route === 'POST /prompt') return this.postPrompt(parsed(), json);
     if (req.method === 'GET' && url.pathname.startsWith('/history/')) {
       const id = decodeURIComponent(url.pathname.slice('/history/'.length));

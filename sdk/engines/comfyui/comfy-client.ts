@@ -38,6 +38,13 @@ export class ComfyClient {
     return { comfyui_version: typeof body.system.comfyui_version === 'string' ? body.system.comfyui_version : undefined };
   }
 
+  /** `GET /object_info`: the node types the server has (core, and the custom nodes it loaded). */
+  async nodeTypes(): Promise<Set<string>> {
+    const body = await this.json('GET', '/object_info');
+    if (!isObject(body)) throw new UpstreamError('upstream_bad_response', `${this.base} answered GET /object_info without an object of node types`, true);
+    return new Set(Object.keys(body));
+  }
+
   /** `POST /prompt`; a graph ComfyUI refuses (400 with `node_errors`) is an `upstream_error`, not retried. */
   async queuePrompt(prompt: ApiGraph, clientId: string): Promise<{ prompt_id: string; node_errors: unknown }> {
     const body = await this.json('POST', '/prompt', { prompt, client_id: clientId });

@@ -27,8 +27,12 @@ export interface ComfyUiEngine {
   kinds: string[];
   /** Per kind, the models of its per-model templates (a kind with a default template only advertises none). */
   models: Record<string, WorkerModel[]>;
-  /** Asks the server's `GET /system_stats`: rejects with an UpstreamError if it does not answer as ComfyUI. */
-  check(): Promise<{ comfyui_version?: string }>;
+  /**
+   * Asks the server (`GET /system_stats`, `GET /object_info`): its version, and per template the
+   * node types it lacks (a custom node not installed), which ComfyUI would refuse every job of.
+   * Rejects with an UpstreamError if it does not answer as ComfyUI.
+   */
+  check(): Promise<{ comfyui_version?: string; missingNodes: Array<{ file: string; classTypes: string[] }> }>;
   /** Closes the WebSocket. */
   close(): Promise<void>;
 }
@@ -88,7 +92,15 @@ export function createComfyUiEngine(opts: ComfyUiEngineOptions): ComfyUiEngine {
   }
 
   const models: Record<string, WorkerModel[]> = Object.fromEntries(templates.kinds().map((k) => [k, templates.models(k).map((id) => ({ id }))]));
-  return { handler, kinds: templates.kinds(), models, check: () => client.systemStats(), close: () => socket.close() };
+  const check = async () => {
+    const { comfyui_version } = await client.systemStats();
+    const known = await client.nodeTypes();
+    const missingNodes = templates.templates
+      .map((t) => ({ file: t.file, classTypes: [...new Set(Object.values(t.graph).map((n) => n.class_type))].filter((c) => !known.has(c)) }))
+      .filter((m) => m.classTypes.length > 0);
+    return { comfyui_version, missingNodes };
+  };
+  return { handler, kinds: templates.kinds(), models, check, close: () => socket.close() };
 }
 
 const EXTENSIONS: Record<string, string> = { 'image/png': '.png', 'image/jpeg': '.jpg', 'image/webp': '.webp', 'model/gltf-binary': '.glb', 'audio/wav': '.wav', 'audio/mpeg': '.mp3', 'audio/ogg': '.ogg', 'audio/flac': '.flac' };

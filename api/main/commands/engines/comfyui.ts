@@ -3,8 +3,9 @@ import { stringFlag, type WorkerEngine } from './worker-engine.js';
 
 /**
  * `--engine comfyui`: the kinds of the workflow templates in --workflows, run on a ComfyUI
- * server. Templates that do not parse, or a server that does not answer, stop the command here
- * (exit 1), before it connects to the gateway.
+ * server. Templates that do not parse, a server that does not answer or lacks a node type they
+ * use stop the command here (exit 1), before it connects to the gateway: otherwise every job
+ * would fail the same way.
  */
 export const comfyUiEngine: WorkerEngine = {
   name: 'comfyui',
@@ -16,9 +17,10 @@ export const comfyUiEngine: WorkerEngine = {
                                          image.generate@MODEL.json for jobs naming MODEL) with the
                                          job's input in its {{placeholders}}; serves the kinds of the
                                          templates (or the --kinds among them) and advertises their
-                                         models; exits 1 if a template does not parse or the server
-                                         does not answer; --tier, --slots and --attestation-key as
-                                         above (docs/engines.md)`,
+                                         models; exits 1 if a template does not parse, the server
+                                         does not answer or lacks a node type they use;
+                                         --tier, --slots and --attestation-key as above
+                                         (docs/engines.md)`,
   // Every kind is possible; create() narrows them to those the templates serve.
   defaultKinds: ['all'],
   async create({ flags, kinds, models: ids }) {
@@ -47,6 +49,11 @@ export const comfyUiEngine: WorkerEngine = {
       await engine.close();
       throw new Error(`ComfyUI at ${url} does not answer: ${err.message}. Start it (python main.py --listen 127.0.0.1 --port 8188) or check --comfyui-url`);
     });
+    if (stats.missingNodes.length) {
+      await engine.close();
+      const list = stats.missingNodes.map((m) => `${m.file} uses ${m.classTypes.join(', ')}`).join('; ');
+      throw new Error(`ComfyUI at ${url} lacks node types the templates use (${list}): install those custom nodes or update ComfyUI`);
+    }
     const models = Object.fromEntries(served.map((k) => [k, engine.models[k] ?? []]));
     const list = served.map((k) => `${k}${models[k].length ? ` (models: ${models[k].map((m) => m.id).join(', ')})` : ''}`).join('; ');
     console.error(`switchyard worker: serving ${list} with ComfyUI ${stats.comfyui_version ?? ''} at ${url}`.replace(/ +/g, ' '));
