@@ -191,6 +191,8 @@ describe('ComfyUI engine', function () {
       const runningId = await hold.reached;
       const queued = await submit(IMAGE, { prompt: 'waits' });
       await until('the second prompt is queued', async () => comfy.prompts.some((p) => p.prompt['6'].inputs.text === 'waits'));
+      assert.equal(comfy.connections, 1, 'the leases share the worker\'s one WebSocket');
+      assert.equal(new Set(comfy.prompts.map((p) => p.client_id)).size, 1);
       const calls = comfy.calls.length;
       assert.equal((await gw.request('POST', `/v1/jobs/${queued}/cancel`, { key })).status, 200);
       assert.equal((await finished(queued)).status, 'canceled');

@@ -49,6 +49,8 @@ export interface Hold {
 export class FakeComfyUi {
   url = '';
   readonly calls: RecordedCall[] = [];
+  /** WebSocket connections opened so far. */
+  connections = 0;
   /** POST /prompt bodies as received. */
   readonly prompts: Array<{ prompt: any; client_id?: string; prompt_id?: string }> = [];
   readonly checkpoints = ['v1-5-pruned-emaonly-fp16.safetensors', 'sd_xl_base_1.0.safetensors', 'hunyuan3d-dit-v2.safetensors', 'stable-audio-open-1.0.safetensors'];
@@ -109,6 +111,7 @@ export class FakeComfyUi {
 
   private onSocket(ws: WebSocket, sid: string): void {
     // server.py websocket_handler: a reused clientId replaces the old socket.
+    this.connections++;
     this.sockets.set(sid, ws);
     ws.on('close', () => this.sockets.get(sid) === ws && this.sockets.delete(sid));
     this.send('status', { status: this.queueInfo(), sid }, sid);
