@@ -156,6 +156,17 @@ describe('ComfyUI engine', function () {
       assert.equal(sent.client_id?.length, 32, 'queued with the client id of the worker\'s socket');
     });
 
+    it('follows a prompt that is over before POST /prompt answers (its messages kept until it is watched)', async () => {
+      comfy.answerLate = true;
+      try {
+        const run = await finished(await submit(IMAGE, { prompt: 'quick' }));
+        assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+        assert.equal(run.output!.urls.length, 1);
+      } finally {
+        comfy.answerLate = false;
+      }
+    });
+
     it('fails at once, not retryable, with ComfyUI’s node_errors when it refuses the prompt', async () => {
       failures.length = 0;
       const before = comfy.prompts.length;

@@ -32,6 +32,8 @@ interface QueueItem {
   prompt: Record<string, { class_type: string; inputs: Record<string, unknown> }>;
   client_id?: string;
   outputs: string[];
+  /** Called once the prompt is over (history written, executing null sent). */
+  over?: () => void;
 }
 
 export interface RecordedCall {
@@ -57,6 +59,11 @@ export class FakeComfyUi {
   readonly inputs = new Map<string, Buffer>();
   readonly files = new Map<string, Buffer>();
   readonly history = new Map<string, unknown>();
+  /**
+   * Answer POST /prompt only once the prompt has run: ComfyUI's prompt worker is a thread beside
+   * the HTTP handler, so a quick prompt (all cached) can send all its messages before the answer.
+   */
+  answerLate = false;
   /** While set, every prompt fails at the first node of this class with this exception. */
   failWith: { class_type: string; exception_type: string; exception_message: string } | null = null;
   private readonly http = http.createServer((req, res) => void this.handle(req, res).catch((err) => res.writeHead(500).end(String(err))));
@@ -190,7 +197,7 @@ export class FakeComfyUi {
     res.writeHead(404).end();
   }
 
-  private postPrompt(body: any, json: (status: number, body: unknown) => void): void {
+  private async postPrompt(body: any, json: (status: number, body: unknown) => void): Promise<void> {
     const prompt = body.prompt;
     this.prompts.push(body);
     if (!prompt || typeof prompt !== 'object') return json(400, { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: {} });
@@ -216,8 +223,10 @@ export class FakeComfyUi {
     const item: QueueItem = { number: this.number++, prompt_id: randomUUID(), prompt, client_id: body.client_id, outputs };
     this.queue.push(item);
     this.send('status', { status: this.queueInfo() });
-    json(200, { prompt_id: item.prompt_id, number: item.number, node_errors: {} });
+    const over = new Promise<void>((r) => (item.over = r));
     if (!this.running) void this.work();
+    if (this.answerLate) await over;
+    json(200, { prompt_id: item.prompt_id, number: item.number, node_errors: {} });
   }
 
   private readonly state: FakeServerState = {
@@ -245,6 +254,7 @@ export class FakeComfyUi {
       this.running = null;
       this.send('status', { status: this.queueInfo() });
       if (item.client_id) this.send('executing', { node: null, prompt_id: item.prompt_id }, item.client_id);
+      item.over?.();
     }
   }
 

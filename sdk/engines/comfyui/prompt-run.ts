@@ -31,10 +31,11 @@ export async function runPrompt(client: ComfyClient, socket: ComfySocket, graph:
   const progress = new PromptProgress(Object.keys(graph), ctx.progress);
   const ended = await new Promise<'done' | 'aborted'>((resolve, reject) => {
     let settled = false;
+    let unwatch: (() => void) | null = null;
     const settle = (then: () => void) => {
       if (settled) return;
       settled = true;
-      unwatch();
+      unwatch?.();
       ctx.signal.removeEventListener('abort', onAbort);
       then();
     };
@@ -59,9 +60,12 @@ export async function runPrompt(client: ComfyClient, socket: ComfySocket, graph:
       }
       progress.onMessage(msg);
     };
-    const unwatch = conn.watch(promptId, { message: onMessage, closed: (err) => settle(() => reject(err)) });
     ctx.signal.addEventListener('abort', onAbort, { once: true });
-    if (ctx.signal.aborted) onAbort();
+    // The messages kept from before POST /prompt answered are replayed within watch(): a prompt
+    // ComfyUI had all cached can be over before the answer came, and settle during the call.
+    unwatch = conn.watch(promptId, { message: onMessage, closed: (err) => settle(() => reject(err)) });
+    if (settled) unwatch();
+    else if (ctx.signal.aborted) onAbort();
   });
 
   if (ended === 'aborted') {
