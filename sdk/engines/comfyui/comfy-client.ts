@@ -13,7 +13,7 @@ export interface OutputFile {
   type: string;
 }
 
-/** `GET /history/{prompt_id}`'s entry: `outputs` node id -> the node's ui output; `status` since late 2024. */
+/** `GET /history/{prompt_id}`'s entry: `outputs` node id -> the node's ui output; `status` on newer servers (PromptQueue.task_done). */
 export interface HistoryEntry {
   outputs: Record<string, Record<string, unknown>>;
   status?: { status_str?: string; completed?: boolean; messages?: unknown[] } | null;
@@ -89,9 +89,9 @@ export class ComfyClient {
   }
 
   /**
-   * `POST /interrupt` with the prompt's id: ComfyUI since 2025 interrupts only that prompt if it
-   * runs; older ones ignore the body and interrupt whatever runs, so callers send it only while
-   * their prompt is the one running.
+   * `POST /interrupt` with the prompt's id: recent ComfyUI (server.py post_interrupt reads
+   * `prompt_id`) interrupts only that prompt if it runs; older ones ignore the body and interrupt
+   * whatever runs, so callers send it only while their prompt is the one running.
    */
   async interrupt(promptId: string): Promise<void> {
     await this.call('POST', '/interrupt', { prompt_id: promptId });

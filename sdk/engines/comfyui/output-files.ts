@@ -2,7 +2,7 @@ import type { HistoryEntry, OutputFile } from './comfy-client.js';
 
 /**
  * The files a prompt wrote, from its history: every node's ui output lists them under a key of
- * its own (SaveImage `images`, SaveAnimatedWEBP `images`, video nodes `gifs`, SaveAudio
+ * its own (SaveImage `images`, SaveAnimatedWEBP `images`, VideoHelperSuite's video nodes `gifs`, SaveAudio
  * `audio`, SaveGLB `3d`...), each `{filename, subfolder, type}`; other ui values (`animated:
  * [true]`, `text: ["..."]`) are no files. Every file counts, whatever the key, so a template
  * may end in any saver node, a custom one included.
