@@ -1,17 +1,21 @@
 /**
  * The ways a call to an engine's inference server (the "backend": an OpenAI-compatible server,
- * a Cog container) fails, as the lease failure the worker SDK reports: it reads `code` and
- * `retryable` off the thrown error (docs/engines.md). Shared by the engines that call one.
+ * ComfyUI, a Cog container) fails, as the lease failure the worker SDK reports: it reads `code`
+ * and `retryable` off the thrown error (docs/engines.md). Shared by the engines so that a failure
+ * reads the same whatever the backend.
  *
  * - `upstream_unavailable`, retryable: the backend could not be reached, stayed silent too long,
  *   cut its stream short, failed mid-stream, or answered 408, 429 or 5xx. Another attempt (here
  *   or on another worker) may well succeed.
  * - `upstream_error`, not retryable: any other error status (400, 401, 404...): the backend
  *   refused this request, and would refuse it again.
- * - `upstream_bad_response`, retryable: the answer was not OpenAI's format (not JSON, not chunks):
- *   a backend fault, which another worker's backend may not share.
+ * - `upstream_bad_response`, retryable: the answer was not in the backend's format (not JSON, not
+ *   chunks, not a ComfyUI history): a backend fault, which another worker's backend may not share.
+ * - `upstream_failed`, retryable: the backend took the request and failed while running it
+ *   (ComfyUI's `execution_error`: out of memory, a model file that will not load). Another
+ *   worker, with more memory or other files, may well succeed; the attempts limit the cost.
  */
-export type UpstreamErrorCode = 'upstream_unavailable' | 'upstream_error' | 'upstream_bad_response';
+export type UpstreamErrorCode = 'upstream_unavailable' | 'upstream_error' | 'upstream_bad_response' | 'upstream_failed';
 
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';
@@ -32,7 +36,7 @@ export const isRetryableStatus = (status: number) => status === 408 || status ==
 /** The longest piece of a backend's error body quoted in a message. */
 const MAX_QUOTED = 500;
 
-const quote = (text: string) => (text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}...` : text);
+export const quote = (text: string) => (text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}...` : text);
 
 /**
  * The message of an error body: OpenAI's `{error: {message, type, param, code}}`, which vLLM,
@@ -60,11 +64,14 @@ export function describeErrorBody(text: string): string {
   return quote(text.trim());
 }
 
-/** An error answer of the backend (`what`: the call, e.g. `POST /chat/completions`). */
-export async function errorOfResponse(res: Response, what: string): Promise<UpstreamError> {
+/**
+ * An error answer of the backend (`what`: the call, e.g. `POST /chat/completions`); `describe`
+ * reads the body of a backend whose errors have a shape of their own.
+ */
+export async function errorOfResponse(res: Response, what: string, describe: (text: string) => string = describeErrorBody): Promise<UpstreamError> {
   const text = await res.text().catch(() => '');
   const retryable = isRetryableStatus(res.status);
-  return new UpstreamError(retryable ? 'upstream_unavailable' : 'upstream_error', `the backend answered ${what} with ${res.status}: ${describeErrorBody(text)}`, retryable, res.status);
+  return new UpstreamError(retryable ? 'upstream_unavailable' : 'upstream_error', `the backend answered ${what} with ${res.status}: ${describe(text)}`, retryable, res.status);
 }
 
 /** A call that got no answer: refused, reset, unresolvable. Node's fetch hides the reason in `cause`. */

@@ -7,6 +7,11 @@ export interface EngineSetup {
   handler: Engine;
   models: Record<string, WorkerModel[]>;
   software: { name: string; engine: string; version?: string };
+  /**
+   * The kinds it serves when they come from its setup rather than from --kinds (comfyui: those
+   * of its templates); unset: the kinds --kinds named.
+   */
+  kinds?: string[];
   /** Released when the worker stops (a child process, a socket to the backend). */
   close?: () => Promise<void>;
 }
