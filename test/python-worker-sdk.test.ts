@@ -111,6 +111,7 @@ describe('Python worker SDK against real gateways (pytest sdk/python/tests)', fu
       const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
       assert.equal(code, 0, `pytest failed (exit ${code}):\n${output}`);
       assert.match(output, /\d+ passed/, output);
+      if (process.env.PYTEST_ADDOPTS) console.log(output); // a developer choosing tests sees what ran
       assert.doesNotMatch(output, /skipped|xfail|deselected/, `no test of the suite may be skipped here:\n${output}`);
     } finally {
       control.closeAllConnections();
