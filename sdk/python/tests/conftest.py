@@ -4,7 +4,7 @@ the environment), its REST API over urllib, and workers running in background th
 Run by test/python-worker-sdk.test.ts, which starts two gateways behind a load balancer and
 serves SWITCHYARD_TEST_CONTROL (kill, restart, SIGTERM of an instance). By hand::
 
-    SWITCHYARD_GATEWAY=http://127.0.0.1:8080 SWITCHYARD_WORKER_TOKEN=swt_... SWITCHYARD_API_KEY=sk_... \\
+    SWITCHYARD_GATEWAY=http://127.0.0.1:8080 SWITCHYARD_WORKER_TOKEN=swt_... SWITCHYARD_API_KEY=sy_... \\
       python3 -m pytest sdk/python/tests -q
 """
 from __future__ import annotations
