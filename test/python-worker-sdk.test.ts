@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 import { PYTHON, requireProgram } from './helpers/optional-program.js';
@@ -121,5 +122,30 @@ describe('Python worker SDK against real gateways (pytest sdk/python/tests)', fu
       await cleanupPrefix(prefix);
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('Python worker SDK without a usable python3', function () {
+  this.timeout(60_000);
+  const run = promisify(execFile);
+  const MOCHA = path.join(ROOT, 'node_modules/mocha/bin/mocha.js');
+  // A python3 that cannot import websockets and pytest is as good as none.
+  const args = [MOCHA, 'test/python-worker-sdk.test.ts', '--grep', 'against real gateways'];
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHON_BIN: '/nonexistent/python3', PYTEST_ADDOPTS: '' };
+  delete env.CI;
+
+  it('reports the suite pending with the install command', async () => {
+    const { stdout } = await run(process.execPath, args, { cwd: ROOT, env, maxBuffer: 16 << 20 });
+    assert.match(stdout, /pending: python3 is not installed; apt-get install -y python3-websockets python3-pytest/);
+    assert.doesNotMatch(stdout, /failing/);
+  });
+
+  it('fails it under CI=true', async () => {
+    const failed = await run(process.execPath, args, { cwd: ROOT, env: { ...env, CI: 'true' }, maxBuffer: 16 << 20 }).then(
+      () => undefined,
+      (err: { code: number; stdout: string }) => err,
+    );
+    assert.ok(failed && failed.code > 0, 'mocha passed although CI=true and python3 cannot run the suite');
+    assert.match(failed.stdout, /CI=true requires python3 is not installed; apt-get install -y python3-websockets python3-pytest/);
   });
 });
