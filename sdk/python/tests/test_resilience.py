@@ -94,8 +94,10 @@ def test_a_protocol_1_worker_told_to_drain_finishes_its_job_then_moves_to_anothe
     assert job["status"] == "succeeded" and job["attempts"] == 1, job
     assert control("POST", "/gateway/a/wait-exit") == {"code": 0, "signal": None}, "A exits once its worker is done"
     wait_for("a registration on B", lambda: len(w.named("registered")) >= 2)
-    # Drained, the worker closed the socket itself and came back at once (no backoff).
-    assert w.named("disconnected")[0][1]["reconnect_in"] == 0, w.named("disconnected")
+    # Drained, the worker closes the socket itself and comes back at once; a stopping gateway
+    # also closes it (1012) as soon as the worker's leases are done, so either may come first.
+    first = w.named("disconnected")[0][1]
+    assert first["reconnect_in"] == 0 or first["code"] == 1012, first
     assert w.named("registered")[-1][1]["protocol"] == 1
     assert api.wait_job(other)["status"] == "succeeded"
     assert w.named("dropped") == []
