@@ -58,7 +58,10 @@ class Job:
         if threading.get_ident() == self._loop_thread:
             fn(*args)
         else:
-            self._loop.call_soon_threadsafe(fn, *args)
+            try:
+                self._loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:
+                pass  # the worker has stopped: nothing is reported any more
 
     def progress(self, fraction: float, message: Optional[str] = None) -> None:
         """Fraction done in [0, 1]; sent at most every ``progress_interval``, the latest value always."""

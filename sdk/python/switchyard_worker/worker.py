@@ -236,9 +236,16 @@ class Worker:
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
+            signals = []
+
+            def on_signal() -> None:
+                # The first signal stops gracefully; a second one cancels the running jobs at once.
+                signals.append(1)
+                asyncio.ensure_future(self.stop(stop_timeout if len(signals) == 1 else 0))
+
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
-                    loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop(stop_timeout)))
+                    loop.add_signal_handler(sig, on_signal)
                 except (NotImplementedError, RuntimeError):
                     pass
             await self.serve()
