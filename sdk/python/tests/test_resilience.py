@@ -137,7 +137,10 @@ def test_stop_is_graceful_the_running_job_finishes_and_a_waiting_one_goes_back_t
     release = threading.Event()
     started = threading.Event()
 
+    ran = []
+
     def handler(job: Job):
+        ran.append(job.input["prompt"])
         started.set()
         release.wait(60)
         return {"files": [Artifact("image.png", job.input["prompt"].encode())]}
@@ -151,8 +154,10 @@ def test_stop_is_graceful_the_running_job_finishes_and_a_waiting_one_goes_back_t
     stopping.result(30)
     assert w.worker.state == "stopped"
     job = api.job(run)
-    assert job["status"] == "succeeded", job
-    assert api.job(later)["status"] == "queued"
-    started.clear()
+    assert job["status"] == "succeeded" and job["attempts"] == 1, job
+    # Leased to the stopping worker or not, it was never started there and waits in its queue.
+    api.wait_job(later, lambda j: j["status"] == "queued")
+    assert ran == ["finish me"]
     make_worker({IMAGE: handler})
     assert api.wait_job(later)["status"] == "succeeded"
+    assert ran == ["finish me", "not on this worker"]
