@@ -7,7 +7,6 @@ final report waits for the answers to the frames before it (docs/worker-protocol
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import logging
 import threading
@@ -77,7 +76,6 @@ class LeaseRunner:
         self.pending: List[LeaseState] = []
         #: Handler calls (and their uploads) in flight, including ones of lost connections winding down.
         self.busy = 0
-        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=worker.slots, thread_name_prefix="switchyard-handler")
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -141,7 +139,7 @@ class LeaseRunner:
             lease.in_thread = True
             try:
                 # Not cancellable: the thread runs on, so its slot stays taken until it returns.
-                result = await asyncio.shield(self.loop.run_in_executor(self.executor, handler, job))
+                result = await asyncio.shield(_in_thread(handler, job, f"switchyard-{info.lease_id}"))
             finally:
                 lease.in_thread = False
             if inspect.isawaitable(result):
@@ -418,6 +416,37 @@ class _Failure(Exception):
         super().__init__(message)
         self.code = code
         self.retryable = retryable
+
+
+def _in_thread(fn: Callable[..., Any], job: Job, name: str) -> "asyncio.Future[Any]":
+    """Runs a sync handler in a daemon thread of its own (slots bound how many run at once).
+
+    Not a ThreadPoolExecutor: its threads are joined when the interpreter exits, so a handler
+    that never returns would keep a stopped worker's process alive.
+    """
+    loop = asyncio.get_running_loop()
+    future: "asyncio.Future[Any]" = loop.create_future()
+
+    def settle(value: Any, error: Optional[BaseException]) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        try:
+            value, error = fn(job), None
+        except BaseException as e:  # the handler's: anything may come out of it
+            value, error = None, e
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:
+            pass  # the loop is closed: the worker is gone
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return future
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

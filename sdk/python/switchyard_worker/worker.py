@@ -466,7 +466,6 @@ class Worker:
             self.log.warning("stopped with %d handler(s) still running (they ignore their cancellation)", self.runner.busy)
         else:
             self.log.info("stopped")
-        self.runner.executor.shutdown(wait=False)
         if s is not None and not s["done"].done():
             s["done"].set_result(None)
         self.emit("stopped")

@@ -161,3 +161,29 @@ def test_stop_is_graceful_the_running_job_finishes_and_a_waiting_one_goes_back_t
     make_worker({IMAGE: handler})
     assert api.wait_job(later)["status"] == "succeeded"
     assert ran == ["finish me", "not on this worker"]
+
+
+def test_stop_with_a_timeout_cancels_the_running_job_which_goes_back_to_the_queue(api, make_worker):
+    started = threading.Event()
+    seen = []
+
+    async def handler(job: Job):
+        if job.attempt == 1:
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+        return {"files": [Artifact("image.png", b"second attempt")]}
+
+    w = make_worker({IMAGE: handler})
+    run = api.submit(IMAGE, {"prompt": "stop me"})
+    assert started.wait(30)
+    w.stop(timeout=0.1)
+    assert seen == ["cancelled"]
+    assert w.worker.state == "stopped"
+    make_worker({IMAGE: handler})
+    job = api.wait_job(run)
+    assert job["status"] == "succeeded" and job["attempts"] == 2, job
+    assert download(job["output"]["urls"][0]) == b"second attempt"
