@@ -1,4 +1,4 @@
-"""upload_artifact against a local HTTP server: the hash check, retries and refusals (no gateway needed)."""
+"""Without a gateway: upload_artifact against a local HTTP server (hash check, retries, refusals), protocol helpers, backoff."""
 from __future__ import annotations
 
 import hashlib
@@ -88,3 +88,16 @@ def test_protocol_helpers():
         worker_socket_url("ftp://gw")
     assert cut("a😀b", 2) == "a", "never half a surrogate pair"
     assert "".join(chunks("x" * (MAX_LOG_LINE * 2 + 5), MAX_LOG_LINE)) == "x" * (MAX_LOG_LINE * 2 + 5)
+
+
+def test_reconnect_backoff_grows_with_equal_jitter_up_to_its_cap():
+    from types import SimpleNamespace
+
+    from switchyard_worker import ReconnectOptions
+    from switchyard_worker.connection import GatewayConnection
+
+    conn = GatewayConnection(SimpleNamespace(reconnect=ReconnectOptions(initial_delay=1, max_delay=8, factor=2)))  # type: ignore[arg-type]
+    delays = [conn._next_delay() for _ in range(6)]
+    for delay, cap in zip(delays, [1, 2, 4, 8, 8, 8]):
+        assert cap / 2 <= delay <= cap, (delays, cap)
+    assert len({conn._next_delay() for _ in range(20)}) > 1, "jittered: a fleet does not reconnect in step"
