@@ -14,7 +14,6 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional
 
-from .errors import JobCancelled
 from .http_retry import Aborted
 from .input_files import LeaseInputFiles
 from .job import Job
@@ -451,7 +450,3 @@ def _in_thread(fn: Callable[..., Any], job: Job, name: str) -> "asyncio.Future[A
 
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
-
-
-# JobCancelled raised by a sync handler is an ordinary failure; the cause decides the report.
-__all__ = ["LeaseRunner", "LeaseState", "JobCancelled"]
