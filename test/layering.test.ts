@@ -130,10 +130,10 @@ describe('docs/architecture.md map', () => {
   it('names every source folder, and only folders that exist', () => {
     const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Map'), doc.indexOf('\n## ', doc.indexOf('## Map') + 1));
-    const mapped = new Set([...section.matchAll(/^\| `([a-z0-9/-]+)\/` \|/gm)].map((m) => m[1]));
+    const mapped = new Set([...section.matchAll(/^\| `([a-z0-9_/-]+)\/` \|/gm)].map((m) => m[1]));
     const folders = (dir: string): string[] =>
       readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-        .filter((e) => e.isDirectory() && e.name !== 'node_modules')
+        .filter((e) => e.isDirectory() && e.name !== 'node_modules' && e.name !== '__pycache__' && !e.name.startsWith('.'))
         .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
     const withSources = [...LAYERS, 'dashboards', 'bench', 'test']
       .flatMap((top) => [top, ...folders(top)])

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { Context, Suite } from 'mocha';
@@ -15,6 +16,10 @@ export interface OptionalProgram {
   env?: string;
   /** The exact command that installs it on Debian. */
   install: string;
+  /** Paths tried before PATH. */
+  candidates?: string[];
+  /** A check beyond being executable (e.g. that an interpreter has the modules a test needs). */
+  works?: (file: string) => boolean;
 }
 
 export const CHROMIUM: OptionalProgram = { name: 'chromium', env: 'CHROMIUM_BIN', install: 'apt-get install -y chromium' };
@@ -24,6 +29,24 @@ export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS
 /** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
+/**
+ * A python3 that can import websockets and pytest (the Python worker SDK's tests, sdk/python/).
+ * Debian's packages install them for /usr/bin/python3 only, so that one is tried before PATH's.
+ */
+export const PYTHON: OptionalProgram = {
+  name: 'python3',
+  env: 'PYTHON_BIN',
+  install: 'apt-get install -y python3-websockets python3-pytest',
+  candidates: ['/usr/bin/python3'],
+  works: (file) => {
+    try {
+      execFileSync(file, ['-c', 'import websockets, pytest'], { stdio: 'ignore', timeout: 20_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
 
 function executable(file: string): boolean {
   try {
@@ -36,10 +59,12 @@ function executable(file: string): boolean {
 
 /** The program's path (its env variable, else the first match on PATH), or undefined. */
 export function findProgram(program: OptionalProgram, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const usable = (file: string) => executable(file) && (!program.works || program.works(file));
   const named = program.env ? env[program.env] : undefined;
-  if (named) return executable(named) ? named : undefined;
+  if (named) return usable(named) ? named : undefined;
+  for (const file of program.candidates ?? []) if (usable(file)) return file;
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (dir && executable(path.join(dir, program.name))) return path.join(dir, program.name);
+    if (dir && usable(path.join(dir, program.name))) return path.join(dir, program.name);
   }
   return undefined;
 }

@@ -1,0 +1,186 @@
+"""The wire contract (docs/worker-protocol.md): versions, limits, the socket URL, lease frames.
+
+Mirrors sdk/protocol/ of the TypeScript sources; keep the two in step.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+PROTOCOL_VERSIONS = (1, 2, 3)
+#: The first version with ``reconnect`` and ``resume``: leases survive a move to another instance.
+HANDOVER_PROTOCOL = 2
+#: The first version with ``models`` in ``register`` and the ``models`` frame.
+MODELS_PROTOCOL = 3
+
+WORKER_PATH = "/v1/workers/connect"
+MAX_FRAME_BYTES = 1024 * 1024
+#: Limits in UTF-16 code units, as the gateway counts them.
+MAX_LOG_LINE = 10_000
+MAX_OUTPUT_DELTA = 100_000
+MAX_PROGRESS_MESSAGE = 1_000
+MAX_ERROR_MESSAGE = 2_000
+MAX_HEARTBEAT_LEASES = 64
+MAX_WORKER_MODELS = 256
+MODEL_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+MAX_MODEL_DESCRIPTION = 1_000
+TIERS = ("open", "trusted", "private")
+
+
+def worker_socket_url(gateway: str) -> str:
+    """The gateway's WebSocket URL for a base URL: http -> ws, https -> wss, plus the worker path."""
+    parts = urlsplit(gateway)
+    schemes = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+    if parts.scheme not in schemes or not parts.netloc:
+        raise ValueError(f"the gateway URL must be http(s):// (or ws(s)://), not {gateway!r}")
+    path = parts.path
+    if not path.endswith(WORKER_PATH):
+        path = path.rstrip("/") + WORKER_PATH
+    return urlunsplit((schemes[parts.scheme], parts.netloc, path, "", ""))
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def cut(text: str, max_units: int) -> str:
+    """``text`` cut to at most ``max_units`` UTF-16 units, never splitting a character."""
+    if len(text) <= max_units // 2 or utf16_len(text) <= max_units:
+        return text
+    units = 0
+    for i, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > max_units:
+            return text[:i]
+    return text
+
+
+def chunks(text: str, max_units: int) -> List[str]:
+    out: List[str] = []
+    rest = text
+    while utf16_len(rest) > max_units:
+        part = cut(rest, max_units)
+        out.append(part)
+        rest = rest[len(part):]
+    if rest or not out:
+        out.append(rest)
+    return out
+
+
+@dataclass
+class InputFileRef:
+    """An entry of a lease's ``files``: the gateway's staged copy of an input file."""
+
+    url: str
+    size: int
+    content_type: str
+    sha256: str
+
+
+@dataclass
+class LeaseInfo:
+    """A lease as the gateway sent it."""
+
+    lease_id: str
+    fence: int
+    run_id: str
+    kind: str
+    tier: str
+    attempt: int
+    input: Dict[str, Any]
+    upload_url: str
+    upload_token: str
+    files: Dict[str, InputFileRef] = field(default_factory=dict)
+
+
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+def parse_lease(frame: Mapping[str, Any]) -> Optional[LeaseInfo]:
+    """The lease of a ``lease`` frame, or None when a field the worker needs is missing."""
+    lease_id, fence, run_id, kind = frame.get("lease_id"), frame.get("fence"), frame.get("run_id"), frame.get("kind")
+    upload_url, upload_token = frame.get("upload_url"), frame.get("upload_token")
+    if not all(isinstance(v, str) for v in (lease_id, run_id, kind, upload_url, upload_token)):
+        return None
+    if not isinstance(fence, int) or isinstance(fence, bool):
+        return None
+    attempt = frame.get("attempt")
+    data = frame.get("input")
+    return LeaseInfo(
+        lease_id=lease_id,  # type: ignore[arg-type]
+        fence=fence,
+        run_id=run_id,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]
+        tier=str(frame.get("tier") or "open"),
+        attempt=attempt if isinstance(attempt, int) else fence,
+        input=data if isinstance(data, dict) else {},
+        upload_url=upload_url,  # type: ignore[arg-type]
+        upload_token=upload_token,  # type: ignore[arg-type]
+        files=_parse_files(frame.get("files"), upload_url),  # type: ignore[arg-type]
+    )
+
+
+def _parse_files(value: Any, base: str) -> Dict[str, InputFileRef]:
+    """Well-formed entries with an http(s) URL only: the upload token goes nowhere else."""
+    files: Dict[str, InputFileRef] = {}
+    if not isinstance(value, dict):
+        return files
+    for name, entry in value.items():
+        if not isinstance(entry, dict):
+            continue
+        url, size, ctype, sha = entry.get("url"), entry.get("size"), entry.get("content_type"), entry.get("sha256")
+        if not isinstance(url, str) or not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            continue
+        if not isinstance(sha, str) or not _SHA256.match(sha):
+            continue
+        resolved = urljoin(base, url)
+        if urlsplit(resolved).scheme not in ("http", "https"):
+            continue
+        files[name] = InputFileRef(resolved, size, ctype if isinstance(ctype, str) else "application/octet-stream", sha.lower())
+    return files
+
+
+def check_models(models: Any, kinds: Sequence[str], slots: int) -> Dict[str, List[Dict[str, Any]]]:
+    """Checks a model list against the protocol's limits; returns a copy. Raises ValueError."""
+    if not isinstance(models, dict):
+        raise ValueError("models must be a dict: kind -> [{id, description?, input_schema?, max_concurrency?}]")
+    any_kind = "all" in kinds
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    total = 0
+    for kind, items in models.items():
+        if not any_kind and kind not in kinds:
+            raise ValueError(f"models lists the kind {kind}, which is not among the worker's kinds ({', '.join(kinds)})")
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"models of {kind} must be a list")
+        total += len(items)
+        if total > MAX_WORKER_MODELS:
+            raise ValueError(f"a worker may list at most {MAX_WORKER_MODELS} models over all its kinds")
+        seen = set()
+        checked = []
+        for m in items:
+            if isinstance(m, str):
+                m = {"id": m}
+            if not isinstance(m, dict) or not isinstance(m.get("id"), str):
+                raise ValueError(f"each model of {kind} must be {{id, description?, input_schema?, max_concurrency?}} or an id")
+            unknown = set(m) - {"id", "description", "input_schema", "max_concurrency"}
+            if unknown:
+                raise ValueError(f"the model {m['id']!r} ({kind}) has fields the protocol does not know: {', '.join(sorted(unknown))}")
+            if not MODEL_ID_PATTERN.match(m["id"]):
+                raise ValueError(f"{m['id']!r} ({kind}) is not a model id: 1-200 of letters, digits and ._:/@+-, starting with a letter or digit")
+            if m["id"] in seen:
+                raise ValueError(f"the model {m['id']} is listed twice for {kind}")
+            seen.add(m["id"])
+            desc = m.get("description")
+            if desc is not None and (not isinstance(desc, str) or utf16_len(desc) > MAX_MODEL_DESCRIPTION):
+                raise ValueError(f"the description of {m['id']} must be a string of at most {MAX_MODEL_DESCRIPTION} characters")
+            schema = m.get("input_schema")
+            if schema is not None and not isinstance(schema, dict):
+                raise ValueError(f"the input_schema of {m['id']} must be a JSON Schema object")
+            mc = m.get("max_concurrency")
+            if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1 or mc > slots):
+                raise ValueError(f"max_concurrency of {m['id']} must be a whole number from 1 to the worker's slots ({slots})")
+            checked.append({k: v for k, v in m.items() if v is not None})
+        out[kind] = checked
+    return out
