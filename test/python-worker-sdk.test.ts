@@ -14,13 +14,13 @@ import { TcpProxy } from './helpers/tcp-proxy.js';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 /**
- * The Python worker SDK (sdk/python/) against real gateways: its pytest suite (sdk/python/tests/)
+ * The Python worker SDK (sdk/python/worker/) against real gateways: its pytest suite (sdk/python/worker/tests/)
  * runs against two `switchyard serve` processes on one Redis prefix and DATA_DIR behind a TCP
  * load balancer, and drives them through a small control server of this test (kill -9, SIGTERM,
  * restart, which instance the balancer sends new connections to), so the suite can restart a
  * gateway, have it drain its workers or hand their leases over to the other instance.
  */
-describe('Python worker SDK against real gateways (pytest sdk/python/tests)', function () {
+describe('Python worker SDK against real gateways (pytest sdk/python/worker/tests)', function () {
   this.timeout(600_000);
   let python: string;
 
@@ -93,7 +93,7 @@ describe('Python worker SDK against real gateways (pytest sdk/python/tests)', fu
       const account = await admin('/v1/admin/accounts', { name: 'python-sdk', credits: 1_000_000 });
       const operator = await admin('/v1/admin/operators', { name: 'python-fleet', trust: 'open' });
 
-      const child = spawn(python, ['-m', 'pytest', 'sdk/python/tests', '-q', '-rs', '-p', 'no:cacheprovider'], {
+      const child = spawn(python, ['-m', 'pytest', 'sdk/python/worker/tests', '-q', '-rs', '-p', 'no:cacheprovider'], {
         cwd: ROOT,
         env: {
           ...process.env,

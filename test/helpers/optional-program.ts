@@ -30,7 +30,7 @@ export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
 /**
- * A python3 that can import websockets and pytest (the Python worker SDK's tests, sdk/python/).
+ * A python3 that can import websockets and pytest (the Python worker SDK's tests, sdk/python/worker/).
  * Debian's packages install them for /usr/bin/python3 only, so that one is tried before PATH's.
  */
 export const PYTHON: OptionalProgram = {

@@ -1,6 +1,6 @@
 """Switchyard worker SDK: run a Switchyard gateway's jobs with plain Python functions.
 
-See README.md (sdk/python/) and docs/worker-protocol.md for the wire protocol it speaks.
+See README.md (sdk/python/worker/) and docs/worker-protocol.md for the wire protocol it speaks.
 """
 __version__ = "0.1.0"
 

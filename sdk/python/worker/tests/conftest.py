@@ -5,7 +5,7 @@ Run by test/python-worker-sdk.test.ts, which starts two gateways behind a load b
 serves SWITCHYARD_TEST_CONTROL (kill, restart, SIGTERM of an instance). By hand::
 
     SWITCHYARD_GATEWAY=http://127.0.0.1:8080 SWITCHYARD_WORKER_TOKEN=swt_... SWITCHYARD_API_KEY=sy_... \\
-      python3 -m pytest sdk/python/tests -q
+      python3 -m pytest sdk/python/worker/tests -q
 """
 from __future__ import annotations
 
