@@ -7,7 +7,9 @@ import path from 'node:path';
 import { KINDS, fileFields } from '../models/kinds.js';
 import { createCommandEngine, splitCommandLine, type CommandEngineOptions } from '../sdk/engines/command/index.js';
 import type { EngineContext, EngineResult, InputFile } from '../sdk/engines/types.js';
+import { PNG } from 'pngjs';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { PYTHON3, requireProgram } from './helpers/optional-program.js';
 
 /**
  * `--engine command`: real programs (node and sh scripts written here) run by the engine, one
@@ -263,6 +265,32 @@ describe('the command engine', function () {
   });
 });
 
+describe('the example script of docs/engines.md', function () {
+  this.timeout(60_000);
+  let python: string;
+  before(function () {
+    python = requireProgram(this, PYTHON3);
+  });
+
+  it('draws the image, reports its size, and refuses an input without a prompt for good', async () => {
+    const doc = readFileSync(path.join(import.meta.dirname, '..', 'docs', 'engines.md'), 'utf8');
+    const source = /### An example script[\s\S]*?```python\n([\s\S]*?)```/.exec(doc)![1];
+    const file = path.join(TMP, 'gradient.py');
+    writeFileSync(file, source);
+    const { ctx, seen } = context();
+    const result = await engine([python, file])('inference:image:generate', { prompt: 'a fox', width: 64 }, ctx);
+    assert.deepEqual(result.extra, { width: 64, height: 64 });
+    assert.deepEqual(result.artifacts.map((a) => [a.name, a.contentType]), [['image.png', 'image/png']]);
+    const image = PNG.sync.read(result.artifacts[0].data);
+    assert.deepEqual([image.width, image.height], [64, 64]);
+    assert.deepEqual(seen.progress.map(([p]) => p), [0.1, 0.8, 1]);
+    assert.match(seen.logs.join('\n'), /wrote \d+ bytes/);
+    const err = await failure(engine([python, file])('inference:image:generate', { width: 64 }, context().ctx));
+    assert.deepEqual([err.code, err.retryable], ['bad_input', false]);
+    assert.match(err.message, /the input has no prompt/);
+  });
+});
+
 describe('switchyard worker --engine command', function () {
   this.timeout(120_000);
   const prefix = uniquePrefix('command-engine-cli');
@@ -324,5 +352,30 @@ describe('switchyard worker --engine command', function () {
     }
     assert.equal(await exited, 0, stderr);
     assert.match(stderr, /running .* for each job of inference:3d:image-to-mesh/);
+  });
+
+  it('exits 2 on bad flags', async () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(NODE, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (code) => resolve({ code, stderr }));
+      });
+    const cases: Array<[string[], RegExp]> = [
+      [['--engine', 'command', '--kinds', 'inference:rig'], /--engine command needs --command/],
+      [['--engine', 'command', '--command', "gen 'oops", '--kinds', 'inference:rig'], /--command: the command has an unclosed single quote/],
+      [['--engine', 'command', '--command', 'gen', '--kinds', 'inference:rig', '--command-timeout', 'soon'], /--command-timeout must be a number of seconds/],
+      [['--engine', 'command', '--command', 'gen'], /worker needs --kinds/],
+      [['--engine', 'demo', '--kinds', 'inference:rig', '--command', 'gen'], /--command is for --engine command/],
+    ];
+    for (let i = 0; i < cases.length; i += 2) {
+      const batch = cases.slice(i, i + 2);
+      const results = await Promise.all(batch.map(([args]) => cli(args)));
+      batch.forEach(([args, message], j) => {
+        assert.equal(results[j].code, 2, `${args.join(' ')}: ${results[j].stderr}`);
+        assert.match(results[j].stderr, message, args.join(' '));
+      });
+    }
   });
 });

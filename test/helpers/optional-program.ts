@@ -24,6 +24,10 @@ export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS
 /** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
+export const FFMPEG: OptionalProgram = { name: 'ffmpeg', env: 'FFMPEG_BIN', install: 'apt-get install -y ffmpeg' };
+export const FFPROBE: OptionalProgram = { name: 'ffprobe', env: 'FFPROBE_BIN', install: 'apt-get install -y ffmpeg' };
+/** The example script of docs/engines.md ("command") is Python. */
+export const PYTHON3: OptionalProgram = { name: 'python3', env: 'PYTHON3_BIN', install: 'apt-get install -y python3' };
 
 function executable(file: string): boolean {
   try {
