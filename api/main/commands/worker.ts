@@ -67,7 +67,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw new UsageError('--slots must be a whole number from 1 to 64');
   if ((tier === 'private') !== (flags['attestation-key'] !== undefined)) throw new UsageError('--tier private and --attestation-key go together: a private worker must attest');
   const attestation = flags['attestation-key'] === undefined ? undefined : await testAttestation(flags['attestation-key']);
-  const { close, ...engine } = await spec.create({ flags, env, kinds: served, models: modelList(flags.models) });
+  const { close, kinds: engineKinds, ...engine } = await spec.create({ flags, env, kinds: served, models: modelList(flags.models) });
 
   const levels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
   const wanted = env.LOG_LEVEL === 'trace' ? 'debug' : env.LOG_LEVEL === 'fatal' ? 'error' : env.LOG_LEVEL;
@@ -75,7 +75,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   const w = new SwitchyardWorker({
     gateway: flags.gateway,
     token,
-    kinds: kinds[0] === 'all' && !spec.onlyKinds ? 'all' : served,
+    kinds: engineKinds ?? (kinds[0] === 'all' && !spec.onlyKinds ? 'all' : served),
     tier,
     slots,
     ...engine,

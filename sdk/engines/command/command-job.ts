@@ -31,7 +31,9 @@ export interface CommandRecipe {
   stdin?(job: CommandJob): string;
   /** Reads stdout itself instead of the line protocol (a program that knows nothing of Switchyard). */
   stdout?(line: string, job: CommandJob): void;
-  /** Output fields after a clean exit, merged over the ones the program reported. */
+  /** A failed run whose last stderr lines match this blames the input: `bad_input`, whatever the exit status. */
+  badInput?: RegExp;
+  /** Output fields after a clean exit, merged over the ones the program reported; may write artifacts to outputDir. */
   result?(job: CommandJob): Promise<Record<string, unknown>>;
 }
 
@@ -150,10 +152,12 @@ export async function runCommandJob(recipe: CommandRecipe, kind: string, rawInpu
       throw new CommandError('command_not_found', `cannot run ${program}: ${end.spawnError.code === 'ENOENT' ? 'no such program' : end.spawnError.message}`, true);
     }
     if (end.endedBy === 'timeout') throw new CommandError('command_timeout', `${program} ran past the time limit of ${limits.timeoutMs / 1000} s and was stopped`, false);
-    if (end.code === BAD_INPUT_EXIT) throw new CommandError('bad_input', `${program} refused the input (exit status ${BAD_INPUT_EXIT})${why}`, false);
+    if (end.code === BAD_INPUT_EXIT || (end.code !== 0 && recipe.badInput?.test(stderrTail.join('\n')))) throw new CommandError('bad_input', `${program} refused the input (exit status ${end.code})${why}`, false);
     if (end.code !== 0) throw new CommandError('command_failed', `${program} ${end.code === null ? `was killed by ${end.signal}` : `exited with status ${end.code}`}${why}`, true);
+    // Before the artifacts are read: a recipe may write some (a transcript of what it parsed).
+    const own = recipe.result ? await recipe.result(job) : {};
     const artifacts = await dir.artifacts({ maxFiles: limits.maxArtifacts, maxBytes: limits.maxArtifactBytes }, (line) => ctx.log(line));
-    const extra = { ...(streamed && fields.text === undefined ? { text: streamed } : {}), ...fields, ...(recipe.result ? await recipe.result(job) : {}) };
+    const extra = { ...(streamed && fields.text === undefined ? { text: streamed } : {}), ...fields, ...own };
     ctx.progress(1, 'done');
     return { artifacts, extra };
   } finally {

@@ -7,6 +7,8 @@ export interface EngineSetup {
   handler: Engine;
   models: Record<string, WorkerModel[]>;
   software: { name: string; engine: string; version?: string };
+  /** The kinds it serves, when fewer than asked for (the ones whose program is installed). */
+  kinds?: string[];
   /** Released when the worker stops (a child process, a socket to the backend). */
   close?: () => Promise<void>;
 }
