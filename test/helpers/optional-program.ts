@@ -1,6 +1,6 @@
-import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { Context, Suite } from 'mocha';
+import { isExecutable as executable } from '../../sdk/engines/local/programs.js';
 
 /**
  * System programs some tests drive for real (a browser, Prometheus, a Redis to kill). `npm test`
@@ -29,14 +29,6 @@ export const FFPROBE: OptionalProgram = { name: 'ffprobe', env: 'FFPROBE_BIN', i
 /** The example script of docs/engines.md ("command") is Python. */
 export const PYTHON3: OptionalProgram = { name: 'python3', env: 'PYTHON3_BIN', install: 'apt-get install -y python3' };
 
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The program's path (its env variable, else the first match on PATH), or undefined. */
 export function findProgram(program: OptionalProgram, env: NodeJS.ProcessEnv = process.env): string | undefined {

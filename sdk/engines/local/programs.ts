@@ -15,14 +15,15 @@ export const FFMPEG: LocalProgram = { name: 'ffmpeg', install: 'apt-get install 
 
 /** The program's path on PATH, or null. */
 export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  if (name.includes('/')) return executable(name) ? name : null;
+  if (name.includes('/')) return isExecutable(name) ? name : null;
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (dir && executable(path.join(dir, name))) return path.join(dir, name);
+    if (dir && isExecutable(path.join(dir, name))) return path.join(dir, name);
   }
   return null;
 }
 
-function executable(file: string): boolean {
+/** Whether this process may run the file. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
