@@ -191,7 +191,7 @@ describe('the local engine (switchyard worker --engine local)', function () {
       bare = mkdtempSync(path.join(os.tmpdir(), 'sy-local-bare-'));
       symlinkSync(espeak, path.join(bare, 'espeak-ng'));
     });
-    after(() => rmSync(bare, { recursive: true, force: true }));
+    after(() => bare && rmSync(bare, { recursive: true, force: true }));
 
     it('serves the kinds whose program is installed and says what to install for the others', async () => {
       const worker = startWorker(gw, token, [], { ...env, PATH: bare });

@@ -65,6 +65,8 @@ export const DEFAULT_LIMITS: Omit<CommandLimits, 'fileFields' | 'env'> = {
   maxArtifactBytes: 1024 * 1024 * 1024,
 };
 
+/** Result lines beyond this many characters in all are dropped: a complete report must fit in a frame (1 MB) anyway. */
+const MAX_RESULT_CHARS = 1_000_000;
 /** The last few stderr lines, short, for the failure message. */
 const TAIL_LINES = 5;
 const TAIL_CHARS = 300;
@@ -101,6 +103,7 @@ export async function runCommandJob(recipe: CommandRecipe, kind: string, rawInpu
     let outputCut = false;
     let streamed = '';
     let truncatedLines = 0;
+    let resultChars = 0;
     const fields: Record<string, unknown> = {};
     const stderrTail: string[] = [];
 
@@ -109,7 +112,12 @@ export async function runCommandJob(recipe: CommandRecipe, kind: string, rawInpu
       else if (e.type === 'progress') {
         progress = Math.max(progress, Math.min(1, Math.max(0, e.progress)));
         ctx.progress(progress, e.message);
-      } else if (e.type === 'result') Object.assign(fields, e.fields);
+      } else if (e.type === 'result') {
+        const before = resultChars;
+        resultChars += JSON.stringify(e.fields).length;
+        if (resultChars <= MAX_RESULT_CHARS) Object.assign(fields, e.fields);
+        else if (before <= MAX_RESULT_CHARS) ctx.log(`(result lines over ${MAX_RESULT_CHARS} characters: the rest is dropped)`);
+      }
       else if (outputChars + e.delta.length <= limits.maxOutputChars) {
         outputChars += e.delta.length;
         streamed += e.delta;
