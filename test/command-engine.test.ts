@@ -313,15 +313,21 @@ describe('switchyard worker --engine command', function () {
     await cleanupPrefix(prefix);
   });
 
-  it('runs jobs with the program: a file input as a local path, its events, artifacts and output fields', async () => {
+  it('runs jobs with the program: a file input as a local path, its events, artifacts and output fields; a cancel ends it', async () => {
     const script = nodeScript(`
       import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
       const input = JSON.parse(readFileSync(0, 'utf8'));
+      if (input.pid_file) {
+        // Holds its lease until canceled.
+        writeFileSync(input.pid_file, String(process.pid));
+        setInterval(() => {}, 1000);
+      } else {
       console.log('progress 0.5 copying');
       console.log('log got ' + readFileSync(input.image).length + ' bytes');
       copyFileSync(input.image, process.env.SWITCHYARD_OUTPUT_DIR + '/echo.png');
       writeFileSync(process.env.SWITCHYARD_OUTPUT_DIR + '/note.txt', 'model ' + process.env.SWITCHYARD_MODEL);
       console.log(JSON.stringify({ result: { run_id: process.env.SWITCHYARD_RUN_ID } }));
+      }
     `);
     const pixel = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
     const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
@@ -351,6 +357,16 @@ describe('switchyard worker --engine command', function () {
       const events = await (await fetch(`${gw.url}/v1/jobs/${runId}/events?after=0`, { headers: { authorization: `Bearer ${key}` } })).text();
       assert.match(events, /event: progress\ndata: \{"progress":0.5,"message":"copying"/);
       assert.match(events, new RegExp(`event: log\\ndata: \\{"line":"got ${pixel.length} bytes"`));
+
+      // A cancel reaches the program: the worker ends it, and the job ends canceled.
+      const pidFile = path.join(TMP, 'cli-cancel.pid');
+      const held = await gw.submit(key, { kind: 'inference:3d:image-to-mesh', input: { image: `data:image/png;base64,${pixel.toString('base64')}`, model: 'echo-1', pid_file: pidFile } });
+      const pid = await until('the program is running', async () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')), 60_000);
+      assert.ok(alive(pid));
+      const canceled = await gw.request('POST', `/v1/jobs/${held.body.run_id}/cancel`, { key });
+      assert.ok(canceled.status < 300, canceled.text);
+      await until('the program is gone', async () => !alive(pid), 30_000);
+      await until('the job is canceled', async () => (await gw.request('GET', `/v1/jobs/${held.body.run_id}`, { key })).body.status === 'canceled');
     } catch (err) {
       (err as Error).message += `\nworker stderr: ${stderr}`;
       throw err;
