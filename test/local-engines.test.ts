@@ -6,6 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { PNG } from 'pngjs';
+import { createLocalEngine } from '../sdk/engines/local/index.js';
+import type { EngineContext } from '../sdk/engines/types.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { CHROMIUM, ESPEAK_NG, FFMPEG, FFPROBE, POCKETSPHINX, requireProgram } from './helpers/optional-program.js';
 
@@ -210,6 +212,60 @@ describe('the local engine (switchyard worker --engine local)', function () {
       const code = await worker.exited;
       assert.equal(code, 1, worker.stderr());
       assert.match(worker.stderr(), /--engine local cannot serve what --kinds asks: inference:video:generate needs ffmpeg \(apt-get install -y ffmpeg\)/);
+    });
+  });
+});
+
+describe('the local engine refuses what it cannot use, for good', function () {
+  this.timeout(60_000);
+  const engine = createLocalEngine();
+  /** A context whose input files are `files` (bytes written to the temp dir). */
+  const context = (files: Record<string, Buffer> = {}): EngineContext => ({
+    signal: new AbortController().signal,
+    progress: () => {},
+    log: () => {},
+    output: () => {},
+    inputFile: async (field) => {
+      const file = path.join(TMP, `refusal-${field}-${Object.keys(files).length}-${Math.random().toString(36).slice(2)}`);
+      writeFileSync(file, files[field]);
+      return { path: file, size: files[field].length, contentType: 'application/octet-stream', sha256: '0'.repeat(64) };
+    },
+  });
+  const refusal = async (kind: string, input: Record<string, unknown>, ctx: EngineContext) => {
+    const err = await engine.handler(kind, input, ctx).then(
+      () => assert.fail('the job succeeded'),
+      (e: { code: string; retryable: boolean; message: string }) => e,
+    );
+    assert.deepEqual([err.code, err.retryable], ['bad_input', false], err.message);
+    return err.message;
+  };
+
+  describe('text-to-speech', function () {
+    before(function () {
+      requireProgram(this, ESPEAK_NG);
+    });
+    it('a voice espeak-ng does not have, or that is not a voice name', async () => {
+      assert.match(await refusal(TTS, { text: 'hi', voice: 'xx-nosuch' }, context()), /voice does not exist/);
+      assert.match(await refusal(TTS, { text: 'hi', voice: '--help' }, context()), /not an espeak-ng voice name/);
+    });
+  });
+
+  describe('transcription', function () {
+    before(function () {
+      requireProgram(this, POCKETSPHINX);
+    });
+    it('audio that is not WAV, and a language other than English', async () => {
+      assert.match(await refusal(TRANSCRIBE, { audio: 'file_x' }, context({ audio: Buffer.from('ID3 not a wav at all') })), /reads WAV only/);
+      assert.match(await refusal(TRANSCRIBE, { audio: 'file_x', language: 'de' }, context({ audio: Buffer.alloc(10) })), /only an English model, not de/);
+    });
+  });
+
+  describe('video', function () {
+    before(function () {
+      requireProgram(this, FFMPEG);
+    });
+    it('an image ffmpeg cannot read', async () => {
+      assert.match(await refusal(VIDEO, { image: 'file_x', duration_s: 0.5 }, context({ image: Buffer.from('not an image') })), /refused the input/);
     });
   });
 });
