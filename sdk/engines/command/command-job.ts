@@ -117,8 +117,7 @@ export async function runCommandJob(recipe: CommandRecipe, kind: string, rawInpu
         resultChars += JSON.stringify(e.fields).length;
         if (resultChars <= MAX_RESULT_CHARS) Object.assign(fields, e.fields);
         else if (before <= MAX_RESULT_CHARS) ctx.log(`(result lines over ${MAX_RESULT_CHARS} characters: the rest is dropped)`);
-      }
-      else if (outputChars + e.delta.length <= limits.maxOutputChars) {
+      } else if (outputChars + e.delta.length <= limits.maxOutputChars) {
         outputChars += e.delta.length;
         streamed += e.delta;
         ctx.output(e.delta);
