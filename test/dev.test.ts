@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { redisAnswers, startLocalRedis } from '../api/main/dev/dev-redis.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { ESPEAK_NG, FFMPEG, POCKETSPHINX, findProgram } from './helpers/optional-program.js';
 import { freePort } from './helpers/ports.js';
 
 
@@ -53,7 +54,7 @@ describe('npm run dev', () => {
       assert.equal(artifact.headers.get('content-type'), 'image/png');
       assert.deepEqual([...Buffer.from(await artifact.arrayBuffer()).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG, fetched with no header');
     });
-    assert.match(banner, /demo worker serves all 11 kinds/);
+    assert.match(banner, /dev worker serves all 11 kinds/);
     const key = /API key:\s+(sy_\S+)/.exec(banner)?.[1];
     assert.ok(key, banner);
     const curl = /curl -s -X POST (\S+)\/v1\/jobs -H "Authorization: Bearer (\S+)"/.exec(banner);
@@ -87,6 +88,36 @@ describe('npm run dev', () => {
       assert.equal(await new Promise((r) => verified.once('exit', r)), 0, out);
       assert.match(out, /^verified: /);
     });
+  });
+
+  it('serves speech, transcription and video with the real programs of this machine where they are installed, and says so', async function () {
+    this.timeout(60_000);
+    const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEMO_DELAY_MS: '0' };
+    const local = ([['inference:audio:text-to-speech', ESPEAK_NG], ['inference:audio:transcribe', POCKETSPHINX], ['inference:video:generate', FFMPEG]] as const).filter(([, p]) => findProgram(p));
+    await devBanner(env, async (banner) => {
+      for (const [kind, program] of local) assert.match(banner, new RegExp(`${kind} with ${program.name}`));
+      if (local.length) assert.match(banner, new RegExp(`${local.length} with real programs of this machine[\\s\\S]*the other ${11 - local.length} with the demo engine`));
+      if (!local.some(([kind]) => kind === 'inference:video:generate')) return;
+      // The local engine's video is an MP4; the demo engine's an AVI.
+      const url = /running at (\S+)/.exec(banner)![1];
+      const headers = { authorization: `Bearer ${/API key:\s+(sy_\S+)/.exec(banner)![1]}`, 'content-type': 'application/json' };
+      const body = JSON.stringify({ kind: 'inference:video:generate', input: { prompt: 'a lighthouse', duration_s: 0.5 } });
+      const { run_id: runId } = (await (await fetch(`${url}/v1/jobs`, { method: 'POST', headers, body })).json()) as { run_id: string };
+      const job = await until('the video job has ended', async () => {
+        const j = (await (await fetch(`${url}/v1/jobs/${runId}`, { headers })).json()) as { status: string; output: { files: Array<{ name: string }> } };
+        return ['succeeded', 'failed'].includes(j.status) && j;
+      }, 30_000);
+      assert.equal(job.status, 'succeeded', JSON.stringify(job));
+      assert.equal(job.output.files[0].name, 'video.mp4');
+    });
+    const bare = mkdtempSync(path.join(tmpdir(), 'switchyard-dev-bare-'));
+    try {
+      const banner = await devBanner({ ...env, PATH: bare });
+      assert.match(banner, /dev worker serves all 11 kinds \(trusted tier, 4 slots\) with the demo engine/);
+      assert.match(banner, /For real inference:audio:text-to-speech, inference:audio:transcribe, inference:video:generate on the local engine: apt-get install -y espeak-ng && apt-get install -y pocketsphinx pocketsphinx-en-us && apt-get install -y ffmpeg/);
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+    }
   });
 
   it('starts a local redis-server with its data under DATA_DIR when none answers', async function () {

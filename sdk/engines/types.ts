@@ -19,6 +19,8 @@ export interface InputFile {
 }
 
 export interface EngineContext {
+  /** The run the lease is for, set by the worker SDK; absent when an engine is called outside a worker. */
+  runId?: string;
   /** Aborted when the job is cancelled or the worker shuts down; engines reject with an AbortError. */
   signal: AbortSignal;
   /** Fraction done in [0, 1], non-decreasing; 1 is reported last. */

@@ -81,6 +81,7 @@ export class LeaseRunner {
       const handler = handlerFor(this.settings.handler, info.kind);
       if (!handler) throw Object.assign(new Error(`this worker has no handler for ${info.kind}`), { code: 'unsupported_kind', retryable: true });
       const ctx: EngineContext = {
+        runId: info.run_id,
         signal: controller.signal,
         progress: (p, message) => this.progress(lease, p, message),
         log: (line) => {

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { Context, Suite } from 'mocha';
+import { isExecutable as executable } from '../../sdk/engines/local/programs.js';
 
 /**
  * System programs some tests drive for real (a browser, Prometheus, a Redis to kill). `npm test`
@@ -47,15 +47,10 @@ export const PYTHON: OptionalProgram = {
     }
   },
 };
-
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const FFMPEG: OptionalProgram = { name: 'ffmpeg', env: 'FFMPEG_BIN', install: 'apt-get install -y ffmpeg' };
+export const FFPROBE: OptionalProgram = { name: 'ffprobe', env: 'FFPROBE_BIN', install: 'apt-get install -y ffmpeg' };
+/** The example script of docs/engines.md ("command") is Python. */
+export const PYTHON3: OptionalProgram = { name: 'python3', env: 'PYTHON3_BIN', install: 'apt-get install -y python3' };
 
 /** The program's path (its env variable, else the first match on PATH), or undefined. */
 export function findProgram(program: OptionalProgram, env: NodeJS.ProcessEnv = process.env): string | undefined {

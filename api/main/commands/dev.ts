@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { loadConfig } from '../config.js';
 import { redisAnswers, startLocalRedis } from '../dev/dev-redis.js';
-import { startDevFleet } from '../dev/dev-fleet.js';
+import { startDevFleet, type DevFleet } from '../dev/dev-fleet.js';
 import { devAdminToken } from '../dev/dev-admin-token.js';
 import type { Gateway } from '../../composition/gateway.js';
 import { hashSecret, lookupIdOf, sameHash } from '../../../models/credentials.js';
@@ -57,13 +57,20 @@ export async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     config = loadConfig(env);
   }
   const { demoDelayMs } = config;
-  let fleet: { stop(): Promise<void> } | undefined;
+  let fleet: DevFleet | undefined;
   await serve(config, {
     beforeStop: async () => fleet?.stop(),
     cleanup: () => redisChild?.kill(),
     onReady: async (gateway, url) => {
     const key = await devKey(gateway);
     fleet = await startDevFleet(gateway, url, demoDelayMs, attestationKeyFile);
+    const { served, missing } = fleet.local;
+    const engines = served.length
+      ? `A dev worker serves all 11 kinds (trusted tier, 4 slots): ${served.length} with real programs of this machine
+(local engine: ${served.map((s) => `${s.kind} with ${path.basename(s.program)}`).join(', ')}),
+the other ${11 - served.length} with the demo engine (about ${demoDelayMs} ms a job).`
+      : `A dev worker serves all 11 kinds (trusted tier, 4 slots) with the demo engine (about ${demoDelayMs} ms a job).`;
+    const install = missing.length ? `\nFor real ${missing.map((m) => m.kind).join(', ')} on the local engine: ${[...new Set(missing.map((m) => m.program.install))].join(' && ')}` : '';
     const att = gateway.config.attestation;
     const privateDemo = attestationKeyFile
       ? `
@@ -77,7 +84,7 @@ and once it has succeeded, check its attestation, receipt and artifacts yourself
       : '';
     console.log(`
 Switchyard is running at ${url}
-A demo worker serves all 11 kinds (trusted tier, 4 slots, about ${demoDelayMs} ms a job).
+${engines}${install}
 
   API key:  ${key}
 

@@ -5,12 +5,12 @@ import path from 'node:path';
 import { badInput, describeInput, readInputFile } from './files.js';
 import { abortError, type DemoFamily } from './job.js';
 import { str } from './inputs.js';
-import { encodeWav, readWav, resampleAudio, toPcm16, WavError, wavToMono, type WavInfo } from './wav.js';
+import { readWav, resampledWav, WavError, type WavInfo } from './wav.js';
 
 const WORDS = ['the', 'demo', 'engine', 'heard', 'a', 'short', 'clip', 'about', 'switchyard', 'jobs', 'and', 'workers', 'running', 'on', 'remote', 'machines', 'today'];
 
 /** pocketsphinx's acoustic model wants 16 kHz mono 16-bit; longer clips are cut, the demo only proves the path. */
-const RECOGNIZER_RATE = 16_000;
+export const RECOGNIZER_RATE = 16_000;
 const MAX_RECOGNIZED_SECONDS = 120;
 /** Tried in order when no command is configured: upstream's 5.x CLI, then Debian's 0.8 one. */
 const RECOGNIZERS = ['pocketsphinx', 'pocketsphinx_continuous'];
@@ -45,11 +45,10 @@ function wordsOf(stdout: string): string {
 async function recognize(command: string | null | undefined, wav: Buffer, info: WavInfo, language: string, signal: AbortSignal, log: (line: string) => void): Promise<Heard> {
   if (command === null) return { skipped: 'speech recognition is turned off' };
   if (!/^en(?:$|[-_])/i.test(language)) return { skipped: `pocketsphinx has only an English model, not ${language}` };
-  const samples = resampleAudio(wavToMono(wav, info), info.sampleRate, RECOGNIZER_RATE).subarray(0, MAX_RECOGNIZED_SECONDS * RECOGNIZER_RATE);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-asr-'));
   try {
     const file = path.join(dir, 'audio-16k.wav');
-    await writeFile(file, encodeWav(toPcm16(samples), RECOGNIZER_RATE));
+    await writeFile(file, resampledWav(wav, info, RECOGNIZER_RATE, MAX_RECOGNIZED_SECONDS));
     for (const candidate of command === undefined ? RECOGNIZERS : [command]) {
       const legacy = path.basename(candidate).includes('continuous');
       const out = await run(candidate, legacy ? ['-infile', file, '-logfn', os.devNull] : ['single', file], signal);

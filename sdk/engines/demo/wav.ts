@@ -147,3 +147,8 @@ export function resampleAudio(samples: Float32Array, from: number, to: number): 
   }
   return out;
 }
+
+/** The clip as a 16-bit mono WAV at `rate` (what a speech recognizer's model wants), cut to `maxSeconds`. */
+export function resampledWav(wav: Buffer, info: WavInfo, rate: number, maxSeconds: number): Buffer {
+  return encodeWav(toPcm16(resampleAudio(wavToMono(wav, info), info.sampleRate, rate).subarray(0, maxSeconds * rate)), rate);
+}

@@ -8,8 +8,8 @@ export interface EngineSetup {
   models: Record<string, WorkerModel[]>;
   software: { name: string; engine: string; version?: string };
   /**
-   * The kinds it serves when they come from its setup rather than from --kinds (comfyui: those
-   * of its templates); unset: the kinds --kinds named.
+   * The kinds it serves when they come from its setup rather than from --kinds: comfyui's are
+   * those of its templates, local's those whose program is installed; unset: what --kinds named.
    */
   kinds?: string[];
   /** Released when the worker stops (a child process, a socket to the backend). */
