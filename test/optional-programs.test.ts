@@ -9,8 +9,8 @@ import { CHROMIUM, PROMETHEUS, PROMTOOL, findProgram } from './helpers/optional-
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MOCHA = path.join(ROOT, 'node_modules/mocha/bin/mocha.js');
-// The suites that need Chromium, Prometheus or promtool.
-const SUITES = ['test/bull-board.test.ts', 'test/dashboards.test.ts'];
+// The suites that need Chromium, Prometheus, promtool, espeak-ng, pocketsphinx or ffmpeg.
+const SUITES = ['test/bull-board.test.ts', 'test/dashboards.test.ts', 'test/local-engines.test.ts'];
 
 /**
  * `npm test` on a machine with only Node and Redis: the suites that drive optional programs run
@@ -44,6 +44,7 @@ describe('optional system programs', function () {
     assert.match(stdout, /pending: chromium is not installed; apt-get install -y chromium/);
     assert.match(stdout, /pending: promtool is not installed; apt-get install -y --no-install-recommends prometheus/);
     assert.match(stdout, /pending: prometheus is not installed; apt-get install -y --no-install-recommends prometheus/);
+    assert.match(stdout, /pending: .*ffmpeg is not installed; apt-get install -y ffmpeg/);
   });
 
   it('fails them under CI=true when the programs are missing', async () => {
