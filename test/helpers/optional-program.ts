@@ -24,6 +24,8 @@ export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS
 /** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
+/** Debian's Go toolchain (1.19 on bookworm), for the Go client's own tests (sdk/go). */
+export const GO: OptionalProgram = { name: 'go', env: 'GO_BIN', install: 'apt-get install -y golang-go' };
 
 function executable(file: string): boolean {
   try {
