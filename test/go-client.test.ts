@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,11 +82,12 @@ describe('Go client (sdk/go): go test against a real gateway and demo workers', 
   let proxy: CuttingProxy | undefined;
   let goCache: string | undefined;
   let env: NodeJS.ProcessEnv;
+  let key: string;
 
   before(async function () {
     go = requireProgram(this, GO);
     gw = await new TestGateway(prefix, { FILE_MAX_BYTES: `${FILE_MAX_BYTES}b`, FILE_QUOTA_BYTES: `${FILE_QUOTA_BYTES}b` }).start();
-    const { key } = await gw.account(100_000, 'go-client');
+    ({ key } = await gw.account(100_000, 'go-client'));
     // One credit: less than any kind but the llm's, and no files yet, for 402 and the quota.
     const { key: poorKey } = await gw.account(1, 'go-client-poor');
     // Long enough for a stream to see progress frames (quarter steps), short for the suite.
@@ -140,11 +141,35 @@ describe('Go client (sdk/go): go test against a real gateway and demo workers', 
     }
     assert.ok(proxy!.cuts >= 2, `the proxy cut ${proxy!.cuts} streams`);
   });
+
+  it("the README's quick start builds and runs as it is: a job submitted, streamed, waited for, its artifact URLs printed", async () => {
+    const readme = readFileSync(path.join(MODULE, 'README.md'), 'utf8');
+    const quickStart = readme.split('## Quick start')[1]?.match(/```go\n([\s\S]*?)```/)?.[1];
+    if (!quickStart || !quickStart.includes('func main()')) assert.fail('the quick start is a whole main.go');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-go-quickstart-'));
+    try {
+      writeFileSync(path.join(dir, 'main.go'), quickStart);
+      // The README's own go.mod lines for a local checkout, pointed at this one.
+      writeFileSync(
+        path.join(dir, 'go.mod'),
+        `module example.com/quickstart\n\ngo 1.19\n\nrequire github.com/switchyard-dev/switchyard/sdk/go v0.0.0\n\nreplace github.com/switchyard-dev/switchyard/sdk/go => ${MODULE}\n`,
+      );
+      const res = await runGo(go, ['run', '.'], { ...env, SWITCHYARD_URL: gw!.url, SWITCHYARD_API_KEY: key }, dir);
+      assert.equal(res.code, 0, `the quick start failed:\n${res.output}`);
+      assert.match(res.output, /^\s*25% loading demo model$/m, res.output);
+      assert.match(res.output, /^succeeded$/m, res.output);
+      const urls = res.output.split('\n').filter((l) => l.startsWith(`${gw!.url}/v1/artifacts/`));
+      assert.equal(urls.length, 1, res.output);
+      assert.equal((await fetch(urls[0])).status, 200);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
-function runGo(go: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+function runGo(go: string, args: string[], env: NodeJS.ProcessEnv, cwd = MODULE): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(go, args, { cwd: MODULE, env, maxBuffer: 32 << 20 }, (err, stdout, stderr) => {
+    execFile(go, args, { cwd, env, maxBuffer: 32 << 20 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, output: `${stdout}${stderr}` });
     });
