@@ -107,6 +107,7 @@ type APIError struct {
 	Body []byte
 }
 
+// Error gives the status, code, message and request id.
 func (e *APIError) Error() string {
 	s := fmt.Sprintf("switchyard: %d %s: %s", e.Status, e.Code, e.Message)
 	if e.RequestID != "" {
@@ -166,6 +167,7 @@ type NetworkError struct {
 	Err error
 }
 
+// Error names the request and the transport's failure.
 func (e *NetworkError) Error() string { return "switchyard: " + e.Op + " failed: " + e.Err.Error() }
 
 // Unwrap returns the transport's error.
@@ -185,6 +187,7 @@ type TimeoutError struct {
 	LastJob *Job
 }
 
+// Error names the request, or the run Wait was waiting for and its last status.
 func (e *TimeoutError) Error() string {
 	s := fmt.Sprintf("switchyard: %s got no complete answer within %s", e.Op, e.Timeout)
 	if e.RunID != "" {
@@ -214,6 +217,7 @@ type StreamError struct {
 	Err error
 }
 
+// Error names the run, the failures and the event id to resume after.
 func (e *StreamError) Error() string {
 	last := "unset"
 	if e.LastEventID != nil {

@@ -92,7 +92,9 @@ func TestSubmitEachKindAndWait(t *testing.T) {
 		{"inference:texture:generate", func() map[string]any {
 			return map[string]any{"mesh": urlOf(done["inference:3d:text-to-mesh"], "mesh.glb"), "prompt": "bark", "resolution": 64}
 		}},
-		{"inference:rig", func() map[string]any { return map[string]any{"mesh": urlOf(done["inference:3d:text-to-mesh"], "mesh.glb")} }},
+		{"inference:rig", func() map[string]any {
+			return map[string]any{"mesh": urlOf(done["inference:3d:text-to-mesh"], "mesh.glb")}
+		}},
 		{"inference:video:generate", func() map[string]any { return map[string]any{"prompt": "a ball", "fps": 4, "duration_s": 0.5} }},
 		{"inference:llm:text-generate", func() map[string]any { return map[string]any{"prompt": "Tell me about trains", "max_tokens": 16} }},
 		{"inference:audio:music-generate", func() map[string]any { return map[string]any{"prompt": "calm piano", "duration_s": 0.5} }},

@@ -271,6 +271,7 @@ type OutputData struct {
 	Delta string `json:"delta"`
 }
 
+// String gives the id, the name and the data, for logs.
 func (e Event) String() string {
 	return fmt.Sprintf("%d %s %s", e.ID, e.Event, e.Data)
 }
