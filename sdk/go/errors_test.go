@@ -149,8 +149,10 @@ func TestGatewayErrors(t *testing.T) {
 	check("url_blocked", err, ErrURLBlocked, 400)
 	_, err = newTestClient(t, g.url, "sy_not_a_real_key").Get(ctx, missingRun)
 	check("unauthorized", err, ErrUnauthorized, 401)
-	_, err = c.Get(ctx, missingRun)
-	check("not_found", err, ErrNotFound, 404)
+	_, err = c.Get(ctx, missingRun, WithHeader("X-Request-Id", "go-client-404"))
+	if e := check("not_found", err, ErrNotFound, 404); e.RequestID != "go-client-404" {
+		t.Fatalf("the gateway echoes the caller's request id: %q", e.RequestID)
+	}
 	_, err = c.Submit(ctx, SubmitRequest{Kind: image, Input: map[string]any{"prompt": "x", "padding": strings.Repeat("x", 4<<20)}})
 	check("payload_too_large (JSON)", err, ErrPayloadTooLarge, 413)
 	_, err = c.Files.Upload(ctx, bytes.NewReader(pngOf(t, 2)), UploadOptions{ContentType: "audio/wav"})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"testing"
 	"time"
@@ -390,5 +391,37 @@ func TestWaitTimeout(t *testing.T) {
 	still, err := c.Get(ctx, run.RunID)
 	if err != nil || still.Status != StatusQueued {
 		t.Fatalf("the run itself: %v %v", still, err)
+	}
+}
+
+// Wait polls through what is worth another try (a 503, a 429) and stops at the terminal job;
+// a refusal that is not (a 404) ends it at once.
+func TestWaitPollsThroughTransientErrors(t *testing.T) {
+	answers := []struct {
+		status int
+		body   string
+	}{
+		{503, `{"error":{"code":"unavailable","message":"restarting"}}`},
+		{429, `{"error":{"code":"rate_limited","message":"slow down"}}`},
+		{200, `{"run_id":"run_x","status":"running","terminal":false}`},
+		{200, `{"run_id":"run_x","status":"succeeded","terminal":true,"output":{"urls":["u"],"files":[]}}`},
+		{404, `{"error":{"code":"not_found","message":"run not found"}}`},
+	}
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answers[calls]
+		calls++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.status)
+		_, _ = w.Write([]byte(a.body))
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, "k")
+	job, err := c.Wait(testCtx(t), "run_x", WaitOptions{Interval: time.Millisecond})
+	if err != nil || job.Status != StatusSucceeded || !job.Terminal || job.Output.URLs[0] != "u" || calls != 4 {
+		t.Fatalf("after %d polls: %+v %v", calls, job, err)
+	}
+	if _, err := c.Wait(testCtx(t), "run_x", WaitOptions{Interval: time.Millisecond}); !errors.Is(err, ErrNotFound) || calls != 5 {
+		t.Fatalf("a 404 is not tried again: %v after %d", err, calls)
 	}
 }
