@@ -34,7 +34,7 @@ const (
 //	if err := s.Err(); err != nil { ... }
 func (c *Client) Stream(ctx context.Context, runID string, opts StreamOptions) *EventStream {
 	inner, cancel := context.WithCancel(ctx)
-	s := &EventStream{c: c, parent: ctx, ctx: inner, cancel: cancel, runID: runID, opts: opts}
+	s := &EventStream{c: c, parent: ctx, ctx: inner, cancel: cancel, closedCh: make(chan struct{}), runID: runID, opts: opts}
 	if opts.LastEventID != nil {
 		v := *opts.LastEventID
 		s.last = &v
@@ -61,6 +61,7 @@ type EventStream struct {
 	err         error
 	closeOnce   sync.Once
 	closed      int32
+	closedCh    chan struct{}
 	// Connections counts connection attempts, for callers that watch reconnects.
 	connections int
 }
@@ -100,6 +101,7 @@ func (s *EventStream) Err() error { return s.err }
 func (s *EventStream) Close() error {
 	s.closeOnce.Do(func() {
 		atomic.StoreInt32(&s.closed, 1)
+		close(s.closedCh)
 		s.cancel()
 	})
 	return nil
@@ -112,13 +114,14 @@ func (s *EventStream) Channel() <-chan Event {
 	go func() {
 		defer close(ch)
 		for s.Next() {
+			// Not s.ctx: it is also canceled once done arrives, and done must still be delivered.
 			select {
 			case ch <- s.event:
-			case <-s.ctx.Done():
-				s.closeConn()
-				if s.err == nil && !s.finished {
-					s.err = s.ctxErr()
-				}
+			case <-s.closedCh:
+				s.end(nil)
+				return
+			case <-s.parent.Done():
+				s.end(s.parent.Err())
 				return
 			}
 		}
@@ -151,8 +154,10 @@ func (s *EventStream) Next() bool {
 				s.failures = 0
 				s.event = ev
 				if ev.Event == EventDone {
+					// Nothing follows done: release the connection and the context now.
 					s.closeConn()
 					s.finished = true
+					s.cancel()
 				}
 				return true
 			}

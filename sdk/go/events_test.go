@@ -212,3 +212,36 @@ func TestStreamParserSkipsPartialFramesAndRepeats(t *testing.T) {
 		t.Fatalf("typed data: %+v %+v", events[2].Log, events[3].Job)
 	}
 }
+
+// A consumer of the channel that leaves early closes the stream: the channel closes, the
+// connection is released and Err stays nil.
+func TestStreamChannelClosedEarly(t *testing.T) {
+	released := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("id: 1\nevent: status\ndata: {\"run_id\":\"run_x\",\"status\":\"running\"}\n\nid: 2\nevent: progress\ndata: {\"progress\":0.1}\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(released)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, "k")
+	s := c.Stream(testCtx(t), "run_x", StreamOptions{})
+	ch := s.Channel()
+	first := <-ch
+	if first.Event != EventStatus || first.Job == nil || first.Job.Status != StatusRunning {
+		t.Fatalf("first: %v", first)
+	}
+	s.Close()
+	for range ch {
+		// drains what was in flight; the channel must close
+	}
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was not released after Close")
+	}
+	if s.Err() != nil {
+		t.Fatalf("Close is not an error: %v", s.Err())
+	}
+}
