@@ -4,13 +4,13 @@ import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { CHROMIUM, PROMETHEUS, PROMTOOL, findProgram } from './helpers/optional-program.js';
+import { CHROMIUM, GO, PROMETHEUS, PROMTOOL, findProgram } from './helpers/optional-program.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MOCHA = path.join(ROOT, 'node_modules/mocha/bin/mocha.js');
-// The suites that need Chromium, Prometheus, promtool, espeak-ng, pocketsphinx or ffmpeg.
-const SUITES = ['test/bull-board.test.ts', 'test/dashboards.test.ts', 'test/local-engines.test.ts'];
+// The suites that need Chromium, Prometheus, promtool, espeak-ng, pocketsphinx, ffmpeg or Go.
+const SUITES = ['test/bull-board.test.ts', 'test/dashboards.test.ts', 'test/local-engines.test.ts', 'test/go-client.test.ts'];
 
 /**
  * `npm test` on a machine with only Node and Redis: the suites that drive optional programs run
@@ -25,7 +25,7 @@ describe('optional system programs', function () {
     bare = await mkdtemp(path.join(os.tmpdir(), 'switchyard-bare-path-'));
     await symlink(process.execPath, path.join(bare, 'node'));
     env = { ...process.env, PATH: bare };
-    for (const p of [CHROMIUM, PROMETHEUS, PROMTOOL]) delete env[p.env!];
+    for (const p of [CHROMIUM, PROMETHEUS, PROMTOOL, GO]) delete env[p.env!];
     delete env.CI;
   });
   after(async () => {
@@ -45,6 +45,7 @@ describe('optional system programs', function () {
     assert.match(stdout, /pending: promtool is not installed; apt-get install -y --no-install-recommends prometheus/);
     assert.match(stdout, /pending: prometheus is not installed; apt-get install -y --no-install-recommends prometheus/);
     assert.match(stdout, /pending: .*ffmpeg is not installed; apt-get install -y ffmpeg/);
+    assert.match(stdout, /pending: go is not installed; apt-get install -y golang-go/);
   });
 
   it('fails them under CI=true when the programs are missing', async () => {
@@ -55,5 +56,6 @@ describe('optional system programs', function () {
     assert.ok(failed, 'mocha passed although CI=true and the programs are missing');
     assert.ok(failed.code > 0);
     assert.match(failed.stdout, /CI=true requires chromium is not installed; apt-get install -y chromium/);
+    assert.match(failed.stdout, /CI=true requires go is not installed; apt-get install -y golang-go/);
   });
 });

@@ -51,6 +51,8 @@ export const FFMPEG: OptionalProgram = { name: 'ffmpeg', env: 'FFMPEG_BIN', inst
 export const FFPROBE: OptionalProgram = { name: 'ffprobe', env: 'FFPROBE_BIN', install: 'apt-get install -y ffmpeg' };
 /** The example script of docs/engines.md ("command") is Python. */
 export const PYTHON3: OptionalProgram = { name: 'python3', env: 'PYTHON3_BIN', install: 'apt-get install -y python3' };
+/** Debian's Go toolchain (1.19 on bookworm), for the Go client's own tests (sdk/go). */
+export const GO: OptionalProgram = { name: 'go', env: 'GO_BIN', install: 'apt-get install -y golang-go' };
 
 /** The program's path (its env variable, else the first match on PATH), or undefined. */
 export function findProgram(program: OptionalProgram, env: NodeJS.ProcessEnv = process.env): string | undefined {
