@@ -60,6 +60,15 @@ const audio = file(AUDIO, 'an audio file');
 const seed = { type: 'integer', minimum: 0, maximum: 4294967295 };
 const durationS = (max: number) => ({ type: 'number', exclusiveMinimum: 0, maximum: max });
 
+/**
+ * "At least one of these fields". Each branch names its field, inside an allOf, so that client
+ * generators (openapi-typescript) type it as `fields & ({a} | {b})`; a bare
+ * `anyOf: [{required: [a]}, ...]` beside `properties` becomes `unknown` there.
+ */
+const atLeastOneOf = (...fields: string[]) => ({
+  allOf: [{ anyOf: fields.map((f) => ({ type: 'object', required: [f], properties: { [f]: {} } })) }],
+});
+
 function schema(properties: Record<string, unknown>, required: string[], extra: Record<string, unknown> = {}) {
   return { type: 'object', properties, required, additionalProperties: true, ...extra };
 }
@@ -171,9 +180,7 @@ export const KINDS: readonly KindSpec[] = [
     rollout: 'live',
     description: 'scene or image to controlled, consistent video',
     defaultPrice: 40,
-    inputSchema: schema({ prompt, image, model, duration_s: durationS(60), fps: { type: 'integer', minimum: 1, maximum: 60 }, seed }, [], {
-      anyOf: [{ required: ['prompt'] }, { required: ['image'] }],
-    }),
+    inputSchema: schema({ prompt, image, model, duration_s: durationS(60), fps: { type: 'integer', minimum: 1, maximum: 60 }, seed }, [], atLeastOneOf('prompt', 'image')),
     output: output(
       [artifact('video.avi', 'video/x-msvideo', 'the video (Motion-JPEG in AVI)')],
       { width: positive, height: positive, fps: positive, frames: positive, input: inputInfo('image') },
@@ -229,7 +236,7 @@ export const KINDS: readonly KindSpec[] = [
         tools: { type: 'array', maxItems: 128 },
       },
       [],
-      { anyOf: [{ required: ['prompt'] }, { required: ['messages'] }] },
+      atLeastOneOf('prompt', 'messages'),
     ),
     output: output(
       [artifact('completion.txt', TEXT, 'the reply, as in `text`; none when the reply is a tool call', false)],

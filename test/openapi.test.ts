@@ -1,21 +1,27 @@
 import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { routeSpecs } from '../api/http/app.js';
-import * as S from '../api/contract/schemas.js';
-import { ARTIFACTS_KEYWORD, KINDS } from '../models/kinds.js';
+import { inputComponent, outputComponent, requestComponent } from '../api/http/openapi/job-requests.js';
+import { ERROR_STATUS } from '../models/errors.js';
+import { ARTIFACTS_KEYWORD, FILE_KEYWORD, JOB_CLASSES, KINDS, KIND_NAMES, TIERS, fileFields } from '../models/kinds.js';
+import { RUN_STATUSES } from '../models/types.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { docValidator, refsIn, resolveRefs } from './helpers/openapi-doc.js';
+import { kindInputs } from './helpers/kind-inputs.js';
 
 describe('OpenAPI document', () => {
   const prefix = uniquePrefix('openapi');
   const gw = new TestGateway(prefix);
   let doc: any;
+  let check: ReturnType<typeof docValidator>;
+  /** The published schema of an operation's answer. */
+  const responseSchema = (path: string, method: string, status: number) => doc.paths[path][method].responses[String(status)].content['application/json'].schema;
   before(async () => {
     await gw.start();
     const res = await gw.request('GET', '/v1/openapi.json');
     assert.equal(res.status, 200, 'served without a credential');
     doc = res.body;
+    check = docValidator(doc);
   });
   after(async () => {
     await gw.stop();
@@ -35,48 +41,124 @@ describe('OpenAPI document', () => {
     assert.deepEqual([...documented].sort(), [...mounted].sort());
   });
 
-  it('publishes the very schema that validates job submissions', async () => {
+  it('names its schemas once, as components, and uses every one (but the kinds\' outputs, for readers)', () => {
+    const schemas = doc.components.schemas;
+    for (const name of ['Error', 'ErrorCode', 'Kind', 'RunStatus', 'JobClass', 'Confidentiality', 'JobRequest', 'Job', 'JobAccepted', 'JobList', 'Capabilities', 'Capacity', 'File', 'Tool', 'Bot', 'Account', 'Model']) {
+      assert.ok(schemas[name], `no component ${name}`);
+    }
+    const refs = refsIn({ paths: doc.paths, components: doc.components });
+    for (const ref of refs) assert.ok(ref.startsWith('#/components/schemas/') && ref.slice(21) in schemas, `dangling ${ref}`);
+    const used = new Set(refs.map((r) => r.slice(21)));
+    const unused = Object.keys(schemas).filter((name) => !used.has(name) && !name.startsWith('output.'));
+    assert.deepEqual(unused, [], 'components nothing refers to');
+    assert.equal(responseSchema('/v1/jobs/{run_id}', 'get', 200).$ref, '#/components/schemas/Job');
+    assert.equal(responseSchema('/v1/jobs', 'get', 200).$ref, '#/components/schemas/JobList');
+    assert.equal(schemas.JobList.properties.data.items.$ref, '#/components/schemas/Job');
+  });
+
+  it('has enums for kinds, statuses, classes, tiers and error codes, taken from the code', () => {
+    const schemas = doc.components.schemas;
+    assert.deepEqual(schemas.Kind.enum, KIND_NAMES);
+    assert.deepEqual(schemas.RunStatus.enum, RUN_STATUSES);
+    assert.deepEqual(schemas.JobClass.enum, JOB_CLASSES);
+    assert.deepEqual(schemas.Confidentiality.enum, TIERS);
+    assert.deepEqual(schemas.ErrorCode.enum, Object.keys(ERROR_STATUS));
+    assert.equal(schemas.Error.properties.error.properties.code.$ref, '#/components/schemas/ErrorCode');
+    for (const [name, ref] of [['kind', 'Kind'], ['status', 'RunStatus'], ['class', 'JobClass'], ['confidentiality', 'Confidentiality']]) {
+      assert.equal(schemas.Job.properties[name].$ref, `#/components/schemas/${ref}`, name);
+    }
+  });
+
+  it("takes one job request per kind, told apart by kind, its input the kind's own schema with its file fields marked", () => {
+    const schemas = doc.components.schemas;
+    assert.equal(doc.paths['/v1/jobs'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/JobRequest');
+    const union = schemas.JobRequest;
+    assert.deepEqual(union.oneOf.map((r: { $ref: string }) => r.$ref), KINDS.map((k) => `#/components/schemas/${requestComponent(k.kind)}`));
+    assert.equal(union.discriminator.propertyName, 'kind');
+    assert.deepEqual(union.discriminator.mapping, Object.fromEntries(KINDS.map((k) => [k.kind, `#/components/schemas/${requestComponent(k.kind)}`])));
+    for (const spec of KINDS) {
+      const request = schemas[requestComponent(spec.kind)];
+      assert.deepEqual(request.required, ['kind', 'input']);
+      assert.equal(request.properties.kind.const, spec.kind);
+      assert.equal(request.properties.input.$ref, `#/components/schemas/${inputComponent(spec.kind)}`);
+      const input = schemas[inputComponent(spec.kind)];
+      assert.deepEqual(input, JSON.parse(JSON.stringify(spec.inputSchema)), spec.kind);
+      const marked = Object.entries(input.properties as Record<string, Record<string, unknown>>).filter(([, p]) => p[FILE_KEYWORD]);
+      assert.deepEqual(Object.fromEntries(marked.map(([n, p]) => [n, p[FILE_KEYWORD]])), fileFields(spec), spec.kind);
+      for (const [name, prop] of marked) assert.match(String(prop.description), /file id .*https URL.*data: URI/, `${spec.kind} ${name}`);
+    }
+  });
+
+  it('publishes job request schemas the server agrees with, case by case', async () => {
     const published = doc.paths['/v1/jobs'].post.requestBody.content['application/json'].schema;
-    assert.deepEqual(published, JSON.parse(JSON.stringify(S.submitJobBody)));
-    // And the server agrees with the published schema, case by case.
-    const ajv = new Ajv2020({ strict: false });
-    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
-    const validate = ajv.compile(published);
-    const { key } = await gw.account(1000);
-    const bodies = [
-      { kind: 'inference:image:generate', input: { prompt: 'x' } },
+    const { key } = await gw.account(100_000);
+    const inputs = await kindInputs();
+    const bodies: unknown[] = [
       { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'batch', confidentiality: 'private' },
       // A public address literal: the SSRF guard also resolves webhook hosts at submission, and tests may have no DNS.
       { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'https://93.184.215.14/hook' },
       { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook: 'ftp://example.com/hook' },
+      { kind: 'inference:image:generate', input: { prompt: 'x' }, webhook_events_filter: ['start'] },
       { kind: 'inference:image:generate', input: { prompt: 'x' }, priority: 1 },
       { kind: 'inference:image:generate', input: 'x' },
       { kind: 'inference:image:generate', input: { prompt: 'x' }, class: 'urgent' },
+      { kind: 'inference:image:make', input: { prompt: 'x' } },
       { input: { prompt: 'x' } },
+      { kind: 'inference:video:generate', input: { fps: 10 } },
+      { kind: 'inference:llm:text-generate', input: { max_tokens: 10 } },
+      ...KINDS.flatMap((k) => [
+        { kind: k.kind, input: inputs[k.kind] },
+        { kind: k.kind, input: {} },
+        { kind: k.kind, input: { ...inputs[k.kind], seed: 'one', max_tokens: 'ten', text: 5, prompt: 5 } },
+      ]),
     ];
     for (const body of bodies) {
       const res = await gw.submit(key, body);
-      assert.equal(res.status === 202, validate(body), `${JSON.stringify(body)} -> ${res.status}`);
+      const error = check(published, body);
+      assert.equal(res.status === 202, error === null, `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${res.text.slice(0, 200)}; schema: ${error}`);
+      if (res.status === 202) assert.equal(check(responseSchema('/v1/jobs', 'post', 202), res.body), null, 'the 202 answer');
+      else assert.equal(check(doc.components.schemas.Error, res.body), null, 'the error answer');
+    }
+  });
+
+  it('describes real answers truthfully: jobs, lists, cancels, errors', async () => {
+    const { key } = await gw.account(1000);
+    const submitted = await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'x' } });
+    const id = submitted.body.run_id;
+    const answers: Array<[string, string, string, number, any]> = [
+      ['/v1/jobs/{run_id}', 'get', `/v1/jobs/${id}`, 200, undefined],
+      ['/v1/jobs', 'get', '/v1/jobs', 200, undefined],
+      ['/v1/jobs/{run_id}/cancel', 'post', `/v1/jobs/${id}/cancel`, 200, undefined],
+      ['/v1/jobs/{run_id}', 'get', `/v1/jobs/${id}`, 200, undefined],
+      ['/v1/account', 'get', '/v1/account', 200, undefined],
+      ['/v1/network/capacity', 'get', '/v1/network/capacity', 200, undefined],
+      ['/v1/jobs/{run_id}', 'get', '/v1/jobs/run_00000000000000000000000000', 404, undefined],
+      ['/v1/jobs/{run_id}/cancel', 'post', `/v1/jobs/${id}/cancel`, 409, undefined],
+    ];
+    for (const [path, method, url, status] of answers) {
+      const res = await gw.request(method.toUpperCase(), url, { key });
+      assert.equal(res.status, status, `${method} ${url}: ${res.text}`);
+      const schema = status < 400 ? responseSchema(path, method, status) : doc.components.schemas.Error;
+      assert.equal(check(schema, res.body), null, `${method} ${url}: ${res.text}`);
     }
   });
 
   it("shows each kind's outputs, the same in components and in /v1/capabilities, as the published schemas say", async () => {
     const { key } = await gw.account(10);
     const caps = await gw.request<{ kinds: Array<Record<string, any>> }>('GET', '/v1/capabilities', { key });
-    const ajv = new Ajv2020({ strict: false });
-    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
-    const published = doc.paths['/v1/capabilities'].get.responses['200'].content['application/json'].schema;
-    assert.ok(ajv.validate(published, caps.body), JSON.stringify(ajv.errors));
+    assert.equal(check(responseSchema('/v1/capabilities', 'get', 200), caps.body), null);
     for (const spec of KINDS) {
-      const component = doc.components.schemas[`output.${spec.kind.replaceAll(':', '.')}`];
-      assert.deepEqual(component, JSON.parse(JSON.stringify(spec.output.schema)), spec.kind);
+      const component = doc.components.schemas[outputComponent(spec.kind)];
+      assert.deepEqual(resolveRefs(component, doc), JSON.parse(JSON.stringify(spec.output.schema)), spec.kind);
       assert.deepEqual(component[ARTIFACTS_KEYWORD].map((a: { name: string }) => a.name), spec.output.artifacts.map((a) => a.name));
       const served = caps.body.kinds.find((k) => k.kind === spec.kind)!;
       assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify(spec.output)), spec.kind);
     }
     // A job's output always has urls and the gateway's files.
-    assert.deepEqual(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].required, ['urls', 'files']);
-    assert.deepEqual(Object.keys(doc.paths['/v1/jobs/{run_id}'].get.responses['200'].content['application/json'].schema.properties.output.anyOf[0].properties), ['urls', 'files']);
+    const output = doc.components.schemas.Job.properties.output.anyOf[0];
+    assert.deepEqual(output.required, ['urls', 'files']);
+    assert.deepEqual(Object.keys(output.properties), ['urls', 'files']);
+    assert.equal(output.properties.files.items.$ref, '#/components/schemas/OutputFile');
   });
 
   it('describes errors with the error envelope of docs/api.md and names the auth schemes', () => {

@@ -30,7 +30,7 @@ const message = {
   },
   // A tool result must say which call it answers, or the model cannot pair them.
   if: { type: 'object', properties: { role: { const: 'tool' } } },
-  then: { required: ['tool_call_id'] },
+  then: { required: ['tool_call_id'], properties: { tool_call_id: { type: 'string' } } },
 };
 
 const tool = {

@@ -1,4 +1,5 @@
 import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
+import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 
 /**
@@ -8,6 +9,22 @@ import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 const isoTime = { type: 'string', format: 'date-time' } as const;
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 
+// Named once and shared by reference, so the OpenAPI document shows each as one component
+// (api/http/openapi/components.ts).
+export const kindName = { type: 'string', enum: [...KIND_NAMES], description: 'A kind of the catalogue (docs/api.md, "Kinds").' } as const;
+export const runStatus = { type: 'string', enum: [...RUN_STATUSES] } as const;
+export const jobClass = { type: 'string', enum: [...JOB_CLASSES], description: 'Scheduling class: interactive before standard before batch.' } as const;
+export const confidentiality = {
+  type: 'string',
+  enum: [...TIERS],
+  description: 'The weakest worker tier the job may run on (docs/confidentiality.md).',
+} as const;
+export const errorCode = {
+  type: 'string',
+  enum: Object.keys(ERROR_STATUS) as ErrorCode[],
+  description: 'The error codes of docs/api.md, "Errors"; each comes with one HTTP status.',
+} as const;
+
 export const errorEnvelope = {
   type: 'object',
   required: ['error'],
@@ -15,7 +32,7 @@ export const errorEnvelope = {
     error: {
       type: 'object',
       required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } },
+      properties: { code: errorCode, message: { type: 'string' }, details: { type: 'object' } },
     },
   },
 } as const;
@@ -54,10 +71,10 @@ export const jobAccepted = {
   required: ['run_id', 'kind', 'status', 'confidentiality', 'class', 'priority', 'created_at', 'warnings'],
   properties: {
     run_id: { type: 'string', pattern: '^run_[0-9A-Z]{26}$' },
-    kind: { type: 'string' },
+    kind: kindName,
     status: { const: 'queued' },
-    confidentiality: { enum: [...TIERS] },
-    class: { enum: [...JOB_CLASSES] },
+    confidentiality,
+    class: jobClass,
     priority: { type: 'integer', minimum: 1, description: 'Scheduler priority, 1 = most urgent.' },
     created_at: isoTime,
     warnings: {
@@ -75,7 +92,7 @@ export const job = {
   required: ['run_id', 'kind', 'status', 'terminal', 'confidentiality', 'class', 'priority', 'created_at'],
   properties: {
     ...jobProperties,
-    status: { enum: [...RUN_STATUSES] },
+    status: runStatus,
     terminal: { type: 'boolean' },
     started_at: nullable(isoTime),
     finished_at: nullable(isoTime),
@@ -105,7 +122,7 @@ export const listJobsQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    status: { enum: [...RUN_STATUSES] },
+    status: runStatus,
     kind: { type: 'string', maxLength: 100 },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
     cursor: { type: 'string', maxLength: 200 },
@@ -269,7 +286,7 @@ export const capabilities = {
         type: 'object',
         required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema', 'models'],
         properties: {
-          kind: { type: 'string' },
+          kind: kindName,
           rollout: { enum: ['live', 'rolling_out'] },
           description: { type: 'string' },
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
@@ -324,7 +341,7 @@ export const capacity = {
         type: 'object',
         required: ['kind', 'workers', 'slots_free', 'queued', 'models'],
         properties: {
-          kind: { type: 'string' },
+          kind: kindName,
           workers: { type: 'integer' },
           slots_free: { type: 'integer' },
           queued: { type: 'integer', description: "The kind's queued jobs, its models' included." },

@@ -1,6 +1,5 @@
-import { KINDS } from '../../models/kinds.js';
 import type { RouteSpec } from './route-spec.js';
-import { errorEnvelope } from '../contract/schemas.js';
+import { componentSchemas, withRefs } from './openapi/components.js';
 
 const ERROR_RESPONSES: Record<number, string> = {
   400: 'Invalid request (error envelope)',
@@ -12,6 +11,9 @@ const ERROR_RESPONSES: Record<number, string> = {
 
 /** Builds the OpenAPI 3.1 document from the route specs that the router mounts. */
 export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: string): Record<string, unknown> {
+  const components = componentSchemas();
+  const named = new Map(Object.entries(components).map(([name, schema]) => [schema, name]));
+  const ref = (schema: unknown) => withRefs(schema, named);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
@@ -22,7 +24,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
         ...(res.headers ? { headers: Object.fromEntries(Object.entries(res.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
         ...(res.mediaType === 'none'
           ? {}
-          : { content: { [n < 400 && res.mediaType ? res.mediaType : 'application/json']: { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : res.schema ?? {} } } }),
+          : { content: { [n < 400 && res.mediaType ? res.mediaType : 'application/json']: { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : ref(res.schema ?? {}) } } }),
       };
     }
     const generic = [...(r.body ? [400, 413, 415] : [400]), ...(r.auth === 'none' ? [] : [401]), ...(r.auth === 'account' ? [429] : [])];
@@ -32,7 +34,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
     const parameters: unknown[] = [];
     for (const m of r.path.matchAll(/\{([a-z_]+)\}/g)) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
     const query = r.query as { properties?: Record<string, object> } | undefined;
-    for (const [name, schema] of Object.entries(query?.properties ?? {})) parameters.push({ name, in: 'query', required: false, schema });
+    for (const [name, schema] of Object.entries(query?.properties ?? {})) parameters.push({ name, in: 'query', required: false, schema: ref(schema) });
     for (const h of r.headers ?? []) parameters.push({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema });
 
     paths[r.path] ??= {};
@@ -42,7 +44,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       tags: [r.tag],
       security: r.security ?? (r.auth === 'account' ? [{ bearer: [] }, { serviceKey: [] }] : r.auth === 'admin' ? [{ admin: [] }] : []),
       ...(parameters.length ? { parameters } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(r.publishedBody ?? r.body) } } } } : {}),
       ...(r.raw ? { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } : {}),
       responses,
     };
@@ -54,17 +56,14 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       title: 'Switchyard',
       version,
       description: 'Job gateway: submit media-generation and inference jobs by kind, follow them, fetch artifact URLs.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      // Each kind's input schema, file fields marked with x-switchyard-file (docs/files.md), and
-      // the schema of its output, its files listed under x-switchyard-artifacts.
-      schemas: {
-        Error: errorEnvelope,
-        ...Object.fromEntries(KINDS.map((k) => [`input.${k.kind.replaceAll(':', '.')}`, k.inputSchema])),
-        ...Object.fromEntries(KINDS.map((k) => [`output.${k.kind.replaceAll(':', '.')}`, k.output.schema])),
-      },
+      // Each kind's input schema has its file fields marked with x-switchyard-file (docs/files.md);
+      // each kind's output schema lists its files under x-switchyard-artifacts.
+      schemas: Object.fromEntries(Object.entries(components).map(([name, schema]) => [name, withRefs(schema, named, schema)])),
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
         serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },

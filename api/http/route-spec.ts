@@ -29,6 +29,12 @@ export interface RouteSpec {
   auth: Auth;
   /** JSON Schema of the body; routes with one parse JSON. */
   body?: object;
+  /**
+   * The body schema the document publishes, when it says more than `body`, which validates:
+   * `POST /v1/jobs` publishes one schema per kind, while the server checks the envelope first
+   * and the kind's input after, to answer `unknown_kind` and the like.
+   */
+  publishedBody?: object;
   /** The handler reads the request body itself as a stream (artifact uploads): no JSON body parser. */
   raw?: boolean;
   /** OpenAPI security requirements, when `auth` does not say it (e.g. a lease upload token). */

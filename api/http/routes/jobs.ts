@@ -42,6 +42,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
       tag: 'jobs',
       auth: 'account',
       body: S.submitJobBody,
+      publishedBody: { $ref: '#/components/schemas/JobRequest' },
       headers: [
         {
           name: 'Idempotency-Key',
