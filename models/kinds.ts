@@ -229,7 +229,8 @@ export const KINDS: readonly KindSpec[] = [
           type: 'array',
           minItems: 1,
           maxItems: 1000,
-          items: { type: 'object', required: ['role'], properties: { role: { type: 'string' } } },
+          // Open, as JSON Schema reads it anyway: said outright so generated clients take `content` and the rest.
+          items: { type: 'object', required: ['role'], properties: { role: { type: 'string' } }, additionalProperties: true },
         },
         max_tokens: { type: 'integer', minimum: 1, maximum: 1_000_000 },
         temperature: { type: 'number', minimum: 0, maximum: 2 },
