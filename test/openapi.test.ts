@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { routeSpecs } from '../api/http/app.js';
+import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from '../api/http/openapi/examples.js';
 import { inputComponent, outputComponent, requestComponent } from '../api/http/openapi/job-requests.js';
 import { ERROR_STATUS } from '../models/errors.js';
 import { ARTIFACTS_KEYWORD, FILE_KEYWORD, JOB_CLASSES, KINDS, KIND_NAMES, TIERS, fileFields } from '../models/kinds.js';
@@ -159,6 +160,35 @@ describe('OpenAPI document', () => {
     assert.deepEqual(output.required, ['urls', 'files']);
     assert.deepEqual(Object.keys(output.properties), ['urls', 'files']);
     assert.equal(output.properties.files.items.$ref, '#/components/schemas/OutputFile');
+  });
+
+  it('has examples for every operation, each valid against its schema', () => {
+    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, any>));
+    assert.deepEqual(Object.keys(OPERATION_EXAMPLES).filter((id) => !operations.some((op) => op.operationId === id)), [], 'examples of no operation');
+    let checked = 0;
+    for (const op of operations) {
+      const body = op.requestBody?.content['application/json'];
+      if (body) assert.ok(body.example !== undefined || body.examples, `${op.operationId}: no request example`);
+      const answers = Object.entries(op.responses as Record<string, any>).flatMap(([status, res]) =>
+        Object.entries((res.content ?? {}) as Record<string, any>).map(([type, media]) => ({ status: Number(status), type, media })),
+      );
+      const successes = answers.filter((a) => a.status < 400 && a.type !== '*/*');
+      const shown = successes.length ? successes : answers;
+      assert.ok(shown.some((a) => a.media.example !== undefined), `${op.operationId}: no example of ${shown.map((a) => a.status).join(', ')}`);
+      const values = [
+        ...(body ? [body.example, ...Object.values((body.examples ?? {}) as Record<string, { value: unknown }>).map((e) => e.value)].filter((v) => v !== undefined).map((v) => ({ schema: body.schema, v })) : []),
+        ...answers.filter((a) => a.media.example !== undefined).map((a) => ({ schema: a.media.schema, v: a.media.example })),
+      ];
+      for (const { schema, v } of values) {
+        if (typeof v === 'string' && !schema.$ref && schema.type !== 'object') continue; // text bodies: SSE, HTML, metrics
+        assert.equal(check(schema, v), null, `${op.operationId}: ${JSON.stringify(v).slice(0, 200)}`);
+        checked++;
+      }
+    }
+    assert.ok(checked > operations.length, `only ${checked} examples checked`);
+    for (const [status, { error }] of Object.entries(ERROR_EXAMPLES)) assert.equal(ERROR_STATUS[error.code as keyof typeof ERROR_STATUS], Number(status), error.code);
+    const submit = doc.paths['/v1/jobs'].post.requestBody.content['application/json'].examples;
+    assert.deepEqual(Object.values(submit).map((e: any) => e.value.kind), KIND_NAMES, 'a request example of every kind');
   });
 
   it('describes errors with the error envelope of docs/api.md and names the auth schemes', () => {

@@ -1,5 +1,6 @@
 import type { RouteSpec } from './route-spec.js';
 import { componentSchemas, withRefs } from './openapi/components.js';
+import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from './openapi/examples.js';
 
 const ERROR_RESPONSES: Record<number, string> = {
   400: 'Invalid request (error envelope)',
@@ -17,6 +18,13 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
+    const examples = OPERATION_EXAMPLES[r.operationId] ?? {};
+    /** An answer's example: the operation's own, or for an error the usual one of its status. */
+    const example = (n: number) => {
+      const value = examples.responses?.[n] ?? (n >= 400 ? ERROR_EXAMPLES[n] : undefined);
+      return value === undefined ? {} : { example: value };
+    };
+    const errorContent = (n: number) => ({ 'application/json': { schema: { $ref: '#/components/schemas/Error' }, ...example(n) } });
     for (const [status, res] of Object.entries(r.responses)) {
       const n = Number(status);
       responses[status] = {
@@ -24,13 +32,12 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
         ...(res.headers ? { headers: Object.fromEntries(Object.entries(res.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
         ...(res.mediaType === 'none'
           ? {}
-          : { content: { [n < 400 && res.mediaType ? res.mediaType : 'application/json']: { schema: n >= 400 ? { $ref: '#/components/schemas/Error' } : ref(res.schema ?? {}) } } }),
+          : { content: n >= 400 ? errorContent(n) : { [res.mediaType ?? 'application/json']: { schema: ref(res.schema ?? {}), ...example(n) } } }),
       };
     }
     const generic = [...(r.body ? [400, 413, 415] : [400]), ...(r.auth === 'none' ? [] : [401]), ...(r.auth === 'account' ? [429] : [])];
-    for (const status of generic) {
-      responses[String(status)] ??= { description: ERROR_RESPONSES[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    }
+    for (const status of generic) responses[String(status)] ??= { description: ERROR_RESPONSES[status], content: errorContent(status) };
+    const requestExamples = examples.requests ? { examples: examples.requests } : examples.request !== undefined ? { example: examples.request } : {};
     const parameters: unknown[] = [];
     for (const m of r.path.matchAll(/\{([a-z_]+)\}/g)) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
     const query = r.query as { properties?: Record<string, object> } | undefined;
@@ -44,7 +51,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       tags: [r.tag],
       security: r.security ?? (r.auth === 'account' ? [{ bearer: [] }, { serviceKey: [] }] : r.auth === 'admin' ? [{ admin: [] }] : []),
       ...(parameters.length ? { parameters } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(r.publishedBody ?? r.body) } } } } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(r.publishedBody ?? r.body), ...requestExamples } } } } : {}),
       ...(r.raw ? { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } } : {}),
       responses,
     };
