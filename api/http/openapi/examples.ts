@@ -290,5 +290,5 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   },
   getOpenApi: { responses: { 200: { openapi: '3.1.0', info: { title: 'Switchyard', version: '0.1.0' }, paths: {} } } },
   healthz: { responses: { 200: { status: 'ok' } } },
-  readyz: { responses: { 200: { status: 'ok' } } },
+  readyz: { responses: { 200: { status: 'ready' } } },
 };
