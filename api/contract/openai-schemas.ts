@@ -18,9 +18,12 @@ const toolCall = {
   },
 };
 
+// Open objects are said to be open (additionalProperties: true), which JSON Schema assumes anyway:
+// client generators close objects that do not say it, and would refuse OpenAI's other fields.
 const message = {
   type: 'object',
   required: ['role'],
+  additionalProperties: true,
   properties: {
     role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
     content: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } }, { type: 'null' }] },
@@ -49,6 +52,7 @@ const tool = {
 export const chatCompletionBody = {
   type: 'object',
   required: ['model', 'messages'],
+  additionalProperties: true,
   properties: {
     model: { type: 'string', minLength: 1, maxLength: 200, description: 'A model of GET /v1/models' },
     messages: { type: 'array', minItems: 1, maxItems: 1000, items: message },
