@@ -3,6 +3,8 @@
  * fields they do not name, and optional fields may be null (several client libraries send
  * explicit nulls). The request schema validates; all of them feed the OpenAPI document.
  */
+import { errorCode } from './schemas.js';
+
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 
 const functionName = { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'Letters, digits, _ and -, at most 64 (OpenAI\'s rule).' };
@@ -126,3 +128,22 @@ export const modelList = {
   required: ['object', 'data'],
   properties: { object: { const: 'list' }, data: { type: 'array', items: model } },
 };
+
+/** OpenAI's error envelope (api/http/openai/openai-error.ts): `code` and `details` are the gateway's. */
+export const openAiError = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['message', 'type', 'param', 'code'],
+      properties: {
+        message: { type: 'string' },
+        type: { type: 'string', description: "OpenAI's error type: invalid_request_error, authentication_error, insufficient_quota, rate_limit_error, api_error, ..." },
+        param: nullable({ type: 'string', description: 'The request field at fault, in OpenAI\'s notation (`messages[0].role`).' }),
+        code: errorCode,
+        details: { type: 'object' },
+      },
+    },
+  },
+} as const;

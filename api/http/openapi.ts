@@ -1,3 +1,4 @@
+import { openAiErrorType } from './openai/openai-error.js';
 import type { RouteSpec } from './route-spec.js';
 import { componentSchemas, withRefs } from './openapi/components.js';
 import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from './openapi/examples.js';
@@ -19,12 +20,17 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
     const examples = OPERATION_EXAMPLES[r.operationId] ?? {};
-    /** An answer's example: the operation's own, or for an error the usual one of its status. */
+    const openAi = r.errorStyle === 'openai';
+    /** An answer's example: the operation's own, or for an error the usual one of its status, in the route's error style. */
     const example = (n: number) => {
       const value = examples.responses?.[n] ?? (n >= 400 ? ERROR_EXAMPLES[n] : undefined);
-      return value === undefined ? {} : { example: value };
+      if (value === undefined) return {};
+      if (n < 400 || !openAi) return { example: value };
+      const { code, message } = (value as (typeof ERROR_EXAMPLES)[number]).error;
+      return { example: { error: { message, type: openAiErrorType(n), param: null, code } } };
     };
-    const errorContent = (n: number) => ({ 'application/json': { schema: { $ref: '#/components/schemas/Error' }, ...example(n) } });
+    const errorSchema = { $ref: `#/components/schemas/${openAi ? 'OpenAIError' : 'Error'}` };
+    const errorContent = (n: number) => ({ 'application/json': { schema: errorSchema, ...example(n) } });
     for (const [status, res] of Object.entries(r.responses)) {
       const n = Number(status);
       responses[status] = {

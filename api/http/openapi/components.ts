@@ -62,6 +62,7 @@ export function componentSchemas(): Record<string, object> {
     ToolCreated: T.createdTool,
     ToolList: T.toolList,
     CreateToolRequest: T.createToolBody,
+    OpenAIError: O.openAiError,
     ChatCompletionRequest: O.chatCompletionBody,
     ChatCompletion: O.chatCompletion,
     OpenAIModel: O.model,

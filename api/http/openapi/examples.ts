@@ -196,8 +196,13 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   },
   uploadArtifact: { responses: { 201: { url: ARTIFACT_URL, sha256: SHA, size: 183_422, content_type: 'image/png', expires_at: LATER } } },
   getLeaseInputFile: { responses: { 404: { error: { code: 'not_found', message: 'input file not found' } } } },
-  getArtifact: { responses: { 404: { error: { code: 'not_found', message: 'artifact not found' } } } },
-  uploadFile: { responses: { 201: file } },
+  getArtifact: {
+    responses: {
+      404: { error: { code: 'not_found', message: 'artifact not found' } },
+      416: { error: { code: 'invalid_request', message: 'the range is not satisfiable: the artifact has 183422 bytes' } },
+    },
+  },
+  uploadFile: { responses: { 201: file, 409: { error: { code: 'quota_exceeded', message: "the account's files would hold more than FILE_QUOTA_BYTES" } } } },
   listFiles: { responses: { 200: { data: [file], next_cursor: null } } },
   getFile: { responses: { 200: file } },
   deleteFile: { responses: { 404: { error: { code: 'not_found', message: 'file not found' } } } },
@@ -265,7 +270,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   retrieveModel: { responses: { 200: openAiModel } },
   createTool: {
     request: { name: tool.name, description: tool.description, kind: 'http', method: 'GET', url: tool.url, inputSchema: tool.inputSchema, auth: { type: 'bearer', token: 'shop-api-token' } },
-    responses: { 201: tool },
+    responses: { 201: tool, 409: { error: { code: 'name_conflict', message: 'the account already has a tool named order_status' } } },
   },
   listTools: { responses: { 200: { data: [tool] } } },
   getTool: { responses: { 200: tool } },
