@@ -124,6 +124,10 @@ export const urls = (j: Job): string[] => j.output?.urls ?? [];
 export const accepted = (a: Accepted): string => a.run_id + a.kind + a.class + a.confidentiality;
 export const code = (e: components['schemas']['Error']): components['schemas']['ErrorCode'] => e.error.code;
 // OpenAI's clients send fields the gateway does not name; the request takes them, as the server does.
+// Free-form objects (JSON Schemas, error details) take and give any fields.
+export const tool: components['schemas']['CreateToolRequest'] = { name: 'weather', description: 'd', kind: 'webhook', url: 'https://example.com/t', inputSchema: { type: 'object', properties: { city: { type: 'string' } } } };
+export const model: components['schemas']['DeclareModelRequest'] = { description: null, input_schema: { type: 'object', properties: { steps: { type: 'integer' } } } };
+export const needed = (e: components['schemas']['Error']): unknown => e.error.details?.needed;
 export const chat: components['schemas']['ChatCompletionRequest'] = { model: 'm', messages: [{ role: 'user', content: 'hi', name: 'ann' }], store: false };
 `),
       );

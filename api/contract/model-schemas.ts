@@ -14,7 +14,7 @@ export const model = {
     kind: { type: 'string' },
     id: { type: 'string', pattern: MODEL_ID_PATTERN },
     description: nullable({ type: 'string' }),
-    input_schema: nullable({ type: 'object', description: "The model's input schema, extending its kind's; jobs naming the model are checked against it strictly" }),
+    input_schema: nullable({ type: 'object', additionalProperties: true, description: "The model's input schema, extending its kind's; jobs naming the model are checked against it strictly" }),
     declared: { type: 'boolean', description: 'Declared by an operator: workers advertising it change only `last_seen`' },
     first_seen: nullable({ ...isoTime, description: 'When a worker first advertised it; null if none has' }),
     last_seen: nullable({ ...isoTime, description: 'When a worker last advertised it; null if none has' }),
@@ -38,6 +38,7 @@ export const declareModelBody = {
     description: nullable({ type: 'string', maxLength: MAX_MODEL_DESCRIPTION }),
     input_schema: nullable({
       type: 'object',
+      additionalProperties: true,
       description: `A JSON Schema (2020-12) extending the kind's input schema, at most ${MAX_MODEL_SCHEMA_BYTES / 1024} KiB as JSON (docs/models.md, "Declaring models")`,
     }),
   },

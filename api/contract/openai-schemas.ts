@@ -46,7 +46,7 @@ const tool = {
     function: {
       type: 'object',
       required: ['name'],
-      properties: { name: functionName, description: { type: 'string' }, parameters: { type: 'object', description: 'JSON Schema of the arguments' }, strict: nullable({ type: 'boolean' }) },
+      properties: { name: functionName, description: { type: 'string' }, parameters: { type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments' }, strict: nullable({ type: 'boolean' }) },
     },
   },
 };
@@ -142,7 +142,7 @@ export const openAiError = {
         type: { type: 'string', description: "OpenAI's error type: invalid_request_error, authentication_error, insufficient_quota, rate_limit_error, api_error, ..." },
         param: nullable({ type: 'string', description: 'The request field at fault, in OpenAI\'s notation (`messages[0].role`).' }),
         code: errorCode,
-        details: { type: 'object' },
+        details: { type: 'object', additionalProperties: true },
       },
     },
   },

@@ -9,6 +9,9 @@ import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 const isoTime = { type: 'string', format: 'date-time' } as const;
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 
+// Free-form objects (JSON Schemas, details) say `additionalProperties: true`, which JSON Schema
+// assumes anyway: client generators type an object that does not say it as an empty one.
+
 // Named once and shared by reference, so the OpenAPI document shows each as one component
 // (api/http/openapi/components.ts).
 export const kindName = { type: 'string', enum: [...KIND_NAMES], description: 'A kind of the catalogue (docs/api.md, "Kinds").' } as const;
@@ -32,7 +35,7 @@ export const errorEnvelope = {
     error: {
       type: 'object',
       required: ['code', 'message'],
-      properties: { code: errorCode, message: { type: 'string' }, details: { type: 'object' } },
+      properties: { code: errorCode, message: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
     },
   },
 } as const;
@@ -43,7 +46,7 @@ export const submitJobBody = {
   required: ['kind', 'input'],
   properties: {
     kind: { type: 'string', minLength: 1, maxLength: 100, description: `One of: ${KIND_NAMES.join(', ')}` },
-    input: { type: 'object', description: "Forwarded verbatim to the worker; must satisfy the kind's input schema." },
+    input: { type: 'object', additionalProperties: true, description: "Forwarded verbatim to the worker; must satisfy the kind's input schema." },
     confidentiality: { enum: [...TIERS], default: 'open' },
     class: { enum: [...JOB_CLASSES], default: 'standard' },
     webhook: {
@@ -114,7 +117,7 @@ export const job = {
       required: ['code', 'message', 'retryable'],
       properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
     }),
-    attestation: nullable({ type: 'object' }),
+    attestation: nullable({ type: 'object', additionalProperties: true }),
   },
 } as const;
 
@@ -291,7 +294,7 @@ export const capabilities = {
           description: { type: 'string' },
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
-          input_schema: { type: 'object', description: 'JSON Schema (2020-12) that `input` must satisfy.' },
+          input_schema: { type: 'object', additionalProperties: true, description: 'JSON Schema (2020-12) that `input` must satisfy.' },
           output_artifacts: {
             type: 'array',
             description: 'The files a succeeded run produces, named as the reference engine names them.',
@@ -306,7 +309,7 @@ export const capabilities = {
               },
             },
           },
-          output_schema: { type: 'object', description: "JSON Schema (2020-12) of a succeeded run's `output`." },
+          output_schema: { type: 'object', additionalProperties: true, description: "JSON Schema (2020-12) of a succeeded run's `output`." },
           models: {
             type: 'array',
             description: "The kind's models of the catalogue (docs/models.md), served now or not.",
@@ -318,7 +321,7 @@ export const capabilities = {
                 description: nullable({ type: 'string' }),
                 workers: { type: 'integer', description: 'Workers connected now that serve this model.' },
                 workers_by_tier: byTier,
-                input_schema: nullable({ type: 'object', description: "JSON Schema (2020-12) extending the kind's, or null." }),
+                input_schema: nullable({ type: 'object', additionalProperties: true, description: "JSON Schema (2020-12) extending the kind's, or null." }),
               },
             },
           },

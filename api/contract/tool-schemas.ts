@@ -20,7 +20,7 @@ export const createToolBody = {
     kind: { enum: [...TOOL_KINDS], description: '`http`: called as described; `webhook`: POSTed `{tool_id, name, arguments}`, signed (Standard Webhooks).' },
     method: { enum: [...TOOL_METHODS], description: 'Required for `http` tools; `webhook` tools take only `POST` (the default).' },
     url: { type: 'string', minLength: 1, maxLength: 2048, description: 'https, no credentials, an allowed port, a public address (SSRF guard).' },
-    inputSchema: { type: 'object', description: 'JSON Schema (2020-12, strict) of the arguments; `type` must be `"object"`; at most 64 KiB.' },
+    inputSchema: { type: 'object', additionalProperties: true, description: 'JSON Schema (2020-12, strict) of the arguments; `type` must be `"object"`; at most 64 KiB.' },
     auth: {
       type: 'object',
       additionalProperties: false,
@@ -42,7 +42,7 @@ const toolProperties = {
   kind: { enum: [...TOOL_KINDS] },
   method: { enum: [...TOOL_METHODS] },
   url: { type: 'string' },
-  inputSchema: { type: 'object' },
+  inputSchema: { type: 'object', additionalProperties: true },
   auth: { anyOf: [{ type: 'object', required: ['type'], properties: { type: { const: 'bearer' } } }, { type: 'null' }], description: 'Never the token.' },
   created_at: { type: 'string', format: 'date-time' },
 } as const;

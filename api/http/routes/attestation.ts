@@ -10,7 +10,7 @@ export const workerAttestation = {
   required: ['worker_id', 'receipt_key', 'evidence', 'gpus', 'verified_at', 'expires_at'],
   properties: {
     worker_id: { type: 'string' },
-    receipt_key: { type: 'object', description: "The worker's EC P-384 public JWK that its receipts verify with; the evidence's eat_nonce binds it" },
+    receipt_key: { type: 'object', additionalProperties: true, description: "The worker's EC P-384 public JWK that its receipts verify with; the evidence's eat_nonce binds it" },
     nonce: { type: 'string', description: 'The gateway nonce the evidence answers: eat_nonce = sha256(nonce "." JWK thumbprint of receipt_key)' },
     evidence: {
       type: 'object',
