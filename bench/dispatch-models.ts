@@ -1,0 +1,373 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { benchScratch, startBenchGateway } from './lib/bench-gateway.js';
+import { CpuMeter, processCpuUs } from './lib/cpu.js';
+import { cpuPerJob, type CpuPerJob } from './lib/cpu-per-job.js';
+import { Driver, type Sent } from './lib/job-driver.js';
+import { describeMachine } from './lib/machine.js';
+import type { Measurement } from './lib/measurement.js';
+import { redisClientsOf, type ProcessRedisClients } from './lib/redis-clients.js';
+import { fmt, percentile, table } from './lib/report.js';
+import { modelId, startWorkerFleet } from './lib/worker-fleet.js';
+
+/**
+ * Dispatch latency with many models against one: the gateway in a child process, `workers`
+ * in-process SDK workers (real WebSockets) in a second child process (bench/servers/worker-fleet.ts,
+ * so the gateway's CPU is its own), jobs submitted over HTTP in this process, open loop at `rate`.
+ *   A. every worker advertises the one model m-000; every job names it;
+ *   B. `models` distinct models (m-000 ... m-099 by default), workers/models workers each;
+ *      each job names one of them, drawn uniformly at random.
+ * Each phase has its own gateway, fleet and Redis prefix, started afresh. The workers complete
+ * every job at once (no artifact) and have free slots, so what is measured is the gateway's work.
+ * Latencies: this process takes performance.timeOrigin + performance.now() just before each
+ * fetch and when its 202 has arrived; the worker process takes the same clock in the SDK's `lease`
+ * event (fired as the lease frame is parsed, before the handler runs). Dispatch latency is
+ * 202 received -> lease received; submit sent -> lease is printed beside it.
+ * Goal (the issue, docs/benchmarks.md): dispatch p99 with 100 models within 1.5x of one model's.
+ */
+const GOAL_RATIO = 1.5;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const KIND = 'inference:llm:text-generate';
+const MEASURED_FROM = 1_000_000; // job numbers of the measured window; warm-up jobs count from 0
+
+interface Options {
+  rate: number;
+  /** Jobs submitted in each measured window (default rate x duration). */
+  jobs: number;
+  warmup: number;
+  /** Seconds of the idle window (workers connected, no jobs) before the measured one. */
+  idle: number;
+  workers: number;
+  models: number;
+  slots: number;
+  json: boolean;
+  profileDir?: string;
+}
+
+function parseOptions(args: string[]): Options {
+  const { values } = parseArgs({
+    args,
+    options: {
+      rate: { type: 'string', default: '50' },
+      duration: { type: 'string', default: '20' },
+      jobs: { type: 'string' },
+      warmup: { type: 'string', default: '3' },
+      idle: { type: 'string', default: '5' },
+      workers: { type: 'string', default: '200' },
+      models: { type: 'string', default: '100' },
+      slots: { type: 'string', default: '4' },
+      json: { type: 'boolean', default: false },
+      profile: { type: 'string' },
+    },
+  });
+  const num = (name: string, text: string, min: number) => {
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${JSON.stringify(text)})`);
+    return n;
+  };
+  const rate = num('rate', values.rate, 1);
+  const o: Options = {
+    rate,
+    jobs: Math.round(values.jobs === undefined ? rate * num('duration', values.duration, 1) : num('jobs', values.jobs, 1)),
+    warmup: num('warmup', values.warmup, 0),
+    idle: num('idle', values.idle, 1),
+    workers: Math.round(num('workers', values.workers, 1)),
+    models: Math.round(num('models', values.models, 1)),
+    slots: Math.min(64, Math.round(num('slots', values.slots, 1))),
+    json: values.json,
+    profileDir: values.profile,
+  };
+  if (o.models > o.workers) throw new Error(`--models (${o.models}) must not exceed --workers (${o.workers}): every model needs a worker`);
+  return o;
+}
+
+/** p50 / p99 / max of signed ms values. */
+interface Spread {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function spread(values: number[]): Spread {
+  const sorted = Float64Array.from(values).sort();
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) };
+}
+
+/** CPU per second of wall time while the workers are connected and no job arrives. */
+interface Idle {
+  seconds: number;
+  gatewayCores: number;
+  gatewayMainThreadCores: number;
+  redisCores: number;
+  /** Redis commands per second, most execution time first. */
+  redisCommands: { name: string; callsPerSec: number; usPerSec: number }[];
+}
+
+interface PhaseResult {
+  name: string;
+  prefix: string;
+  models: number;
+  workersPerModel: number;
+  submitted: number;
+  accepted: number;
+  seconds: number;
+  missingLeases: number;
+  non202: number;
+  errors: number;
+  failures: string[];
+  /** Submit sent -> lease received by the worker. */
+  sentToLease: Spread;
+  /** 202 received by this process -> lease received by the worker; negative when the lease came first. */
+  acceptedToLease: Spread;
+  /** Submit sent -> 202 received. */
+  sentTo202: Spread;
+  /** Leases that reached the worker before the 202 reached this process. */
+  leaseBefore202: number;
+  cpu: CpuPerJob;
+  workersUsPerJob: number;
+  /** other µs/job of cpuPerJob without the worker process, which it does not know. */
+  otherUsPerJob: number;
+  idle: Idle;
+  /** What the window cost above the idle rate, per job: the jobs' own cost. */
+  aboveIdle: { gatewayUsPerJob: number; redisUsPerJob: number };
+  redisClients: ProcessRedisClients;
+  /** BullMQ queues the phase made under its prefix (their `meta` keys). */
+  queues: number;
+}
+
+async function countQueues(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let n = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*:meta`, 'COUNT', 1000);
+    cursor = next;
+    n += keys.length;
+  } while (cursor !== '0');
+  return n;
+}
+
+async function phase(
+  name: string,
+  models: number,
+  o: Options,
+  prefix: string,
+  dataDir: string,
+  ctx: { meter: CpuMeter; redis: Redis; cores: number; log: (m: string) => void; stoppers: Array<() => Promise<void>> },
+): Promise<PhaseResult> {
+  const { meter, redis, log } = ctx;
+  const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl: REDIS_URL, prefix, dataDir, profileDir: o.profileDir });
+  const stoppers: Array<() => Promise<void>> = [() => gw.stop()];
+  ctx.stoppers.push(async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+  });
+  try {
+    log(`  ${name}: starting ${o.workers} workers x ${o.slots} slots, ${models} model(s)`);
+    const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: KIND, models, handler: 'noop' });
+    stoppers.push(() => fleet.stop());
+    // Warm-up jobs go round-robin over the models, so every model queue exists before the window;
+    // measured jobs draw their model uniformly at random.
+    const driver = new Driver(gw.url, apiKey, fleet, (n) => ({
+      kind: KIND,
+      input: { prompt: `bench ${n}`, model: modelId(n < MEASURED_FROM ? n % models : Math.floor(Math.random() * models)) },
+    }));
+    const probe = await driver.submit(0);
+    if (!probe) throw new Error(`${name}: probe submission failed (${driver.non202} non-202, ${driver.errors} errors)`);
+    await driver.completion(probe);
+    const warmupJobs = Math.max(models, Math.round(o.rate * o.warmup));
+    log(`  ${name}: warm-up, ${warmupJobs} jobs at ${o.rate}/s`);
+    await driver.openLoop(o.rate, warmupJobs, 1);
+    await sleep(500);
+
+    log(`  ${name}: idle for ${o.idle} s (workers connected, no jobs)`);
+    const stopIdle = await meter.window(gw.pid)();
+    await sleep(o.idle * 1000);
+    const i = await stopIdle();
+    const idleSec = i.wallUs / 1e6;
+    const idle: Idle = {
+      seconds: idleSec,
+      gatewayCores: i.serverUs! / i.wallUs,
+      gatewayMainThreadCores: i.serverMainThreadUs! / i.wallUs,
+      redisCores: i.redisUs / i.wallUs,
+      redisCommands: Object.entries(i.redisCommands)
+        .map(([cmd, { calls, usec }]) => ({ name: cmd, callsPerSec: calls / idleSec, usPerSec: usec / idleSec }))
+        .sort((x, y) => y.usPerSec - x.usPerSec),
+    };
+
+    log(`  ${name}: measuring, ${o.jobs} jobs at ${o.rate}/s`);
+    const warmFailures = driver.failures.length;
+    driver.non202 = 0;
+    driver.errors = 0;
+    driver.trackLeases = true;
+    const stopCpu = await meter.window(gw.pid)();
+    const fleet0 = processCpuUs(fleet.pid);
+    const t0 = performance.now();
+    const sent: Sent[] = await driver.openLoop(o.rate, o.jobs, MEASURED_FROM);
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = await stopCpu();
+    const workersUs = processCpuUs(fleet.pid) - fleet0;
+    driver.trackLeases = false;
+    const redisClients = await redisClientsOf(redis, gw.pid);
+    const queues = await countQueues(redis, prefix);
+
+    const sentToLease: number[] = [];
+    const acceptedToLease: number[] = [];
+    const sentTo202: number[] = [];
+    let missingLeases = 0;
+    for (const s of sent) {
+      if (!s.runId) continue;
+      sentTo202.push(s.acceptedAt - s.sentAt);
+      const at = driver.leases.get(s.runId);
+      if (at === undefined) {
+        missingLeases++;
+        continue;
+      }
+      sentToLease.push(at - s.sentAt);
+      acceptedToLease.push(at - s.acceptedAt);
+    }
+    const accepted = sentTo202.length;
+    const m: Measurement = {
+      name,
+      jobs: accepted,
+      seconds,
+      jobsPerSec: accepted / seconds,
+      p50Ms: NaN,
+      p99Ms: NaN,
+      non2xx: driver.non202,
+      errors: driver.errors,
+      statusCodes: { 202: accepted, other: driver.non202 + driver.errors },
+      cpu,
+    };
+    const perJob = cpuPerJob(m, ctx.cores);
+    if (!perJob) throw new Error(`${name}: no job was accepted`);
+    return {
+      name,
+      prefix,
+      models,
+      workersPerModel: o.workers / models,
+      submitted: sent.length,
+      accepted,
+      seconds,
+      missingLeases,
+      non202: driver.non202,
+      errors: driver.errors,
+      failures: driver.failures.slice(warmFailures),
+      sentToLease: spread(sentToLease),
+      acceptedToLease: spread(acceptedToLease),
+      sentTo202: spread(sentTo202),
+      leaseBefore202: acceptedToLease.filter((x) => x < 0).length,
+      cpu: perJob,
+      workersUsPerJob: workersUs / accepted,
+      otherUsPerJob: perJob.otherUsPerJob - workersUs / accepted,
+      idle,
+      aboveIdle: {
+        gatewayUsPerJob: (cpu.serverUs! - idle.gatewayCores * cpu.wallUs) / accepted,
+        redisUsPerJob: (cpu.redisUs - idle.redisCores * cpu.wallUs) / accepted,
+      },
+      redisClients,
+      queues,
+    };
+  } finally {
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+  }
+}
+
+function report(o: Options, phases: PhaseResult[], ratio: number, sentRatio: number, met: boolean): string {
+  const ms = (n: number) => fmt(n, 2);
+  const us = (n: number) => fmt(n, 1);
+  const out: string[] = [];
+  out.push(`dispatch latency at ${fmt(o.rate)} jobs/s, ${o.workers} workers x ${o.slots} slots, free slots waiting; kind ${KIND}`);
+  out.push(
+    table(
+      ['phase', 'jobs', '202->lease p50', 'p99', 'max', 'sent->lease p50', 'p99', 'max', 'sent->202 p50', 'p99', 'lease<202'],
+      phases.map((p) => [
+        p.name, fmt(p.accepted),
+        ms(p.acceptedToLease.p50), ms(p.acceptedToLease.p99), ms(p.acceptedToLease.max),
+        ms(p.sentToLease.p50), ms(p.sentToLease.p99), ms(p.sentToLease.max),
+        ms(p.sentTo202.p50), ms(p.sentTo202.p99), fmt(p.leaseBefore202),
+      ]),
+    ),
+  );
+  out.push('(ms; dispatch latency is 202->lease: from the 202 of POST /v1/jobs received here to the SDK `lease` event in the worker process;');
+  out.push(' sent: just before the fetch; negative 202->lease values are leases that reached the worker before the 202 reached this process: lease<202)');
+  for (const p of phases) {
+    const problems = [
+      p.missingLeases && `${p.missingLeases} accepted jobs without a lease`,
+      p.non202 && `${p.non202} non-202`,
+      p.errors && `${p.errors} errors`,
+      p.failures.length && `${p.failures.length} failed, dropped or misrouted leases: ${p.failures.slice(0, 5).join('; ')}`,
+    ].filter(Boolean);
+    if (problems.length) out.push(`${p.name}: ${problems.join(', ')}`);
+  }
+  const [a, b] = phases;
+  out.push('');
+  out.push(`dispatch p99 (202->lease), ${b.models} models / 1 model: ${ms(b.acceptedToLease.p99)} / ${ms(a.acceptedToLease.p99)} ms = ${fmt(ratio, 2)}x  goal <= ${GOAL_RATIO}x: ${met ? 'met' : 'NOT met'}`);
+  out.push(`p99 sent->lease, ${b.models} models / 1 model: ${ms(b.sentToLease.p99)} / ${ms(a.sentToLease.p99)} ms = ${fmt(sentRatio, 2)}x`);
+  out.push('');
+  out.push('CPU over the measured windows, per accepted job (Redis is shared: its figures include anything else it served)');
+  out.push(
+    table(
+      ['phase', 'gateway µs', 'its main thread', 'Redis µs', 'Redis main µs', 'workers µs', 'load gen µs', 'other µs', 'busy cores'],
+      phases.map((p) => [p.name, us(p.cpu.processUsPerJob), us(p.cpu.processMainThreadUsPerJob), us(p.cpu.redisUsPerJob), us(p.cpu.redisMainThreadUsPerJob), us(p.workersUsPerJob), us(p.cpu.loadGenUsPerRequest ?? NaN), us(p.otherUsPerJob), fmt(p.cpu.busyCores, 2)]),
+    ),
+  );
+  out.push('(gateway: its child process, all threads; workers: the worker-fleet child; load gen: this process; other: machine busy time none of these account for)');
+  for (const p of phases) {
+    out.push(`Redis commands per job, ${p.name}: ${p.cpu.redisCommands.slice(0, 8).map((x) => `${x.name} ${us(x.usPerJob)} µs (${fmt(x.callsPerJob, 2)} calls)`).join(', ')}`);
+  }
+  out.push('(command time excludes socket I/O; commands a Lua script runs also count inside its evalsha)');
+  out.push('');
+  out.push(`idle: ${o.workers} workers connected, no jobs (${fmt(o.idle)} s before each measured window), and the measured windows' CPU above that rate`);
+  out.push(
+    table(
+      ['phase', 'gateway cores', 'its main thread', 'Redis cores', 'gateway µs/job above idle', 'Redis µs/job above idle'],
+      phases.map((p) => [p.name, fmt(p.idle.gatewayCores, 3), fmt(p.idle.gatewayMainThreadCores, 3), fmt(p.idle.redisCores, 3), us(p.aboveIdle.gatewayUsPerJob), us(p.aboveIdle.redisUsPerJob)]),
+    ),
+  );
+  for (const p of phases) {
+    out.push(`Redis commands per second idle, ${p.name}: ${p.idle.redisCommands.slice(0, 6).map((x) => `${x.name} ${fmt(x.callsPerSec, 1)}/s (${us(x.usPerSec)} µs/s)`).join(', ')}`);
+  }
+  out.push('');
+  out.push('Redis connections of the gateway process (CLIENT LIST, matched to its sockets), and BullMQ queues under the phase prefix');
+  out.push(
+    table(
+      ['phase', 'connections', 'by name', 'queues'],
+      phases.map((p) => [p.name, fmt(p.redisClients.count), Object.entries(p.redisClients.byName).sort().map(([n, c]) => `${n.replace(p.prefix, '<prefix>')} ${c}`).join(', '), fmt(p.queues)]),
+    ),
+  );
+  return out.join('\n');
+}
+
+export default async function dispatchModels(args: string[]): Promise<number> {
+  const o = parseOptions(args);
+  const { prefix, dataDir, stoppers, cleanup } = await benchScratch('dispatch-models', REDIS_URL);
+  const redis = new Redis(REDIS_URL);
+  const meter = new CpuMeter(REDIS_URL);
+  const log = (msg: string) => o.json || console.error(msg);
+
+  try {
+    const machine = await describeMachine(REDIS_URL);
+    const ctx = { meter, redis, cores: machine.cpus, log, stoppers };
+    log(`dispatch-models: ${o.jobs} jobs per phase at ${o.rate}/s after ${o.warmup} s warm-up; ${o.workers} workers; 1 model, then ${o.models}; Redis prefix ${prefix}`);
+    log('phase 1/2: one model');
+    const a = await phase('1 model', 1, o, `${prefix}:a`, dataDir, ctx);
+    log(`phase 2/2: ${o.models} models`);
+    const b = await phase(`${o.models} models`, o.models, o, `${prefix}:b`, dataDir, ctx);
+    const phases = [a, b];
+    const ratio = b.acceptedToLease.p99 / a.acceptedToLease.p99;
+    const sentRatio = b.sentToLease.p99 / a.sentToLease.p99;
+    const clean = phases.every((p) => p.missingLeases === 0 && p.failures.length === 0 && p.non202 === 0 && p.errors === 0);
+    const met = ratio <= GOAL_RATIO && clean;
+    if (o.json) {
+      console.log(JSON.stringify({ benchmark: 'dispatch-models', machine, options: o, kind: KIND, phases, ratio, sentRatio, goal: { ratioAtMost: GOAL_RATIO, met } }, null, 2));
+      return 0;
+    }
+    console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, Redis ${machine.redis}`);
+    console.log(report(o, phases, ratio, sentRatio, met));
+    return 0;
+  } finally {
+    meter.close();
+    redis.disconnect();
+    await cleanup();
+  }
+}
