@@ -2,14 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { benchScratch, startBenchGateway } from './lib/bench-gateway.js';
-import { CpuMeter, processCpuUs } from './lib/cpu.js';
+import { addCpuTotals, CpuMeter, processCpuUs, type CpuTotals } from './lib/cpu.js';
 import { cpuPerJob, type CpuPerJob } from './lib/cpu-per-job.js';
 import { Driver, type Sent } from './lib/job-driver.js';
 import { describeMachine } from './lib/machine.js';
 import type { Measurement } from './lib/measurement.js';
 import { redisClientsOf, type ProcessRedisClients } from './lib/redis-clients.js';
 import { fmt, percentile, table } from './lib/report.js';
-import { modelId, startWorkerFleet } from './lib/worker-fleet.js';
+import type { ChildServer } from './lib/child-server.js';
+import { modelId, startWorkerFleet, type WorkerFleet } from './lib/worker-fleet.js';
 
 /**
  * Dispatch latency with many models against one: the gateway in a child process, `workers`
@@ -18,8 +19,10 @@ import { modelId, startWorkerFleet } from './lib/worker-fleet.js';
  *   A. every worker advertises the one model m-000; every job names it;
  *   B. `models` distinct models (m-000 ... m-099 by default), workers/models workers each;
  *      each job names one of them, drawn uniformly at random.
- * Each phase has its own gateway, fleet and Redis prefix, started afresh. The workers complete
- * every job at once (no artifact) and have free slots, so what is measured is the gateway's work.
+ * Each phase has its own gateway, fleet and Redis prefix; both are started (and warmed up) first,
+ * then measured in alternating slices, A B B A A B..., `rounds` slices each, so whatever else
+ * runs on the shared machine meanwhile falls on both alike. The workers complete every job at
+ * once (no artifact) and have free slots, so what is measured is the gateway's work.
  * Latencies: this process takes performance.timeOrigin + performance.now() just before each
  * fetch and when its 202 has arrived; the worker process takes the same clock in the SDK's `lease`
  * event (fired as the lease frame is parsed, before the handler runs). Dispatch latency is
@@ -33,10 +36,11 @@ const MEASURED_FROM = 1_000_000; // job numbers of the measured window; warm-up 
 
 interface Options {
   rate: number;
-  /** Jobs submitted in each measured window (default rate x duration). */
+  /** Jobs measured per phase (default rate x duration), in `rounds` slices. */
   jobs: number;
+  rounds: number;
   warmup: number;
-  /** Seconds of the idle window (workers connected, no jobs) before the measured one. */
+  /** Seconds of the idle window (both fleets connected, no jobs) before the measured slices. */
   idle: number;
   workers: number;
   models: number;
@@ -52,6 +56,7 @@ function parseOptions(args: string[]): Options {
       rate: { type: 'string', default: '50' },
       duration: { type: 'string', default: '20' },
       jobs: { type: 'string' },
+      rounds: { type: 'string', default: '5' },
       warmup: { type: 'string', default: '3' },
       idle: { type: 'string', default: '5' },
       workers: { type: 'string', default: '200' },
@@ -70,6 +75,7 @@ function parseOptions(args: string[]): Options {
   const o: Options = {
     rate,
     jobs: Math.round(values.jobs === undefined ? rate * num('duration', values.duration, 1) : num('jobs', values.jobs, 1)),
+    rounds: Math.round(num('rounds', values.rounds, 1)),
     warmup: num('warmup', values.warmup, 0),
     idle: num('idle', values.idle, 1),
     workers: Math.round(num('workers', values.workers, 1)),
@@ -94,11 +100,29 @@ function spread(values: number[]): Spread {
   return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) };
 }
 
-/** CPU per second of wall time while the workers are connected and no job arrives. */
+/** One setup under test: its gateway, its fleet, and what its measured slices added up to. */
+interface Side {
+  name: string;
+  prefix: string;
+  models: number;
+  gw: ChildServer;
+  fleet: WorkerFleet;
+  driver: Driver;
+  sent: Sent[];
+  cpu?: CpuTotals;
+  workersUs: number;
+  /** CPU of the other setup's gateway and fleet (idle) during this setup's slices. */
+  otherSideUs: number;
+  warmFailures: number;
+}
+
+/** CPU per second of wall time while both fleets are connected and no job arrives. */
 interface Idle {
   seconds: number;
-  gatewayCores: number;
-  gatewayMainThreadCores: number;
+  /** Per setup, in the order of the phases. */
+  gatewayCores: number[];
+  workersCores: number[];
+  /** Redis serves both setups (and anyone else on the shared server). */
   redisCores: number;
   /** Redis commands per second, most execution time first. */
   redisCommands: { name: string; callsPerSec: number; usPerSec: number }[];
@@ -116,23 +140,22 @@ interface PhaseResult {
   non202: number;
   errors: number;
   failures: string[];
-  /** Submit sent -> lease received by the worker. */
-  sentToLease: Spread;
   /** 202 received by this process -> lease received by the worker; negative when the lease came first. */
   acceptedToLease: Spread;
+  /** Submit sent -> lease received by the worker. */
+  sentToLease: Spread;
   /** Submit sent -> 202 received. */
   sentTo202: Spread;
   /** Leases that reached the worker before the 202 reached this process. */
   leaseBefore202: number;
   cpu: CpuPerJob;
   workersUsPerJob: number;
-  /** other µs/job of cpuPerJob without the worker process, which it does not know. */
+  /** other µs/job of cpuPerJob without the worker process and the idle other setup, which it does not know. */
   otherUsPerJob: number;
-  idle: Idle;
-  /** What the window cost above the idle rate, per job: the jobs' own cost. */
+  /** What the slices cost above the idle rate (gateway: its own; Redis: both setups'), per job: the jobs' own cost. */
   aboveIdle: { gatewayUsPerJob: number; redisUsPerJob: number };
   redisClients: ProcessRedisClients;
-  /** BullMQ queues the phase made under its prefix (their `meta` keys). */
+  /** BullMQ queues under the phase's prefix (their `meta` keys). */
   queues: number;
 }
 
@@ -147,136 +170,131 @@ async function countQueues(redis: Redis, prefix: string): Promise<number> {
   return n;
 }
 
-async function phase(
-  name: string,
-  models: number,
-  o: Options,
-  prefix: string,
-  dataDir: string,
-  ctx: { meter: CpuMeter; redis: Redis; cores: number; log: (m: string) => void; stoppers: Array<() => Promise<void>> },
-): Promise<PhaseResult> {
-  const { meter, redis, log } = ctx;
+/** A gateway and a fleet serving `models` models, warmed up with jobs for each of them. */
+async function startSide(name: string, models: number, o: Options, prefix: string, dataDir: string, stoppers: Array<() => Promise<void>>, log: (m: string) => void): Promise<Side> {
   const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl: REDIS_URL, prefix, dataDir, profileDir: o.profileDir });
-  const stoppers: Array<() => Promise<void>> = [() => gw.stop()];
-  ctx.stoppers.push(async () => {
-    for (const stop of stoppers.splice(0).reverse()) await stop();
-  });
-  try {
-    log(`  ${name}: starting ${o.workers} workers x ${o.slots} slots, ${models} model(s)`);
-    const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: KIND, models, handler: 'noop' });
-    stoppers.push(() => fleet.stop());
-    // Warm-up jobs go round-robin over the models, so every model queue exists before the window;
-    // measured jobs draw their model uniformly at random.
-    const driver = new Driver(gw.url, apiKey, fleet, (n) => ({
-      kind: KIND,
-      input: { prompt: `bench ${n}`, model: modelId(n < MEASURED_FROM ? n % models : Math.floor(Math.random() * models)) },
-    }));
-    const probe = await driver.submit(0);
-    if (!probe) throw new Error(`${name}: probe submission failed (${driver.non202} non-202, ${driver.errors} errors)`);
-    await driver.completion(probe);
-    const warmupJobs = Math.max(models, Math.round(o.rate * o.warmup));
-    log(`  ${name}: warm-up, ${warmupJobs} jobs at ${o.rate}/s`);
-    await driver.openLoop(o.rate, warmupJobs, 1);
-    await sleep(500);
-
-    log(`  ${name}: idle for ${o.idle} s (workers connected, no jobs)`);
-    const stopIdle = await meter.window(gw.pid)();
-    await sleep(o.idle * 1000);
-    const i = await stopIdle();
-    const idleSec = i.wallUs / 1e6;
-    const idle: Idle = {
-      seconds: idleSec,
-      gatewayCores: i.serverUs! / i.wallUs,
-      gatewayMainThreadCores: i.serverMainThreadUs! / i.wallUs,
-      redisCores: i.redisUs / i.wallUs,
-      redisCommands: Object.entries(i.redisCommands)
-        .map(([cmd, { calls, usec }]) => ({ name: cmd, callsPerSec: calls / idleSec, usPerSec: usec / idleSec }))
-        .sort((x, y) => y.usPerSec - x.usPerSec),
-    };
-
-    log(`  ${name}: measuring, ${o.jobs} jobs at ${o.rate}/s`);
-    const warmFailures = driver.failures.length;
-    driver.non202 = 0;
-    driver.errors = 0;
-    driver.trackLeases = true;
-    const stopCpu = await meter.window(gw.pid)();
-    const fleet0 = processCpuUs(fleet.pid);
-    const t0 = performance.now();
-    const sent: Sent[] = await driver.openLoop(o.rate, o.jobs, MEASURED_FROM);
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu = await stopCpu();
-    const workersUs = processCpuUs(fleet.pid) - fleet0;
-    driver.trackLeases = false;
-    const redisClients = await redisClientsOf(redis, gw.pid);
-    const queues = await countQueues(redis, prefix);
-
-    const sentToLease: number[] = [];
-    const acceptedToLease: number[] = [];
-    const sentTo202: number[] = [];
-    let missingLeases = 0;
-    for (const s of sent) {
-      if (!s.runId) continue;
-      sentTo202.push(s.acceptedAt - s.sentAt);
-      const at = driver.leases.get(s.runId);
-      if (at === undefined) {
-        missingLeases++;
-        continue;
-      }
-      sentToLease.push(at - s.sentAt);
-      acceptedToLease.push(at - s.acceptedAt);
-    }
-    const accepted = sentTo202.length;
-    const m: Measurement = {
-      name,
-      jobs: accepted,
-      seconds,
-      jobsPerSec: accepted / seconds,
-      p50Ms: NaN,
-      p99Ms: NaN,
-      non2xx: driver.non202,
-      errors: driver.errors,
-      statusCodes: { 202: accepted, other: driver.non202 + driver.errors },
-      cpu,
-    };
-    const perJob = cpuPerJob(m, ctx.cores);
-    if (!perJob) throw new Error(`${name}: no job was accepted`);
-    return {
-      name,
-      prefix,
-      models,
-      workersPerModel: o.workers / models,
-      submitted: sent.length,
-      accepted,
-      seconds,
-      missingLeases,
-      non202: driver.non202,
-      errors: driver.errors,
-      failures: driver.failures.slice(warmFailures),
-      sentToLease: spread(sentToLease),
-      acceptedToLease: spread(acceptedToLease),
-      sentTo202: spread(sentTo202),
-      leaseBefore202: acceptedToLease.filter((x) => x < 0).length,
-      cpu: perJob,
-      workersUsPerJob: workersUs / accepted,
-      otherUsPerJob: perJob.otherUsPerJob - workersUs / accepted,
-      idle,
-      aboveIdle: {
-        gatewayUsPerJob: (cpu.serverUs! - idle.gatewayCores * cpu.wallUs) / accepted,
-        redisUsPerJob: (cpu.redisUs - idle.redisCores * cpu.wallUs) / accepted,
-      },
-      redisClients,
-      queues,
-    };
-  } finally {
-    for (const stop of stoppers.splice(0).reverse()) await stop();
-  }
+  stoppers.push(() => gw.stop());
+  log(`  ${name}: starting ${o.workers} workers x ${o.slots} slots, ${models} model(s)`);
+  const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: KIND, models, handler: 'noop' });
+  stoppers.push(() => fleet.stop());
+  // Warm-up jobs go round-robin over the models, so every model queue exists before the
+  // measured slices; measured jobs draw their model uniformly at random.
+  const driver = new Driver(gw.url, apiKey, fleet, (n) => ({
+    kind: KIND,
+    input: { prompt: `bench ${n}`, model: modelId(n < MEASURED_FROM ? n % models : Math.floor(Math.random() * models)) },
+  }));
+  const probe = await driver.submit(0);
+  if (!probe) throw new Error(`${name}: probe submission failed (${driver.non202} non-202, ${driver.errors} errors)`);
+  await driver.completion(probe);
+  const warmupJobs = Math.max(models, Math.round(o.rate * o.warmup));
+  log(`  ${name}: warm-up, ${warmupJobs} jobs at ${o.rate}/s`);
+  await driver.openLoop(o.rate, warmupJobs, 1);
+  const side: Side = { name, prefix, models, gw, fleet, driver, sent: [], workersUs: 0, otherSideUs: 0, warmFailures: driver.failures.length };
+  driver.non202 = 0;
+  driver.errors = 0;
+  driver.trackLeases = true;
+  return side;
 }
 
-function report(o: Options, phases: PhaseResult[], ratio: number, sentRatio: number, met: boolean): string {
+const sideUs = (s: Side) => processCpuUs(s.gw.pid) + processCpuUs(s.fleet.pid);
+
+/** Both setups connected, no jobs: the fixed cost of the fleets and the queues. */
+async function measureIdle(sides: Side[], meter: CpuMeter, seconds: number): Promise<Idle> {
+  const stop = await meter.window()();
+  const gw0 = sides.map((s) => processCpuUs(s.gw.pid));
+  const fleet0 = sides.map((s) => processCpuUs(s.fleet.pid));
+  await sleep(seconds * 1000);
+  const c = await stop();
+  const sec = c.wallUs / 1e6;
+  return {
+    seconds: sec,
+    gatewayCores: sides.map((s, i) => (processCpuUs(s.gw.pid) - gw0[i]) / c.wallUs),
+    workersCores: sides.map((s, i) => (processCpuUs(s.fleet.pid) - fleet0[i]) / c.wallUs),
+    redisCores: c.redisUs / c.wallUs,
+    redisCommands: Object.entries(c.redisCommands)
+      .map(([cmd, { calls, usec }]) => ({ name: cmd, callsPerSec: calls / sec, usPerSec: usec / sec }))
+      .sort((x, y) => y.usPerSec - x.usPerSec),
+  };
+}
+
+/** One measured slice of `side`: `jobs` submissions at the rate, CPU counted around them. */
+async function slice(side: Side, other: Side, o: Options, jobs: number, first: number, meter: CpuMeter): Promise<void> {
+  const stop = await meter.window(side.gw.pid)();
+  const fleet0 = processCpuUs(side.fleet.pid);
+  const other0 = sideUs(other);
+  side.sent.push(...(await side.driver.openLoop(o.rate, jobs, first)));
+  side.cpu = addCpuTotals(side.cpu, await stop());
+  side.workersUs += processCpuUs(side.fleet.pid) - fleet0;
+  side.otherSideUs += sideUs(other) - other0;
+}
+
+async function result(side: Side, idle: Idle, idleIndex: number, cores: number, redis: Redis, workers: number): Promise<PhaseResult> {
+  const { driver } = side;
+  const cpu = side.cpu!;
+  const acceptedToLease: number[] = [];
+  const sentToLease: number[] = [];
+  const sentTo202: number[] = [];
+  let missingLeases = 0;
+  for (const s of side.sent) {
+    if (!s.runId) continue;
+    sentTo202.push(s.acceptedAt - s.sentAt);
+    const at = driver.leases.get(s.runId);
+    if (at === undefined) {
+      missingLeases++;
+      continue;
+    }
+    sentToLease.push(at - s.sentAt);
+    acceptedToLease.push(at - s.acceptedAt);
+  }
+  const accepted = sentTo202.length;
+  const seconds = cpu.wallUs / 1e6;
+  const m: Measurement = {
+    name: side.name,
+    jobs: accepted,
+    seconds,
+    jobsPerSec: accepted / seconds,
+    p50Ms: NaN,
+    p99Ms: NaN,
+    non2xx: driver.non202,
+    errors: driver.errors,
+    statusCodes: { 202: accepted, other: driver.non202 + driver.errors },
+    cpu,
+  };
+  const perJob = cpuPerJob(m, cores);
+  if (!perJob) throw new Error(`${side.name}: no job was accepted`);
+  return {
+    name: side.name,
+    prefix: side.prefix,
+    models: side.models,
+    workersPerModel: workers / side.models,
+    submitted: side.sent.length,
+    accepted,
+    seconds,
+    missingLeases,
+    non202: driver.non202,
+    errors: driver.errors,
+    failures: driver.failures.slice(side.warmFailures),
+    acceptedToLease: spread(acceptedToLease),
+    sentToLease: spread(sentToLease),
+    sentTo202: spread(sentTo202),
+    leaseBefore202: acceptedToLease.filter((x) => x < 0).length,
+    cpu: perJob,
+    workersUsPerJob: side.workersUs / accepted,
+    otherUsPerJob: perJob.otherUsPerJob - (side.workersUs + side.otherSideUs) / accepted,
+    aboveIdle: {
+      gatewayUsPerJob: (cpu.serverUs! - idle.gatewayCores[idleIndex] * cpu.wallUs) / accepted,
+      redisUsPerJob: (cpu.redisUs - idle.redisCores * cpu.wallUs) / accepted,
+    },
+    redisClients: await redisClientsOf(redis, side.gw.pid),
+    queues: await countQueues(redis, side.prefix),
+  };
+}
+
+function report(o: Options, phases: PhaseResult[], idle: Idle, ratio: number, sentRatio: number, met: boolean): string {
   const ms = (n: number) => fmt(n, 2);
   const us = (n: number) => fmt(n, 1);
   const out: string[] = [];
-  out.push(`dispatch latency at ${fmt(o.rate)} jobs/s, ${o.workers} workers x ${o.slots} slots, free slots waiting; kind ${KIND}`);
+  out.push(`dispatch latency at ${fmt(o.rate)} jobs/s, ${o.workers} workers x ${o.slots} slots, free slots waiting; kind ${KIND}; ${o.rounds} alternating slices per phase`);
   out.push(
     table(
       ['phase', 'jobs', '202->lease p50', 'p99', 'max', 'sent->lease p50', 'p99', 'max', 'sent->202 p50', 'p99', 'lease<202'],
@@ -311,22 +329,20 @@ function report(o: Options, phases: PhaseResult[], ratio: number, sentRatio: num
       phases.map((p) => [p.name, us(p.cpu.processUsPerJob), us(p.cpu.processMainThreadUsPerJob), us(p.cpu.redisUsPerJob), us(p.cpu.redisMainThreadUsPerJob), us(p.workersUsPerJob), us(p.cpu.loadGenUsPerRequest ?? NaN), us(p.otherUsPerJob), fmt(p.cpu.busyCores, 2)]),
     ),
   );
-  out.push('(gateway: its child process, all threads; workers: the worker-fleet child; load gen: this process; other: machine busy time none of these account for)');
+  out.push('(gateway: its child process, all threads; workers: the worker-fleet child; load gen: this process; Redis includes the other, idle setup\'s background;\n other: machine busy time none of these nor the other setup\'s processes account for)');
   for (const p of phases) {
     out.push(`Redis commands per job, ${p.name}: ${p.cpu.redisCommands.slice(0, 8).map((x) => `${x.name} ${us(x.usPerJob)} µs (${fmt(x.callsPerJob, 2)} calls)`).join(', ')}`);
   }
   out.push('(command time excludes socket I/O; commands a Lua script runs also count inside its evalsha)');
   out.push('');
-  out.push(`idle: ${o.workers} workers connected, no jobs (${fmt(o.idle)} s before each measured window), and the measured windows' CPU above that rate`);
+  out.push(`idle: both setups connected (2 x ${o.workers} workers), no jobs, ${fmt(idle.seconds, 1)} s before the slices; and the slices' CPU above that rate`);
   out.push(
     table(
-      ['phase', 'gateway cores', 'its main thread', 'Redis cores', 'gateway µs/job above idle', 'Redis µs/job above idle'],
-      phases.map((p) => [p.name, fmt(p.idle.gatewayCores, 3), fmt(p.idle.gatewayMainThreadCores, 3), fmt(p.idle.redisCores, 3), us(p.aboveIdle.gatewayUsPerJob), us(p.aboveIdle.redisUsPerJob)]),
+      ['phase', 'gateway cores idle', 'workers cores idle', 'gateway µs/job above idle', 'Redis µs/job above idle'],
+      phases.map((p, i) => [p.name, fmt(idle.gatewayCores[i], 3), fmt(idle.workersCores[i], 3), us(p.aboveIdle.gatewayUsPerJob), us(p.aboveIdle.redisUsPerJob)]),
     ),
   );
-  for (const p of phases) {
-    out.push(`Redis commands per second idle, ${p.name}: ${p.idle.redisCommands.slice(0, 6).map((x) => `${x.name} ${fmt(x.callsPerSec, 1)}/s (${us(x.usPerSec)} µs/s)`).join(', ')}`);
-  }
+  out.push(`Redis idle (both setups, and anything else on the shared server): ${fmt(idle.redisCores, 3)} cores; per second: ${idle.redisCommands.slice(0, 6).map((x) => `${x.name} ${fmt(x.callsPerSec, 1)} (${us(x.usPerSec)} µs)`).join(', ')}`);
   out.push('');
   out.push('Redis connections of the gateway process (CLIENT LIST, matched to its sockets), and BullMQ queues under the phase prefix');
   out.push(
@@ -347,23 +363,35 @@ export default async function dispatchModels(args: string[]): Promise<number> {
 
   try {
     const machine = await describeMachine(REDIS_URL);
-    const ctx = { meter, redis, cores: machine.cpus, log, stoppers };
-    log(`dispatch-models: ${o.jobs} jobs per phase at ${o.rate}/s after ${o.warmup} s warm-up; ${o.workers} workers; 1 model, then ${o.models}; Redis prefix ${prefix}`);
-    log('phase 1/2: one model');
-    const a = await phase('1 model', 1, o, `${prefix}:a`, dataDir, ctx);
-    log(`phase 2/2: ${o.models} models`);
-    const b = await phase(`${o.models} models`, o.models, o, `${prefix}:b`, dataDir, ctx);
-    const phases = [a, b];
-    const ratio = b.acceptedToLease.p99 / a.acceptedToLease.p99;
-    const sentRatio = b.sentToLease.p99 / a.sentToLease.p99;
+    const perSlice = Math.max(1, Math.round(o.jobs / o.rounds));
+    log(`dispatch-models: ${perSlice * o.rounds} jobs per phase at ${o.rate}/s in ${o.rounds} alternating slices, after ${o.warmup} s warm-up; ${o.workers} workers per phase; 1 model, then ${o.models}; Redis prefix ${prefix}`);
+    log('setup: one model');
+    const a = await startSide('1 model', 1, o, `${prefix}:a`, dataDir, stoppers, log);
+    log(`setup: ${o.models} models`);
+    const b = await startSide(`${o.models} models`, o.models, o, `${prefix}:b`, dataDir, stoppers, log);
+    const sides = [a, b];
+    await sleep(500);
+    log(`idle for ${o.idle} s (both fleets connected, no jobs)`);
+    const idle = await measureIdle(sides, meter, o.idle);
+    for (let r = 0; r < o.rounds; r++) {
+      const order = r % 2 === 0 ? [a, b] : [b, a];
+      for (const side of order) {
+        log(`  slice ${r + 1}/${o.rounds}: ${side.name}, ${perSlice} jobs`);
+        await slice(side, side === a ? b : a, o, perSlice, MEASURED_FROM + r * perSlice, meter);
+      }
+    }
+    const phases = [await result(a, idle, 0, machine.cpus, redis, o.workers), await result(b, idle, 1, machine.cpus, redis, o.workers)];
+    const [pa, pb] = phases;
+    const ratio = pb.acceptedToLease.p99 / pa.acceptedToLease.p99;
+    const sentRatio = pb.sentToLease.p99 / pa.sentToLease.p99;
     const clean = phases.every((p) => p.missingLeases === 0 && p.failures.length === 0 && p.non202 === 0 && p.errors === 0);
     const met = ratio <= GOAL_RATIO && clean;
     if (o.json) {
-      console.log(JSON.stringify({ benchmark: 'dispatch-models', machine, options: o, kind: KIND, phases, ratio, sentRatio, goal: { ratioAtMost: GOAL_RATIO, met } }, null, 2));
+      console.log(JSON.stringify({ benchmark: 'dispatch-models', machine, options: o, kind: KIND, phases, idle, ratio, sentRatio, goal: { ratioAtMost: GOAL_RATIO, met } }, null, 2));
       return 0;
     }
     console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, Redis ${machine.redis}`);
-    console.log(report(o, phases, ratio, sentRatio, met));
+    console.log(report(o, phases, idle, ratio, sentRatio, met));
     return 0;
   } finally {
     meter.close();

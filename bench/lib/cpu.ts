@@ -97,6 +97,28 @@ async function snapshot(redis: Redis, serverPid?: number): Promise<CpuTotals> {
   };
 }
 
+/** The totals of two windows (of the same server process) as one: a phase measured in slices. */
+export function addCpuTotals(a: CpuTotals | undefined, b: CpuTotals): CpuTotals {
+  if (!a) return b;
+  const opt = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
+  const redisCommands = { ...a.redisCommands };
+  for (const [name, { calls, usec }] of Object.entries(b.redisCommands)) {
+    const before = redisCommands[name] ?? { calls: 0, usec: 0 };
+    redisCommands[name] = { calls: before.calls + calls, usec: before.usec + usec };
+  }
+  return {
+    wallUs: a.wallUs + b.wallUs,
+    serverUs: opt(a.serverUs, b.serverUs),
+    serverMainThreadUs: opt(a.serverMainThreadUs, b.serverMainThreadUs),
+    parentUs: a.parentUs + b.parentUs,
+    parentMainThreadUs: a.parentMainThreadUs + b.parentMainThreadUs,
+    redisUs: a.redisUs + b.redisUs,
+    redisMainThreadUs: a.redisMainThreadUs + b.redisMainThreadUs,
+    machineBusyUs: a.machineBusyUs + b.machineBusyUs,
+    redisCommands,
+  };
+}
+
 /** Reads CPU counters around measured windows, over one Redis connection of its own. */
 export class CpuMeter {
   private readonly redis: Redis;
