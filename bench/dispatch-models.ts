@@ -116,6 +116,17 @@ interface Side {
   warmFailures: number;
 }
 
+/** One slice of one setup: its dispatch latency tail, and how busy the machine was meanwhile. */
+interface SliceSummary {
+  name: string;
+  round: number;
+  p99Ms: number;
+  maxMs: number;
+  busyCores: number;
+  /** Busy cores that none of the bench's processes (nor Redis) account for: other programs. */
+  otherCores: number;
+}
+
 /** CPU per second of wall time while both fleets are connected and no job arrives. */
 interface Idle {
   seconds: number;
@@ -217,35 +228,48 @@ async function measureIdle(sides: Side[], meter: CpuMeter, seconds: number): Pro
   };
 }
 
-/** One measured slice of `side`: `jobs` submissions at the rate, CPU counted around them. */
-async function slice(side: Side, other: Side, o: Options, jobs: number, first: number, meter: CpuMeter): Promise<void> {
-  const stop = await meter.window(side.gw.pid)();
-  const fleet0 = processCpuUs(side.fleet.pid);
-  const other0 = sideUs(other);
-  side.sent.push(...(await side.driver.openLoop(o.rate, jobs, first)));
-  side.cpu = addCpuTotals(side.cpu, await stop());
-  side.workersUs += processCpuUs(side.fleet.pid) - fleet0;
-  side.otherSideUs += sideUs(other) - other0;
-}
-
-async function result(side: Side, idle: Idle, idleIndex: number, cores: number, redis: Redis, workers: number): Promise<PhaseResult> {
-  const { driver } = side;
-  const cpu = side.cpu!;
+/** 202 received -> lease received of each accepted job that got a lease, and how many got none. */
+function dispatchTimes(sent: Sent[], leases: Map<string, number>) {
   const acceptedToLease: number[] = [];
   const sentToLease: number[] = [];
   const sentTo202: number[] = [];
-  let missingLeases = 0;
-  for (const s of side.sent) {
+  let missing = 0;
+  for (const s of sent) {
     if (!s.runId) continue;
     sentTo202.push(s.acceptedAt - s.sentAt);
-    const at = driver.leases.get(s.runId);
+    const at = leases.get(s.runId);
     if (at === undefined) {
-      missingLeases++;
+      missing++;
       continue;
     }
     sentToLease.push(at - s.sentAt);
     acceptedToLease.push(at - s.acceptedAt);
   }
+  return { acceptedToLease, sentToLease, sentTo202, missing };
+}
+
+/** One measured slice of `side`: `jobs` submissions at the rate, CPU counted around them. */
+async function slice(side: Side, other: Side, o: Options, round: number, jobs: number, meter: CpuMeter): Promise<SliceSummary> {
+  const stop = await meter.window(side.gw.pid)();
+  const fleet0 = processCpuUs(side.fleet.pid);
+  const other0 = sideUs(other);
+  const sent = await side.driver.openLoop(o.rate, jobs, MEASURED_FROM + round * jobs);
+  const c = await stop();
+  const workersUs = processCpuUs(side.fleet.pid) - fleet0;
+  const otherSideUs = sideUs(other) - other0;
+  side.sent.push(...sent);
+  side.cpu = addCpuTotals(side.cpu, c);
+  side.workersUs += workersUs;
+  side.otherSideUs += otherSideUs;
+  const t = spread(dispatchTimes(sent, side.driver.leases).acceptedToLease);
+  const ours = c.serverUs! + c.redisUs + c.parentUs + workersUs + otherSideUs;
+  return { name: side.name, round, p99Ms: t.p99, maxMs: t.max, busyCores: c.machineBusyUs / c.wallUs, otherCores: (c.machineBusyUs - ours) / c.wallUs };
+}
+
+async function result(side: Side, idle: Idle, idleIndex: number, cores: number, redis: Redis, workers: number): Promise<PhaseResult> {
+  const { driver } = side;
+  const cpu = side.cpu!;
+  const { acceptedToLease, sentToLease, sentTo202, missing: missingLeases } = dispatchTimes(side.sent, driver.leases);
   const accepted = sentTo202.length;
   const seconds = cpu.wallUs / 1e6;
   const m: Measurement = {
@@ -290,7 +314,7 @@ async function result(side: Side, idle: Idle, idleIndex: number, cores: number, 
   };
 }
 
-function report(o: Options, phases: PhaseResult[], idle: Idle, ratio: number, sentRatio: number, met: boolean): string {
+function report(o: Options, phases: PhaseResult[], order: SliceSummary[], idle: Idle, ratio: number, sentRatio: number, met: boolean): string {
   const ms = (n: number) => fmt(n, 2);
   const us = (n: number) => fmt(n, 1);
   const out: string[] = [];
@@ -317,6 +341,9 @@ function report(o: Options, phases: PhaseResult[], idle: Idle, ratio: number, se
     ].filter(Boolean);
     if (problems.length) out.push(`${p.name}: ${problems.join(', ')}`);
   }
+  out.push('');
+  out.push('per slice, in the order run: dispatch (202->lease) p99 / max ms, busy cores, and busy cores of other programs');
+  out.push(table(['slice', 'phase', 'p99', 'max', 'busy cores', 'other cores'], order.map((x) => [String(x.round + 1), x.name, ms(x.p99Ms), ms(x.maxMs), fmt(x.busyCores, 2), fmt(x.otherCores, 2)])));
   const [a, b] = phases;
   out.push('');
   out.push(`dispatch p99 (202->lease), ${b.models} models / 1 model: ${ms(b.acceptedToLease.p99)} / ${ms(a.acceptedToLease.p99)} ms = ${fmt(ratio, 2)}x  goal <= ${GOAL_RATIO}x: ${met ? 'met' : 'NOT met'}`);
@@ -373,11 +400,11 @@ export default async function dispatchModels(args: string[]): Promise<number> {
     await sleep(500);
     log(`idle for ${o.idle} s (both fleets connected, no jobs)`);
     const idle = await measureIdle(sides, meter, o.idle);
+    const order: SliceSummary[] = [];
     for (let r = 0; r < o.rounds; r++) {
-      const order = r % 2 === 0 ? [a, b] : [b, a];
-      for (const side of order) {
+      for (const side of r % 2 === 0 ? [a, b] : [b, a]) {
         log(`  slice ${r + 1}/${o.rounds}: ${side.name}, ${perSlice} jobs`);
-        await slice(side, side === a ? b : a, o, perSlice, MEASURED_FROM + r * perSlice, meter);
+        order.push(await slice(side, side === a ? b : a, o, r, perSlice, meter));
       }
     }
     const phases = [await result(a, idle, 0, machine.cpus, redis, o.workers), await result(b, idle, 1, machine.cpus, redis, o.workers)];
@@ -387,11 +414,11 @@ export default async function dispatchModels(args: string[]): Promise<number> {
     const clean = phases.every((p) => p.missingLeases === 0 && p.failures.length === 0 && p.non202 === 0 && p.errors === 0);
     const met = ratio <= GOAL_RATIO && clean;
     if (o.json) {
-      console.log(JSON.stringify({ benchmark: 'dispatch-models', machine, options: o, kind: KIND, phases, idle, ratio, sentRatio, goal: { ratioAtMost: GOAL_RATIO, met } }, null, 2));
+      console.log(JSON.stringify({ benchmark: 'dispatch-models', machine, options: o, kind: KIND, phases, slices: order, idle, ratio, sentRatio, goal: { ratioAtMost: GOAL_RATIO, met } }, null, 2));
       return 0;
     }
     console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, Redis ${machine.redis}`);
-    console.log(report(o, phases, idle, ratio, sentRatio, met));
+    console.log(report(o, phases, order, idle, ratio, sentRatio, met));
     return 0;
   } finally {
     meter.close();
