@@ -56,7 +56,7 @@ function parseOptions(args: string[]): Options {
       rate: { type: 'string', default: '50' },
       duration: { type: 'string', default: '20' },
       jobs: { type: 'string' },
-      rounds: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '3' },
       idle: { type: 'string', default: '5' },
       workers: { type: 'string', default: '200' },
