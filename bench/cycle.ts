@@ -1,18 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram } from 'node:perf_hooks';
 import { measureBullmqCycle } from './lib/bullmq-cycle.js';
-import { startChildServer, type ChildServer } from './lib/child-server.js';
-import { CpuMeter, type CpuTotals } from './lib/cpu.js';
+import { benchScratch, startBenchGateway } from './lib/bench-gateway.js';
+import { CpuMeter, processCpuUs, type CpuTotals } from './lib/cpu.js';
+import { Driver, pct, recordMs } from './lib/job-driver.js';
 import { describeMachine } from './lib/machine.js';
 import type { Measurement } from './lib/measurement.js';
 import { deletePrefix } from './lib/redis-cleanup.js';
 import { fmt, table } from './lib/report.js';
-import { startWorkerFleet, type WorkerFleet } from './lib/worker-fleet.js';
+import { startWorkerFleet } from './lib/worker-fleet.js';
 
 /**
  * The whole job cycle through the gateway: jobs submitted over HTTP (POST /v1/jobs), leased to
@@ -31,7 +27,6 @@ const RATIO_GOAL = 0.4;
 const P99_GOAL_MS = 15;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const KIND = 'inference:image:generate';
-const now = () => performance.timeOrigin + performance.now();
 
 interface CycleOptions {
   duration: number;
@@ -75,120 +70,9 @@ function parseCycleOptions(args: string[]): CycleOptions {
   };
 }
 
-function procUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12])) / 100) * 1e6; // CLK_TCK is 100 on Linux
-}
-
-async function adminPost<T>(server: ChildServer, adminToken: string, route: string, body: unknown): Promise<T> {
-  const res = await fetch(`${server.url}${route}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 201) throw new Error(`${route} failed: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
-
-const pct = (h: RecordableHistogram, p: number) => (h.count ? h.percentile(p) / 1e3 : NaN); // recorded in µs
-const recordMs = (h: RecordableHistogram, ms: number) => h.record(Math.max(1, Math.round(ms * 1000)));
-
-/** Submits and follows runs; completion comes from the worker process's `completed` lines. */
-class Driver {
-  private readonly waiting = new Map<string, () => void>();
-  private readonly early = new Set<string>();
-  readonly leases = new Map<string, number>();
-  readonly completedIds: string[] = [];
-  failures: string[] = [];
-  non202 = 0;
-  errors = 0;
-  trackLeases = false;
-
-  constructor(
-    private readonly url: string,
-    private readonly apiKey: string,
-    fleet: WorkerFleet,
-  ) {
-    fleet.events.onCompleted = (runId) => {
-      if (this.completedIds.length < 100_000) this.completedIds.push(runId);
-      const done = this.waiting.get(runId);
-      if (done) {
-        this.waiting.delete(runId);
-        done();
-      } else this.early.add(runId); // the ack beat our 202
-    };
-    fleet.events.onLease = (runId, at) => {
-      if (this.trackLeases) this.leases.set(runId, at);
-    };
-    fleet.events.onFailed = (runId, why) => {
-      this.failures.push(`${runId} ${why}`);
-      const done = this.waiting.get(runId);
-      if (done) {
-        this.waiting.delete(runId);
-        done();
-      }
-    };
-  }
-
-  /** POST /v1/jobs; the run id, or undefined on a non-202 or error. */
-  async submit(n: number): Promise<string | undefined> {
-    try {
-      const res = await fetch(`${this.url}/v1/jobs`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: KIND, input: { prompt: `a lighthouse ${n}` } }),
-      });
-      const body = (await res.json()) as { run_id?: string };
-      if (res.status !== 202 || !body.run_id) {
-        this.non202++;
-        return undefined;
-      }
-      return body.run_id;
-    } catch {
-      this.errors++;
-      return undefined;
-    }
-  }
-
-  completion(runId: string): Promise<void> {
-    if (this.early.delete(runId)) return Promise.resolve();
-    return new Promise((resolve) => this.waiting.set(runId, resolve));
-  }
-
-  /** `concurrency` runs in the system at all times: each loop submits, waits for `succeeded`, repeats. */
-  async closedLoop(seconds: number, concurrency: number) {
-    const latency = createHistogram();
-    let jobs = 0;
-    let n = 0;
-    const start = performance.now();
-    const until = start + seconds * 1000;
-    const loop = async () => {
-      while (performance.now() < until) {
-        const sent = performance.now();
-        const runId = await this.submit(n++);
-        if (!runId) continue;
-        await this.completion(runId);
-        recordMs(latency, performance.now() - sent);
-        jobs++;
-      }
-    };
-    await Promise.all(Array.from({ length: concurrency }, loop));
-    return { jobs, seconds: (performance.now() - start) / 1000, latency };
-  }
-}
-
 export default async function cycle(args: string[]): Promise<number> {
   const o = parseCycleOptions(args);
-  const prefix = `bench-cycle-${randomBytes(4).toString('hex')}`;
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-bench-cycle-'));
-  const stoppers: Array<() => Promise<void>> = [];
-  const cleanup = async () => {
-    for (const stop of stoppers.splice(0).reverse()) await stop().catch(() => {});
-    await deletePrefix(REDIS_URL, prefix);
-    await rm(dataDir, { recursive: true, force: true });
-  };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  const { prefix, dataDir, stoppers, cleanup } = await benchScratch('cycle', REDIS_URL);
   const log = (msg: string) => o.json || console.error(msg);
   const meter = new CpuMeter(REDIS_URL);
 
@@ -197,17 +81,11 @@ export default async function cycle(args: string[]): Promise<number> {
     log(`cycle: ${o.duration} s after ${o.warmup} s warm-up, ${o.concurrency} runs in flight, ${o.workers} workers x ${o.slots} slots; latency at ${o.rate}/s for ${o.latencyDuration} s; Redis prefix ${prefix}`);
 
     // ---- gateway + workers -------------------------------------------------------------------
-    const adminToken = randomBytes(24).toString('hex');
-    const gw = await startChildServer('gateway-server.ts', {
-      PORT: '0', HOST: '127.0.0.1', REDIS_URL, REDIS_PREFIX: `${prefix}:gw`, ADMIN_TOKEN: adminToken, DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn', RATE_LIMIT_PER_SEC: '1000000', RATE_LIMIT_BURST: '1000000',
-    }, process.env.BENCH_PROFILE_DIR);
+    const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl: REDIS_URL, prefix: `${prefix}:gw`, dataDir, profileDir: process.env.BENCH_PROFILE_DIR });
     stoppers.push(() => gw.stop());
-    const { api_key: apiKey } = await adminPost<{ api_key: string }>(gw, adminToken, '/v1/admin/accounts', { name: 'bench', credits: 1e12 });
-    const { worker_token: workerToken } = await adminPost<{ worker_token: string }>(gw, adminToken, '/v1/admin/operators', { name: 'bench', trust: 'open' });
     const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots });
     stoppers.push(() => fleet.stop());
-    const driver = new Driver(gw.url, apiKey, fleet);
+    const driver = new Driver(gw.url, apiKey, fleet, (n) => ({ kind: KIND, input: { prompt: `a lighthouse ${n}` } }));
 
     log('phase 1/3: gateway cycle (HTTP submit -> worker -> succeeded)');
     const probe = await driver.submit(-1);
@@ -215,9 +93,9 @@ export default async function cycle(args: string[]): Promise<number> {
     await driver.completion(probe);
     if (o.warmup > 0) await driver.closedLoop(o.warmup, o.concurrency);
     const stopCpu = await meter.window(gw.pid)();
-    const fleet0 = procUs(fleet.pid);
+    const fleet0 = processCpuUs(fleet.pid);
     const r = await driver.closedLoop(o.duration, o.concurrency);
-    const gwCpu: CpuTotals & { fleetUs?: number } = { ...(await stopCpu()), fleetUs: procUs(fleet.pid) - fleet0 };
+    const gwCpu: CpuTotals & { fleetUs?: number } = { ...(await stopCpu()), fleetUs: processCpuUs(fleet.pid) - fleet0 };
     const gateway: Measurement = {
       name: 'gateway cycle',
       jobs: r.jobs,
@@ -234,18 +112,7 @@ export default async function cycle(args: string[]): Promise<number> {
     log(`phase 2/3: dispatch latency at ${o.rate} jobs/s`);
     await new Promise((res) => setTimeout(res, 500));
     driver.trackLeases = true;
-    const sends: Array<Promise<{ runId?: string; sentAt: number; acceptedAt: number }>> = [];
-    const total = Math.round(o.rate * o.latencyDuration);
-    const t0 = performance.now();
-    for (let i = 0; i < total; i++) {
-      const due = t0 + (i * 1000) / o.rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      const sentAt = now();
-      sends.push(driver.submit(1_000_000 + i).then((runId) => ({ runId, sentAt, acceptedAt: now() })));
-    }
-    const sent = await Promise.all(sends);
-    await Promise.race([Promise.all(sent.filter((s) => s.runId).map((s) => driver.completion(s.runId!))), new Promise((res) => setTimeout(res, 10_000))]);
+    const sent = await driver.openLoop(o.rate, Math.round(o.rate * o.latencyDuration), 1_000_000);
     const dispatch = createHistogram();
     const accept = createHistogram();
     let maxDispatch = 0;

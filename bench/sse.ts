@@ -9,7 +9,7 @@ import { CpuMeter, type CpuTotals } from './lib/cpu.js';
 import { startIpcChild, type IpcChild } from './lib/ipc-child.js';
 import { describeMachine } from './lib/machine.js';
 import { deletePrefix } from './lib/redis-cleanup.js';
-import { fmt } from './lib/report.js';
+import { fmt, percentile } from './lib/report.js';
 import { report, type Cpu, type Memory, type Phase } from './lib/sse-report.js';
 import { GOAL_KB_PER_STREAM, GOAL_P99_MS, GOAL_RATIO, parseSseOptions, type SseOptions } from './lib/sse-options.js';
 import { SseClientFleet } from './lib/sse-clients.js';
@@ -106,10 +106,6 @@ async function startGateway(o: SseOptions, prefix: string): Promise<{ target: Ta
 async function startBare(o: SseOptions, prefix: string, runIds: string[]): Promise<Target> {
   const server = await startIpcChild('servers/bare-sse-server.ts', { env: { REDIS_URL, REDIS_PREFIX: prefix }, nodeArgs: serverArgs, printsUrl: true, profileDir: o.profileDir });
   return { name: 'bare node:http', server, prefix, urls: runIds.map((id) => `${server.url}/runs/${id}/events`), headers: {} };
-}
-
-function percentile(sorted: Float64Array, q: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] : NaN;
 }
 
 /** CPU over a window: CpuMeter's counters plus the client processes'. */

@@ -47,6 +47,9 @@ function statUs(file: string): number {
   return ticksToUs(Number(f[11]) + Number(f[12]));
 }
 
+/** utime+stime of a whole process (all its threads), in µs. */
+export const processCpuUs = (pid: number) => statUs(`/proc/${pid}/stat`);
+
 function machineBusyUs(): number {
   // user nice system idle iowait irq softirq steal: idle, iowait and steal are not work done here.
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -91,6 +94,28 @@ async function snapshot(redis: Redis, serverPid?: number): Promise<CpuTotals> {
     redisMainThreadUs: r.main,
     machineBusyUs: machineBusyUs(),
     redisCommands: r.commands,
+  };
+}
+
+/** The totals of two windows (of the same server process) as one: a phase measured in slices. */
+export function addCpuTotals(a: CpuTotals | undefined, b: CpuTotals): CpuTotals {
+  if (!a) return b;
+  const opt = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
+  const redisCommands = { ...a.redisCommands };
+  for (const [name, { calls, usec }] of Object.entries(b.redisCommands)) {
+    const before = redisCommands[name] ?? { calls: 0, usec: 0 };
+    redisCommands[name] = { calls: before.calls + calls, usec: before.usec + usec };
+  }
+  return {
+    wallUs: a.wallUs + b.wallUs,
+    serverUs: opt(a.serverUs, b.serverUs),
+    serverMainThreadUs: opt(a.serverMainThreadUs, b.serverMainThreadUs),
+    parentUs: a.parentUs + b.parentUs,
+    parentMainThreadUs: a.parentMainThreadUs + b.parentMainThreadUs,
+    redisUs: a.redisUs + b.redisUs,
+    redisMainThreadUs: a.redisMainThreadUs + b.redisMainThreadUs,
+    machineBusyUs: a.machineBusyUs + b.machineBusyUs,
+    redisCommands,
   };
 }
 

@@ -2,6 +2,11 @@ import type { Measurement } from './measurement.js';
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
+/** The q-quantile (0..1, nearest rank) of ascending values; NaN when there are none. */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] : NaN;
+}
+
 /** A fixed-width table: one row per phase. */
 export function formatTable(rows: Measurement[]): string {
   // `s` is the measured time: autocannon stops on its 1 s sampling tick, so a 10 s phase may run 11 s.

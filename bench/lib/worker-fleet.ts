@@ -20,10 +20,28 @@ export interface WorkerFleet {
   stop(): Promise<void>;
 }
 
+export interface FleetOptions {
+  gateway: string;
+  token: string;
+  workers: number;
+  slots: number;
+  /** @defaultValue 'inference:image:generate' */
+  kind?: string;
+  /** Distinct models: worker i advertises `modelId(i % models)`. @defaultValue 0, the kind's default model only */
+  models?: number;
+  /** `noop` completes at once with no artifact (inference:llm:text-generate). @defaultValue 'demo' */
+  handler?: 'demo' | 'noop';
+}
+
+/** The id of the i-th model of a fleet started with `models`: `m-000`, `m-001`, ... */
+export const modelId = (i: number) => `m-${String(i).padStart(3, '0')}`;
+
 /** Starts bench/servers/worker-fleet.ts and resolves once all its workers are registered. */
-export async function startWorkerFleet(env: { gateway: string; token: string; workers: number; slots: number }): Promise<WorkerFleet> {
+export async function startWorkerFleet(o: FleetOptions): Promise<WorkerFleet> {
+  const env: Record<string, string> = { GATEWAY_URL: o.gateway, WORKER_TOKEN: o.token, WORKERS: String(o.workers), SLOTS: String(o.slots), MODELS: String(o.models ?? 0), HANDLER: o.handler ?? 'demo' };
+  if (o.kind) env.KIND = o.kind;
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, GATEWAY_URL: env.gateway, WORKER_TOKEN: env.token, WORKERS: String(env.workers), SLOTS: String(env.slots) },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const fleet: WorkerFleet = {
@@ -35,8 +53,8 @@ export async function startWorkerFleet(env: { gateway: string; token: string; wo
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error('worker-fleet: not ready within 30 s'));
-    }, 30_000);
+      reject(new Error('worker-fleet: not ready within 60 s'));
+    }, 60_000);
     const onExit = (code: number | null) => {
       clearTimeout(timer);
       reject(new Error(`worker-fleet: exited before ready (code ${code})`));
