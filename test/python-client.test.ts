@@ -68,6 +68,12 @@ describe('Python client (sdk/python): pytest against a real gateway and demo wor
         assert.equal(res.code, 0, res.output);
         assert.ok(res.output.startsWith(venv), `switchyard is imported from the venv: ${res.output}`);
         assert.match(res.output, /^True$/m, 'py.typed is installed');
+        // Only the client is packaged: neither the worker SDK nor the tests beside it.
+        res = await run(vpython, ['-m', 'pip', 'show', '--files', 'switchyard'], {}, dir);
+        assert.equal(res.code, 0, res.output);
+        const files = res.output.split('Files:')[1]?.trim().split(/\s+/) ?? [];
+        assert.ok(files.includes('switchyard/client.py'), res.output);
+        assert.deepEqual(files.filter((f) => !/^switchyard(-[\d.]+\.dist-info)?\//.test(f)), [], res.output);
 
         const readme = readFileSync(path.join(PACKAGE, 'README.md'), 'utf8');
         const quickStart = readme.split('## Quick start')[1]?.match(/```python\n([\s\S]*?)```/)?.[1];

@@ -149,9 +149,15 @@ class Client:
     def _wait_events(self, run_id: str, deadline: Optional[float], request_timeout: Optional[float],
                      state: Dict[str, Optional[Job]]) -> Job:
         stream = self.stream(run_id, connect_timeout=request_timeout)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            stream.close()
+
         timer = None
         if deadline is not None:
-            timer = threading.Timer(max(0.0, deadline - time.monotonic()), stream.close)
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
             timer.daemon = True
             timer.start()
         try:
@@ -161,14 +167,14 @@ class Client:
                     if ev.event == "done":
                         return ev.job
         except StreamError:
-            if _left(deadline) == 0:
+            if expired.is_set():
                 raise _Expired() from None
             raise
         finally:
             if timer is not None:
                 timer.cancel()
             stream.close()
-        if _left(deadline) == 0:
+        if expired.is_set():
             raise _Expired()
         raise StreamError(run_id, stream.last_event_id, 0, RuntimeError("the event stream ended without done"))
 

@@ -3,7 +3,6 @@ pagination, cancel, capabilities and capacity, and wait's own timeout."""
 from __future__ import annotations
 
 import re
-import time
 import urllib.request
 import uuid
 from typing import Any, Callable, Dict, List

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from conftest import MISSING_RUN, STUCK, Gateway
+from conftest import MISSING_RUN, STUCK
 from switchyard import Client, NetworkError, StreamError, TimeoutError
 
 
