@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -131,9 +131,12 @@ describe('docs/architecture.md map', () => {
     const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Map'), doc.indexOf('\n## ', doc.indexOf('## Map') + 1));
     const mapped = new Set([...section.matchAll(/^\| `([a-z0-9_/-]+)\/` \|/gm)].map((m) => m[1]));
+    // What `pip install ./sdk/python` leaves beside a pyproject.toml (git ignores it) is no source.
+    const pipBuild = (dir: string, name: string) =>
+      name.endsWith('.egg-info') || (name === 'build' && existsSync(path.join(ROOT, dir, 'pyproject.toml')));
     const folders = (dir: string): string[] =>
       readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-        .filter((e) => e.isDirectory() && e.name !== 'node_modules' && e.name !== '__pycache__' && !e.name.startsWith('.'))
+        .filter((e) => e.isDirectory() && e.name !== 'node_modules' && e.name !== '__pycache__' && !e.name.startsWith('.') && !pipBuild(dir, e.name))
         .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
     const withSources = [...LAYERS, 'dashboards', 'bench', 'test']
       .flatMap((top) => [top, ...folders(top)])

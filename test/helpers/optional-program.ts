@@ -30,7 +30,8 @@ export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
 /**
- * A python3 that can import websockets and pytest (the Python worker SDK's tests, sdk/python/worker/).
+ * A python3 that can import websockets and pytest (the tests of the Python worker SDK,
+ * sdk/python/worker/, and of the Python client, sdk/python/).
  * Debian's packages install them for /usr/bin/python3 only, so that one is tried before PATH's.
  */
 export const PYTHON: OptionalProgram = {
@@ -41,6 +42,24 @@ export const PYTHON: OptionalProgram = {
   works: (file) => {
     try {
       execFileSync(file, ['-c', 'import websockets, pytest'], { stdio: 'ignore', timeout: 20_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
+/**
+ * A python3 that can make a venv with pip and build a package offline (Debian splits venv,
+ * ensurepip and setuptools into packages), for the check that `pip install ./sdk/python` works.
+ */
+export const PYTHON_VENV: OptionalProgram = {
+  name: 'python3',
+  env: 'PYTHON_BIN',
+  install: 'apt-get install -y python3-venv python3-setuptools',
+  candidates: ['/usr/bin/python3'],
+  works: (file) => {
+    try {
+      execFileSync(file, ['-c', 'import venv, ensurepip, setuptools'], { stdio: 'ignore', timeout: 20_000 });
       return true;
     } catch {
       return false;
