@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// The build (`npm run build`; `npm install` runs it through `prepare`): the TypeScript sources
+// compiled by tsc into plain JavaScript, so the gateway, the CLI and the SDKs run on `node` alone.
+//
+//   dist/                 the gateway and the CLI (tsconfig.build.json): api, queues, dispatch,
+//                         models and sdk as JavaScript, plus the files they read beside their
+//                         modules at run time (the bot pages' browser scripts)
+//   sdk/client/dist/      the @switchyard/client package (sdk/client/tsconfig.json): JS + .d.ts
+//   sdk/worker/dist/      the @switchyard/worker package (sdk/worker/tsconfig.json): JS + .d.ts
+//
+// `--if-stale` builds only when a source is newer than the last build (the stamp file), which
+// is how `npm run dev` and the tests (test/helpers/fresh-build.ts) make sure they never run an
+// old build. Plain Node, no dependency but typescript's tsc.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const STAMP = path.join(ROOT, 'dist', '.build-stamp');
+
+/** The tsc projects, in build order. */
+const PROJECTS = ['tsconfig.build.json', 'sdk/client/tsconfig.json', 'sdk/worker/tsconfig.json'];
+/** Folders of sources the build reads (their dist/, node_modules and the other languages' SDKs aside). */
+const SOURCE_DIRS = ['api', 'queues', 'dispatch', 'models', 'sdk'];
+const SKIP = new Set(['dist', 'node_modules', 'go', 'python', '__pycache__']);
+/** Files other than modules that modules read beside themselves at run time: copied into dist/. */
+const ASSETS = ['api/http/bot-pages/chat-core.js', 'api/http/bot-pages/embed-boot.js', 'api/http/bot-pages/page-boot.js'];
+
+/** Every input of the build: the sources, the assets, the tsconfigs, the sdk package.json files, this script. */
+function inputs() {
+  const walk = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) return SKIP.has(e.name) ? [] : walk(p);
+      return /\.(ts|js|mjs|json)$/.test(e.name) ? [p] : [];
+    });
+  return [
+    ...SOURCE_DIRS.flatMap((d) => walk(path.join(ROOT, d))),
+    ...PROJECTS.map((p) => path.join(ROOT, p)),
+    path.join(ROOT, 'tsconfig.json'),
+    path.join(ROOT, 'package.json'),
+    fileURLToPath(import.meta.url),
+  ];
+}
+
+/** True when there is no build yet or an input changed since the last one. */
+export function isStale() {
+  if (!existsSync(STAMP)) return true;
+  const built = statSync(STAMP).mtimeMs;
+  return inputs().some((f) => existsSync(f) && statSync(f).mtimeMs > built);
+}
+
+/** Runs every tsc project and copies the assets; throws with tsc's output on an error. */
+export function build({ quiet = false } = {}) {
+  const started = performance.now();
+  // typescript's own entry point (TypeScript 7: the native compiler behind a small launcher).
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (!existsSync(tsc)) throw new Error(`${tsc} is missing: the build needs the devDependencies (npm install without --omit=dev)`);
+  for (const project of PROJECTS) {
+    const r = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, project)], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`tsc -p ${project} failed:\n${r.stdout}${r.stderr}`);
+  }
+  for (const asset of ASSETS) {
+    const to = path.join(ROOT, 'dist', asset);
+    mkdirSync(path.dirname(to), { recursive: true });
+    copyFileSync(path.join(ROOT, asset), to);
+  }
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+  if (!quiet) console.log(`switchyard: built dist/, sdk/client/dist/ and sdk/worker/dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    if (!process.argv.includes('--if-stale') || isStale()) build();
+  } catch (err) {
+    console.error(`switchyard: build failed: ${err.message}`);
+    process.exit(1);
+  }
+}
