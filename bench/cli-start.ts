@@ -8,8 +8,9 @@ import { fmt, table } from './lib/report.js';
 /**
  * How long the `switchyard` command takes to answer `--help`, from the compiled build (what
  * `npx switchyard` and `npm start` run), beside references measured in the same run: Node doing
- * nothing (`node -e 0`, the floor) and the TypeScript sources run through tsx's loader (the way
- * the command ran before it was compiled). The commands are run round-robin, so a busy moment of
+ * nothing (`node -e 0`, the floor), npm exec running a program of the PATH (`npx node -e 0`, its
+ * floor) and the TypeScript sources run through tsx's loader (the way the command ran before it
+ * was compiled). The commands are run round-robin, so a busy moment of
  * the machine falls on every one alike; each figure is the median (and p90) of its wall times.
  * Also times the build itself (scripts/build.mjs: the three tsc projects and the asset copy).
  * Goal (docs/benchmarks.md): `npx switchyard --help` under 500 ms.
@@ -28,6 +29,9 @@ const PHASES: Phase[] = [
   { name: 'node -e 0 (floor)', command: [process.execPath, '-e', '0'] },
   { name: 'node api/bin/switchyard.mjs --help', command: [process.execPath, 'api/bin/switchyard.mjs', '--help'], expect: /^switchyard <command>/ },
   { name: 'npx switchyard --help', command: ['npx', 'switchyard', '--help'], expect: /^switchyard <command>/ },
+  // npm exec's fixed cost: a command it finds on the PATH, without the local-package lookup and
+  // the npx-cache tree it loads for a project's own bin.
+  { name: 'npx node -e 0 (npm exec floor)', command: ['npx', 'node', '-e', '0'] },
   { name: 'node --import tsx api/main/cli.ts --help (sources, before)', command: [process.execPath, '--import', 'tsx', 'api/main/cli.ts', '--help'], expect: /^switchyard <command>/ },
 ];
 
@@ -99,7 +103,7 @@ export default async function cliStart(args: string[]): Promise<number> {
   if (buildFigure) console.log(`build (scripts/build.mjs, ${buildFigure.runs} runs): median ${fmt(buildFigure.medianMs)} ms, min ${fmt(buildFigure.minMs)} ms, max ${fmt(buildFigure.maxMs)} ms\n`);
   console.log(`wall time of ${o.runs} runs each, round-robin:`);
   console.log(table(['command', 'median ms', 'p90 ms', 'min ms', 'max ms'], results.map((r) => [r.name, fmt(r.medianMs), fmt(r.p90Ms), fmt(r.minMs), fmt(r.maxMs)])));
-  console.log(`\nnpm exec's own share of npx: ${fmt(npx.medianMs - results[1].medianMs)} ms (median npx minus median node bin)`);
+  console.log(`\nnpm exec's own share of npx switchyard: ${fmt(npx.medianMs - results[1].medianMs)} ms (median npx minus median node bin); npx's floor: ${fmt(results[3].medianMs - results[0].medianMs)} ms`);
   console.log(`goal (npx switchyard --help < ${GOAL_MS} ms, median): ${goal.met ? 'met' : 'NOT met'}`);
   return 0;
 }
