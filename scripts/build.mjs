@@ -12,7 +12,7 @@
 // is how `npm run dev` and the tests (test/helpers/fresh-build.ts) make sure they never run an
 // old build. Plain Node, no dependency but typescript's tsc.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -51,9 +51,33 @@ export function isStale() {
   return inputs().some((f) => existsSync(f) && statSync(f).mtimeMs > built);
 }
 
+/** The SDK packages' output folders: emptied before each build, so a tarball never ships a file its sources no longer make. */
+const PACKAGE_DISTS = ['sdk/client/dist', 'sdk/worker/dist'];
+
+/**
+ * Deletes what dist/ holds without a source any more (a module renamed or removed): dist/ is
+ * rebuilt in place rather than emptied, so a gateway running from it keeps its files meanwhile.
+ */
+function pruneOrphans(dir = path.join(ROOT, 'dist')) {
+  if (!existsSync(dir)) return;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      pruneOrphans(p);
+      if (readdirSync(p).length === 0) rmSync(p, { recursive: true });
+      continue;
+    }
+    const source = path.join(ROOT, path.relative(path.join(ROOT, 'dist'), p));
+    const stem = source.replace(/(\.d)?\.(js|ts)$/, '');
+    if (/\.(js|d\.ts)$/.test(e.name) && !existsSync(`${stem}.ts`) && !existsSync(source)) rmSync(p);
+  }
+}
+
 /** Runs every tsc project and copies the assets; throws with tsc's output on an error. */
 export function build({ quiet = false } = {}) {
   const started = performance.now();
+  for (const dir of PACKAGE_DISTS) rmSync(path.join(ROOT, dir), { recursive: true, force: true });
+  pruneOrphans();
   // typescript's own entry point (TypeScript 7: the native compiler behind a small launcher).
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   if (!existsSync(tsc)) throw new Error(`${tsc} is missing: the build needs the devDependencies (npm install without --omit=dev)`);
