@@ -17,8 +17,9 @@ import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harne
  * JavaScript and declarations of scripts/build.mjs), installed from the tarballs into an empty
  * directory outside the repository (no registry: their dependencies are packed from this
  * checkout's node_modules), then used with plain `node` (a worker of the worker package serving
- * the README's client example, run as written) and in Chromium (a page that submits and streams,
- * bundled by esbuild, and the same page loading the compiled ES modules through an import map).
+ * the README's client example, run as written; the worker bundled by esbuild for Node) and in
+ * Chromium (a page that submits and streams, bundled by esbuild, and the same page loading the
+ * compiled ES modules through an import map).
  */
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -199,6 +200,28 @@ new SwitchyardClient({ baseUrl: 42 });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /^0\.\d+ /m, 'progress events printed as they came');
     assert.match(r.stdout, /^true \[\s*'http:\/\/127\.0\.0\.1:\d+\/v1\/artifacts\//m, 'the finished job with its artifact URLs');
+  });
+
+  it('the worker package bundled by esbuild for Node runs on its own, from a directory without node_modules', async () => {
+    const alone = path.join(work, 'bundled');
+    mkdirSync(alone);
+    // ws is CommonJS: the usual banner gives the ES module bundle a require for Node's built-ins.
+    await esbuild({
+      entryPoints: [path.join(app, 'worker.mjs')], absWorkingDir: app, bundle: true, platform: 'node', format: 'esm', outfile: path.join(alone, 'worker.mjs'), logLevel: 'silent',
+      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    });
+    const token = await gw.accountWorkerToken(key);
+    const child = spawn(process.execPath, ['worker.mjs'], { cwd: alone, env: { PATH: process.env.PATH ?? '', GATEWAY: gw.url, TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    try {
+      await until('the bundled worker to register', async () => out.includes('worker started') || child.exitCode !== null, 30_000);
+      assert.equal(child.exitCode, null, out);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
   });
 
   describe('in Chromium', () => {
