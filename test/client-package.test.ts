@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { build as esbuild } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
+import { SDK_VERSION } from '../sdk/worker/index.js';
 import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
@@ -147,8 +148,10 @@ process.on('SIGTERM', () => worker.stop({ timeoutMs: 0 }).then(() => process.exi
         assert.ok(spec.startsWith('.') || spec === 'jose' || spec === 'eventsource-parser', `${path.relative(installed, file)} imports ${spec}`);
       }
     }
-    const workerManifest = JSON.parse(readFileSync(path.join(app, 'node_modules/@switchyard/worker/package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const workerManifest = JSON.parse(readFileSync(path.join(app, 'node_modules/@switchyard/worker/package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
     assert.deepEqual(Object.keys(workerManifest.dependencies).sort(), ['jose', 'ws']);
+    // The version a worker registers with (its software.sdk_version) is the package's.
+    assert.equal(workerManifest.version, SDK_VERSION);
   });
 
   it('a plain node script imports the client package by name; its internals stay private (exports)', async () => {
