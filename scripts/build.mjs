@@ -14,7 +14,7 @@
 // JavaScript (as tsx ran the sources whatever their types). Plain Node, no dependency but
 // typescript's tsc.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,11 +34,12 @@ function inputs() {
   const walk = (dir) =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
       const p = path.join(dir, e.name);
-      if (e.isDirectory()) return SKIP.has(e.name) ? [] : walk(p);
+      // A folder counts too: its time changes when a file in it is added, removed or renamed.
+      if (e.isDirectory()) return SKIP.has(e.name) ? [] : [p, ...walk(p)];
       return /\.(ts|js|mjs|json)$/.test(e.name) ? [p] : [];
     });
   return [
-    ...SOURCE_DIRS.flatMap((d) => walk(path.join(ROOT, d))),
+    ...SOURCE_DIRS.flatMap((d) => [path.join(ROOT, d), ...walk(path.join(ROOT, d))]),
     ...PROJECTS.map((p) => path.join(ROOT, p)),
     path.join(ROOT, 'tsconfig.json'),
     path.join(ROOT, 'package.json'),
@@ -83,7 +84,11 @@ function pruneOrphans(dir = path.join(ROOT, 'dist')) {
  */
 export function build({ quiet = false, typeErrors = 'fail' } = {}) {
   const started = performance.now();
-  for (const dir of PACKAGE_DISTS) rmSync(path.join(ROOT, dir), { recursive: true, force: true });
+  const startedAt = new Date();
+  // Their contents, not the folders: removing sdk/client/dist itself would date sdk/client, an input, after the build.
+  for (const dir of PACKAGE_DISTS.map((d) => path.join(ROOT, d)).filter((d) => existsSync(d))) {
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { recursive: true, force: true });
+  }
   pruneOrphans();
   // typescript's own entry point (TypeScript 7: the native compiler behind a small launcher).
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -98,7 +103,9 @@ export function build({ quiet = false, typeErrors = 'fail' } = {}) {
     mkdirSync(path.dirname(to), { recursive: true });
     copyFileSync(path.join(ROOT, asset), to);
   }
+  // Dated when the build started: a source saved while tsc ran is newer, so the next check rebuilds.
   writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+  utimesSync(STAMP, startedAt, startedAt);
   if (!quiet) console.log(`switchyard: built dist/, sdk/client/dist/ and sdk/worker/dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
