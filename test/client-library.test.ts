@@ -432,9 +432,11 @@ describe('client library: no server code', () => {
   // The client may use its own files and the shared attestation checks (sdk/attestation),
   // which are browser-safe too; packages: eventsource-parser and jose.
   const roots = [path.resolve('sdk/client'), path.resolve('sdk/attestation')];
+  // The sources: the package's build output (dist/, scripts/build.mjs) is read by the package tests (test/client-package.test.ts).
   const files = (dir: string): string[] =>
     readdirSync(dir).flatMap((name) => {
       const p = path.join(dir, name);
+      if (name === 'dist' || name === 'node_modules') return [];
       return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
     });
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../api/main/config.js';
 import {
-  copyParts, dockerIgnores, envOf, environmentOf, finalStage, interpolate, moduleGraph, mountsOf, parseDockerfile,
+  copyParts, dockerIgnores, envOf, environmentOf, finalStage, interpolate, moduleGraph, mountsOf, namedStage, parseDockerfile,
   readDockerignore, requiredVariables, type DockerInstruction,
 } from './helpers/deploy-files.js';
 
@@ -195,13 +195,31 @@ describe('deployment files', () => {
   });
 
   it('the image holds every module the gateway loads, and each package it imports is a production dependency', () => {
-    const copied = runtime.filter((i) => i.name === 'COPY' && !copyParts(i.args).flags.length).flatMap((i) => copyParts(i.args).sources);
+    // The runtime stage copies files of the build context, and the compiled code (dist/) from the
+    // build stage, which makes it from the sources it copies (npm ci runs the build as prepare).
+    const copies = runtime.filter((i) => i.name === 'COPY');
+    const copied = copies.filter((i) => !copyParts(i.args).flags.length).flatMap((i) => copyParts(i.args).sources);
+    const built = copies.filter((i) => copyParts(i.args).flags.includes('--from=build')).flatMap((i) => copyParts(i.args).sources.map((s) => path.posix.relative('/app', s)));
+    assert.deepEqual(built, ['dist'], 'the compiled code comes from the build stage');
+    const build = namedStage(dockerfile, 'build');
+    const buildSources = build.filter((i) => i.name === 'COPY' && !copyParts(i.args).flags.length).flatMap((i) => copyParts(i.args).sources);
+    for (const needed of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts']) assert.ok(buildSources.includes(needed), `the build stage copies ${needed}`);
+    assert.match(build.find((i) => i.name === 'RUN' && /npm ci/.test(i.args))?.args ?? '', /npm ci(?!.*--ignore-scripts)(?!.*--omit=dev)/, 'the build stage installs everything and runs prepare (the build)');
     const { files, packages } = moduleGraph(path.join(ROOT, JSON.parse(runtime.filter((i) => i.name === 'CMD').at(-1)!.args)[1]));
     assert.ok(files.size > 50, 'the graph reaches the gateway');
+    assert.ok(![...files].some((f) => f.endsWith('.ts')), 'the gateway loads compiled JavaScript only');
     for (const file of files) {
       const rel = path.relative(ROOT, file);
       assert.ok(existsSync(file), `${rel} is imported but missing`);
-      assert.ok(copied.some((src) => rel === src || rel.startsWith(`${src}/`)), `${rel} is loaded by the gateway but not copied into the image`);
+      const under = (dirs: string[], p: string) => dirs.some((src) => p === src || p.startsWith(`${src}/`));
+      if (under(built, rel)) {
+        // dist/x/y.js is made from x/y.ts (or copied from x/y.js, the bot pages' scripts).
+        const source = path.relative('dist', rel);
+        assert.ok(existsSync(path.join(ROOT, source.replace(/\.js$/, '.ts'))) || existsSync(path.join(ROOT, source)), `${rel} has no source`);
+        assert.ok(under(buildSources, source), `${rel} is built from ${source}, which the build stage does not copy`);
+      } else {
+        assert.ok(under(copied, rel), `${rel} is loaded by the gateway but not copied into the image`);
+      }
     }
     const deps = (JSON.parse(read('package.json')) as { dependencies: Record<string, string> }).dependencies;
     for (const pkg of packages) assert.ok(pkg in deps, `${pkg} is imported at run time but is not in dependencies (npm ci --omit=dev leaves it out)`);

@@ -16,7 +16,7 @@ const rank = (file: string) => LAYERS.indexOf(file.split('/')[0] as (typeof LAYE
 function sourceFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
     const rel = `${dir}/${e.name}`;
-    if (e.isDirectory()) return e.name === 'node_modules' ? [] : sourceFiles(rel);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'dist' ? [] : sourceFiles(rel);
     return /\.(ts|mts|mjs)$/.test(e.name) && !e.name.endsWith('.d.ts') ? [rel] : [];
   });
 }
@@ -136,7 +136,7 @@ describe('docs/architecture.md map', () => {
       name.endsWith('.egg-info') || (name === 'build' && existsSync(path.join(ROOT, dir, 'pyproject.toml')));
     const folders = (dir: string): string[] =>
       readdirSync(path.join(ROOT, dir), { withFileTypes: true })
-        .filter((e) => e.isDirectory() && e.name !== 'node_modules' && e.name !== '__pycache__' && !e.name.startsWith('.') && !pipBuild(dir, e.name))
+        .filter((e) => e.isDirectory() && e.name !== 'node_modules' && e.name !== 'dist' && e.name !== '__pycache__' && !e.name.startsWith('.') && !pipBuild(dir, e.name))
         .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
     const withSources = [...LAYERS, 'dashboards', 'bench', 'test']
       .flatMap((top) => [top, ...folders(top)])

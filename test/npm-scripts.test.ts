@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -118,5 +118,27 @@ describe('npm start and npm run dev under a supervisor', function () {
     } finally {
       blocker.close();
     }
+  });
+});
+
+describe('the product runs compiled JavaScript, with no TypeScript loader', () => {
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string>; bin: Record<string, string> };
+
+  it('npm install builds it (prepare), npm run dev rebuilds a stale build, and tsx and tsc are development tools only', () => {
+    assert.equal(pkg.scripts.build, 'node scripts/build.mjs');
+    assert.match(pkg.scripts.prepare, /^node scripts\/build\.mjs$/, 'npm install and npm ci run the build');
+    assert.equal(pkg.scripts.predev, 'node scripts/build.mjs --if-stale --warn-type-errors');
+    for (const dep of ['tsx', 'typescript', 'esbuild']) {
+      assert.ok(!(dep in pkg.dependencies), `${dep} is not a runtime dependency`);
+      assert.ok(dep in pkg.devDependencies, `${dep} is a devDependency`);
+    }
+  });
+
+  it('the bin, npm start and npm run dev run plain node on the build, without a loader', () => {
+    for (const script of ['start', 'dev']) assert.match(pkg.scripts[script], /^exec node api\/bin\/switchyard\.mjs (serve|dev)$/);
+    assert.equal(pkg.bin.switchyard, 'api/bin/switchyard.mjs');
+    const launcher = readFileSync('api/bin/switchyard.mjs', 'utf8');
+    assert.match(launcher, /import\('\.\.\/\.\.\/dist\/api\/main\/cli\.js'\)/);
+    assert.doesNotMatch(launcher.replace(/^\s*\/\/.*$/gm, ''), /tsx|register\(|\.ts'/, 'no loader and no TypeScript file');
   });
 });

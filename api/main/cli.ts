@@ -1,13 +1,16 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError } from './config-error.js';
 import { UsageError } from './usage-error.js';
-import { createAccount, createKey } from './commands/accounts.js';
-import { dev } from './commands/dev.js';
-import { serve } from './commands/serve.js';
 import { worker } from './commands/worker.js';
 import { ENGINE_FLAGS, ENGINES } from './commands/engines/index.js';
 
-/** The `switchyard` command: parses the command line and hands it to the module of its command (commands/). */
+/**
+ * The `switchyard` command: parses the command line and hands it to the module of its command
+ * (commands/). The modules of the gateway (serve, dev, accounts, the configuration's schema) are
+ * imported only by the commands that run them, so `switchyard --help`, `run` and `worker` start
+ * without loading Koa, BullMQ or the stores (`npm run bench -- cli-start`).
+ */
+const loadConfig = async (env: NodeJS.ProcessEnv) => (await import('./config.js')).loadConfig(env);
 
 const USAGE = `switchyard <command>
 
@@ -64,21 +67,25 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   switch (command) {
     case 'serve': {
-      const config = loadConfig(env);
+      const config = await loadConfig(env);
       // A dev-only hole in the SSRF guard must never reach production by a leftover variable.
       if (config.outbound.devLocalPorts.length) throw new ConfigError(['DEV_ALLOW_LOCAL_PORTS is for `npm run dev` only: serve never lets outbound calls use plain http or reach loopback (use OUTBOUND_ALLOW_CIDRS, OUTBOUND_ALLOWED_PORTS and OUTBOUND_CA_FILE for internal https receivers)']);
-      await serve(config);
+      await (await import('./commands/serve.js')).serve(config);
       return -1;
     }
     case 'dev':
-      await dev(values['allow-local'] === undefined ? env : { ...env, DEV_ALLOW_LOCAL_PORTS: values['allow-local'] });
+      await (await import('./commands/dev.js')).dev(values['allow-local'] === undefined ? env : { ...env, DEV_ALLOW_LOCAL_PORTS: values['allow-local'] });
       return -1;
-    case 'accounts create':
-      console.log(JSON.stringify(await createAccount(loadConfig(env), values.name, values.credits), null, 2));
+    case 'accounts create': {
+      const { createAccount } = await import('./commands/accounts.js');
+      console.log(JSON.stringify(await createAccount(await loadConfig(env), values.name, values.credits), null, 2));
       return 0;
-    case 'keys create':
-      console.log(JSON.stringify(await createKey(loadConfig(env), values.account, values.name), null, 2));
+    }
+    case 'keys create': {
+      const { createKey } = await import('./commands/accounts.js');
+      console.log(JSON.stringify(await createKey(await loadConfig(env), values.account, values.name), null, 2));
       return 0;
+    }
     case 'worker':
       return worker(values, env);
     default:

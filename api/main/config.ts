@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { ConfigError } from './config-error.js';
 import { isSetting, settings, type ConfigOf, type ReadContext, type Setting, type SettingsGroup } from './config-schema.js';
 
 /**
@@ -8,12 +9,7 @@ import { isSetting, settings, type ConfigOf, type ReadContext, type Setting, typ
  */
 export type Config = ConfigOf<typeof settings>;
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './config-error.js';
 
 /** Every setting read from a variable, in table order, with its path in `Config`. */
 export function envSettings(group: SettingsGroup = settings, path: string[] = []): Array<Setting<unknown> & { env: string; path: string[] }> {

@@ -30,6 +30,14 @@ export function finalStage(instructions: DockerInstruction[]): DockerInstruction
   return instructions.slice(lastFrom + 1);
 }
 
+/** Instructions of the stage named `name` (`FROM image AS name`), up to the next FROM. */
+export function namedStage(instructions: DockerInstruction[], name: string): DockerInstruction[] {
+  const start = instructions.findIndex((i) => i.name === 'FROM' && new RegExp(`\\s+AS\\s+${name}$`, 'i').test(i.args));
+  if (start < 0) return [];
+  const next = instructions.findIndex((i, n) => n > start && i.name === 'FROM');
+  return instructions.slice(start + 1, next < 0 ? undefined : next);
+}
+
 /** `ENV A=1 B=2` pairs (the key=value form; values may be double-quoted). */
 export function envOf(instructions: DockerInstruction[]): Record<string, string> {
   const env: Record<string, string> = {};

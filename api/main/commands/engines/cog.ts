@@ -1,5 +1,3 @@
-import { checkModelSchema } from '../../../../models/model-schema.js';
-import { fileFields, findKind } from '../../../../models/kinds.js';
 import { UsageError } from '../../usage-error.js';
 import { stringFlag, type WorkerEngine } from './worker-engine.js';
 
@@ -36,6 +34,9 @@ export const cogEngine: WorkerEngine = {
     const webhookUrl = stringFlag(flags, 'cog-webhook-url');
     if (webhookUrl !== undefined && !/^https?:\/\/[^/]+/.test(webhookUrl)) throw new UsageError('--cog-webhook-url must be an http(s) URL, e.g. http://host.docker.internal:5055');
 
+    // Loaded here, as the other engines load theirs: `switchyard --help` needs none of it (ajv is large).
+    const { fileFields, findKind } = await import('../../../../models/kinds.js');
+    const checkModelSchema: typeof import('../../../../models/model-schema.js').checkModelSchema = (await import('../../../../models/model-schema.js')).checkModelSchema;
     const kind = findKind(kinds[0])!;
     const files = fileFields(kind);
     const kindProps = (kind.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>;
