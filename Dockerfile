@@ -15,12 +15,11 @@ COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-# The build: every dependency (tsc is a devDependency), the sources, then scripts/build.mjs
+# The build: every dependency (tsc is a devDependency), the sources, then api/bin/build.mjs
 # (which `npm ci` runs as the project's prepare script) compiles them into dist/.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY scripts ./scripts
 COPY api ./api
 COPY queues ./queues
 COPY dispatch ./dispatch

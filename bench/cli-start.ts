@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, isStale } from '../scripts/build.mjs';
+import { build, isStale } from '../api/bin/build.mjs';
 import { fmt, table } from './lib/report.js';
 
 /**
@@ -12,7 +12,7 @@ import { fmt, table } from './lib/report.js';
  * floor) and the TypeScript sources run through tsx's loader (the way the command ran before it
  * was compiled). The commands are run round-robin, so a busy moment of
  * the machine falls on every one alike; each figure is the median (and p90) of its wall times.
- * Also times the build itself (scripts/build.mjs: the three tsc projects and the asset copy).
+ * Also times the build itself (api/bin/build.mjs: the three tsc projects and the asset copy).
  * Goal (docs/benchmarks.md): `npx switchyard --help` under 500 ms.
  */
 const GOAL_MS = 500;
@@ -100,7 +100,7 @@ export default async function cliStart(args: string[]): Promise<number> {
     return 0;
   }
   console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, load average ${machine.loadavg.join(' ')}`);
-  if (buildFigure) console.log(`build (scripts/build.mjs, ${buildFigure.runs} runs): median ${fmt(buildFigure.medianMs)} ms, min ${fmt(buildFigure.minMs)} ms, max ${fmt(buildFigure.maxMs)} ms\n`);
+  if (buildFigure) console.log(`build (api/bin/build.mjs, ${buildFigure.runs} runs): median ${fmt(buildFigure.medianMs)} ms, min ${fmt(buildFigure.minMs)} ms, max ${fmt(buildFigure.maxMs)} ms\n`);
   console.log(`wall time of ${o.runs} runs each, round-robin:`);
   console.log(table(['command', 'median ms', 'p90 ms', 'min ms', 'max ms'], results.map((r) => [r.name, fmt(r.medianMs), fmt(r.p90Ms), fmt(r.minMs), fmt(r.maxMs)])));
   console.log(`\nnpm exec's own share of npx switchyard: ${fmt(npx.medianMs - results[1].medianMs)} ms (median npx minus median node bin); npx's floor: ${fmt(results[3].medianMs - results[0].medianMs)} ms`);

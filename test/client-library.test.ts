@@ -432,7 +432,7 @@ describe('client library: no server code', () => {
   // The client may use its own files and the shared attestation checks (sdk/attestation),
   // which are browser-safe too; packages: eventsource-parser and jose.
   const roots = [path.resolve('sdk/client'), path.resolve('sdk/attestation')];
-  // The sources: the package's build output (dist/, scripts/build.mjs) is read by the package tests (test/client-package.test.ts).
+  // The sources: the package's build output (dist/, api/bin/build.mjs) is read by the package tests (test/client-package.test.ts).
   const files = (dir: string): string[] =>
     readdirSync(dir).flatMap((name) => {
       const p = path.join(dir, name);

@@ -15,7 +15,7 @@ import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harne
 
 /**
  * The SDKs as their users get them: `npm pack` of sdk/client and sdk/worker (the compiled
- * JavaScript and declarations of scripts/build.mjs), installed from the tarballs into an empty
+ * JavaScript and declarations of api/bin/build.mjs), installed from the tarballs into an empty
  * directory outside the repository (no registry: their dependencies are packed from this
  * checkout's node_modules), then used with plain `node` (a worker of the worker package serving
  * the README's client example, run as written; the worker bundled by esbuild for Node) and in

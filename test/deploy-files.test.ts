@@ -203,7 +203,7 @@ describe('deployment files', () => {
     assert.deepEqual(built, ['dist'], 'the compiled code comes from the build stage');
     const build = namedStage(dockerfile, 'build');
     const buildSources = build.filter((i) => i.name === 'COPY' && !copyParts(i.args).flags.length).flatMap((i) => copyParts(i.args).sources);
-    for (const needed of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts']) assert.ok(buildSources.includes(needed), `the build stage copies ${needed}`);
+    for (const needed of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'api']) assert.ok(buildSources.includes(needed), `the build stage copies ${needed}`);
     assert.match(build.find((i) => i.name === 'RUN' && /npm ci/.test(i.args))?.args ?? '', /npm ci(?!.*--ignore-scripts)(?!.*--omit=dev)/, 'the build stage installs everything and runs prepare (the build)');
     const { files, packages } = moduleGraph(path.join(ROOT, JSON.parse(runtime.filter((i) => i.name === 'CMD').at(-1)!.args)[1]));
     assert.ok(files.size > 50, 'the graph reaches the gateway');

@@ -125,9 +125,9 @@ describe('the product runs compiled JavaScript, with no TypeScript loader', () =
   const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string>; bin: Record<string, string> };
 
   it('npm install builds it (prepare), npm run dev rebuilds a stale build, and tsx and tsc are development tools only', () => {
-    assert.equal(pkg.scripts.build, 'node scripts/build.mjs');
-    assert.match(pkg.scripts.prepare, /^node scripts\/build\.mjs$/, 'npm install and npm ci run the build');
-    assert.equal(pkg.scripts.predev, 'node scripts/build.mjs --if-stale --warn-type-errors');
+    assert.equal(pkg.scripts.build, 'node api/bin/build.mjs');
+    assert.match(pkg.scripts.prepare, /^node api\/bin\/build\.mjs$/, 'npm install and npm ci run the build');
+    assert.equal(pkg.scripts.predev, 'node api/bin/build.mjs --if-stale --warn-type-errors');
     for (const dep of ['tsx', 'typescript', 'esbuild']) {
       assert.ok(!(dep in pkg.dependencies), `${dep} is not a runtime dependency`);
       assert.ok(dep in pkg.devDependencies, `${dep} is a devDependency`);

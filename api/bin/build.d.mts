@@ -1,4 +1,4 @@
-/** Declarations of scripts/build.mjs, for the tests and benchmarks that import it. */
+/** Declarations of api/bin/build.mjs, for the tests and benchmarks that import it. */
 export declare const ROOT: string;
 export declare const STAMP: string;
 /** True when there is no build yet or an input changed since the last one. */

@@ -18,7 +18,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, uti
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const STAMP = path.join(ROOT, 'dist', '.build-stamp');
 
 /** The tsc projects, in build order. */
