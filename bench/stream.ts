@@ -169,6 +169,13 @@ async function startPortkey(dir: string, stoppers: Array<() => Promise<void>>): 
   throw new Error('portkey did not answer within 30 s');
 }
 
+/** One streaming completion to `target`: undefined when it streamed, else what it answered. */
+async function probeStream(target: ChatTarget): Promise<string | undefined> {
+  const res = await fetch(target.url, { method: 'POST', headers: { ...target.headers, 'content-type': 'application/json' }, body: JSON.stringify({ model: target.model, messages: [{ role: 'user', content: 'hi' }], stream: true, max_tokens: 2 }) });
+  const text = await res.text();
+  return res.status === 200 && text.includes('[DONE]') ? undefined : `${res.status} ${text.slice(0, 200)}`;
+}
+
 interface PeerRow extends PhaseResult {
   /** TTFT p50 minus the direct path's; tokens/s over the direct path's. */
   addedTtftP50Ms: number;
@@ -217,9 +224,14 @@ export default async function stream(args: string[]): Promise<number> {
       // Direct: the upstream is the server; there is no separate token source.
       rows.push(await measure('direct to upstream', body(upstream.url, {}, UPSTREAM_MODEL), o.peerStreams, o, meter, upstream.pid, process.pid, machine.cpus, log));
       const portkey = o.portkey ? await startPortkey(o.portkey, stoppers) : undefined;
-      if (portkey) {
-        const headers = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream.url };
-        rows.push(await measure('Portkey gateway', body(`${portkey.url}/v1`, headers, UPSTREAM_MODEL), o.peerStreams, o, meter, portkey.pid, upstream.pid, machine.cpus, log));
+      const headers = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream.url };
+      const portkeyTarget = portkey && body(`${portkey.url}/v1`, headers, UPSTREAM_MODEL);
+      const probe = portkeyTarget && (await probeStream(portkeyTarget));
+      if (portkey && portkeyTarget && !probe) {
+        rows.push(await measure('Portkey gateway', portkeyTarget, o.peerStreams, o, meter, portkey.pid, upstream.pid, machine.cpus, log));
+      } else if (probe) {
+        portkeyNote = `failed: a streaming completion through it answered ${probe} (with @hono/node-server 1.19.x Portkey 1.15.2 answers every stream 500, "TypeError: immutable": see docs/benchmarks.md)`;
+        log(`  Portkey ${portkeyNote}`);
       } else {
         portkeyNote = `skipped: install with \`npm install --prefix /tmp/portkey @portkey-ai/gateway\`, then pass --portkey /tmp/portkey${o.portkey ? ` (nothing at ${o.portkey})` : ''}`;
         log(`  Portkey ${portkeyNote}`);
