@@ -39,6 +39,8 @@ const GOALS = { ratio: 0.5, gatewayUsPerToken: 60, redisUsPerToken: 5, ttftP50Ov
 interface Options {
   streams: number;
   tokens: number;
+  /** `words`: workers stream exactly `tokens` words; `demo`: the demo engine itself (its own 20-60 words, progress events, a completion.txt artifact). */
+  source: 'words' | 'demo';
   duration: number;
   warmup: number;
   workers: number;
@@ -56,6 +58,7 @@ function parseOptions(args: string[]): Options {
     options: {
       streams: { type: 'string', default: '64' },
       tokens: { type: 'string', default: '64' },
+      source: { type: 'string', default: 'words' },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '2' },
       workers: { type: 'string', default: '8' },
@@ -73,9 +76,11 @@ function parseOptions(args: string[]): Options {
     return n;
   };
   const streams = Math.round(num('streams', values.streams, 1));
+  if (values.source !== 'words' && values.source !== 'demo') throw new Error(`--source must be words or demo (got ${JSON.stringify(values.source)})`);
   return {
     streams,
     tokens: Math.round(num('tokens', values.tokens, 1)),
+    source: values.source,
     duration: num('duration', values.duration, 1),
     warmup: num('warmup', values.warmup, 0),
     workers: Math.round(num('workers', values.workers, 1)),
@@ -101,23 +106,26 @@ interface PhaseResult {
   cpu?: CpuPerJob;
   /** The token source's process (worker fleet, producers, the upstream behind a relay), µs per token. */
   sourceUsPerToken: number;
+  /** Machine busy time none of server, source, Redis and this process account for (other programs, kernel), in cores. */
+  otherCores: number;
 }
 
 /**
  * Runs the load against `target` for the warm-up, then measures `duration` s: the clients' window,
  * the CPU of `serverPid` (and Redis) through the meter, and of `sourcePid`.
  */
-async function measure(name: string, target: ChatTarget, streams: number, o: Options, meter: CpuMeter, serverPid: number, sourcePid: number, cores: number, log: (m: string) => void): Promise<PhaseResult> {
+async function measure(name: string, target: ChatTarget, streams: number, o: Options, meter: CpuMeter, serverPid: number, sourcePid: number | undefined, cores: number, log: (m: string) => void): Promise<PhaseResult> {
   log(`  ${name}: ${streams} streams x ${target.tokens} tokens, ${o.warmup} s warm-up, ${o.duration} s measured`);
   const load = new ChatStreamLoad(target, streams);
   try {
     await sleep(o.warmup * 1000);
     const stopCpu = await meter.window(serverPid)();
-    const source0 = processCpuUs(sourcePid);
+    const sourceCpu = () => (sourcePid === undefined ? 0 : processCpuUs(sourcePid));
+    const source0 = sourceCpu();
     const end = load.window();
     await sleep(o.duration * 1000);
     const w = end();
-    const sourceUs = processCpuUs(sourcePid) - source0;
+    const sourceUs = sourceCpu() - source0;
     const c = await stopCpu();
     const { ttftMs, ...window } = w;
     return {
@@ -130,6 +138,7 @@ async function measure(name: string, target: ChatTarget, streams: number, o: Opt
       window,
       cpu: cpuPerJob({ name, jobs: w.tokens, seconds: w.seconds, jobsPerSec: w.tokens / w.seconds, p50Ms: NaN, p99Ms: NaN, non2xx: 0, errors: w.errors, statusCodes: { 200: w.completions }, cpu: c }, cores),
       sourceUsPerToken: sourceUs / w.tokens,
+      otherCores: (c.machineBusyUs - c.serverUs! - sourceUs - c.redisUs - c.parentUs) / c.wallUs,
     };
   } finally {
     await load.stop();
@@ -137,7 +146,7 @@ async function measure(name: string, target: ChatTarget, streams: number, o: Opt
 }
 
 /** A gateway child (its own prefix) with `workers` x `slots` llm workers of `handler` in a fleet child. */
-async function switchyard(o: Options, prefix: string, dataDir: string, stoppers: Array<() => Promise<void>>, fleet: { handler: 'words' | 'openai'; backendUrl?: string }, profileDir?: string) {
+async function switchyard(o: Options, prefix: string, dataDir: string, stoppers: Array<() => Promise<void>>, fleet: { handler: 'words' | 'demo' | 'openai'; backendUrl?: string }, profileDir?: string) {
   const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl: REDIS_URL, prefix, dataDir, profileDir });
   stoppers.push(() => gw.stop());
   const workers = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: LLM_KIND, ...fleet });
@@ -197,11 +206,16 @@ export default async function stream(args: string[]): Promise<number> {
     log(`stream: ${o.streams} streams x ${o.tokens} tokens; ${o.workers} workers x ${o.slots} slots; Redis prefix ${prefix}`);
 
     // ---- 1. switchyard, demo llm words ----------------------------------------------------------
-    const body = (url: string, headers: Record<string, string>, model: string): ChatTarget => ({ url: `${url}/chat/completions`, headers, model, tokens: o.tokens });
-    log('phase 1: switchyard (gateway + llm workers streaming with no delay)');
-    const sy = await switchyard(o, `${prefix}:gw`, dataDir, stoppers, { handler: 'words' }, o.profileDir);
-    const gateway = await measure('switchyard', body(`${sy.gw.url}/v1`, sy.headers, 'default'), o.streams, o, meter, sy.gw.pid, sy.fleet.pid, machine.cpus, log);
+    let tokens = o.tokens;
+    const body = (url: string, headers: Record<string, string>, model: string): ChatTarget => ({ url: `${url}/chat/completions`, headers, model, tokens });
+    log(`phase 1: switchyard (gateway + llm workers streaming with no delay: ${o.source === 'demo' ? 'the demo engine' : `${o.tokens} words each`})`);
+    const sy = await switchyard(o, `${prefix}:gw`, dataDir, stoppers, { handler: o.source }, o.profileDir);
+    // The demo engine writes 20 to 60 words whatever max_tokens (256) allows; any count is right.
+    const syTarget = o.source === 'demo' ? { ...body(`${sy.gw.url}/v1`, sy.headers, 'default'), tokens: 256, expectTokens: 1 } : body(`${sy.gw.url}/v1`, sy.headers, 'default');
+    const gateway = await measure('switchyard', syTarget, o.streams, o, meter, sy.gw.pid, sy.fleet.pid, machine.cpus, log);
     await stopAll();
+    // The other phases move as many chunks per completion as the gateway delivered.
+    if (o.source === 'demo') tokens = Math.max(1, Math.round(gateway.window.tokens / Math.max(1, gateway.window.completions)));
 
     // ---- 2. bare relay ----------------------------------------------------------------------------
     log('phase 2: bare relay (WebSocket producers -> node:http SSE)');
@@ -222,7 +236,7 @@ export default async function stream(args: string[]): Promise<number> {
       stoppers.push(() => upstream.stop());
       const rows: PhaseResult[] = [];
       // Direct: the upstream is the server; there is no separate token source.
-      rows.push(await measure('direct to upstream', body(upstream.url, {}, UPSTREAM_MODEL), o.peerStreams, o, meter, upstream.pid, process.pid, machine.cpus, log));
+      rows.push(await measure('direct to upstream', body(upstream.url, {}, UPSTREAM_MODEL), o.peerStreams, o, meter, upstream.pid, undefined, machine.cpus, log));
       const portkey = o.portkey ? await startPortkey(o.portkey, stoppers) : undefined;
       const headers = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream.url };
       const portkeyTarget = portkey && body(`${portkey.url}/v1`, headers, UPSTREAM_MODEL);
@@ -256,11 +270,11 @@ export default async function stream(args: string[]): Promise<number> {
       portkeyTtft: pk && so ? so.addedTtftP50Ms <= pk.addedTtftP50Ms + GOALS.addedTtftOverPortkeyMs : undefined,
     };
     if (o.json) {
-      console.log(JSON.stringify({ benchmark: 'stream', machine, options: o, phases: [gateway, bare], ratio, peers, portkey: portkeyNote, goals }, null, 2));
+      console.log(JSON.stringify({ benchmark: 'stream', machine, options: o, tokensPerCompletion: tokens, phases: [gateway, bare], ratio, peers, portkey: portkeyNote, goals }, null, 2));
       return 0;
     }
     console.log(`\nmachine: ${machine.cpus} cores (${machine.cpuModel}), Node ${machine.node}, Redis ${machine.redis}`);
-    console.log(report(o, [gateway, bare], ratio, peers, portkeyNote, goals));
+    console.log(report(o, tokens, [gateway, bare], ratio, peers, portkeyNote, goals));
     return 0;
   } finally {
     meter.close();
@@ -268,24 +282,24 @@ export default async function stream(args: string[]): Promise<number> {
   }
 }
 
-function report(o: Options, phases: PhaseResult[], ratio: number, peers: PeerRow[], portkeyNote: string | undefined, goals: Record<string, boolean | undefined>): string {
+function report(o: Options, tokens: number, phases: PhaseResult[], ratio: number, peers: PeerRow[], portkeyNote: string | undefined, goals: Record<string, boolean | undefined>): string {
   const ms = (n: number) => fmt(n, 1);
   const us = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '-' : fmt(n, 1));
   const met = (b: boolean | undefined) => (b === undefined ? 'not measured' : b ? 'met' : 'NOT met');
   const problems = (p: PhaseResult) => (p.window.errors ? `${p.window.errors} errors (first: ${p.window.firstError})` : '');
   const out: string[] = [];
-  out.push(`${o.streams} concurrent streaming chat completions of ${o.tokens} tokens each, ${o.duration} s measured after ${o.warmup} s`);
+  out.push(`${o.streams} concurrent streaming chat completions of ${o.source === 'demo' ? `the demo engine's text (${tokens} tokens each on average; the relay sends ${tokens})` : `${tokens} tokens each`}, ${o.duration} s measured after ${o.warmup} s`);
   out.push(
     table(
-      ['phase', 'tokens/s', 'completions/s', 'TTFT p50 ms', 'TTFT p99 ms', 'server µs/token', 'its main thread', 'source µs/token', 'Redis µs/token', 'Redis main', 'load gen µs/token', 'busy cores'],
+      ['phase', 'tokens/s', 'completions/s', 'TTFT p50 ms', 'TTFT p99 ms', 'server µs/token', 'its main thread', 'source µs/token', 'Redis µs/token', 'Redis main', 'load gen µs/token', 'busy cores', 'other cores'],
       phases.map((p) => {
         const c = p.cpu;
         const loadGen = c?.loadGenUsPerRequest === undefined ? undefined : (c.loadGenUsPerRequest * p.window.completions) / p.window.tokens;
-        return [p.name, fmt(p.tokensPerSec), fmt(p.completionsPerSec), ms(p.ttftP50Ms), ms(p.ttftP99Ms), us(c?.processUsPerJob), us(c?.processMainThreadUsPerJob), us(p.sourceUsPerToken), us(c?.redisUsPerJob), us(c?.redisMainThreadUsPerJob), us(loadGen), c ? fmt(c.busyCores, 2) : '-'];
+        return [p.name, fmt(p.tokensPerSec), fmt(p.completionsPerSec), ms(p.ttftP50Ms), ms(p.ttftP99Ms), us(c?.processUsPerJob), us(c?.processMainThreadUsPerJob), us(p.sourceUsPerToken), us(c?.redisUsPerJob), us(c?.redisMainThreadUsPerJob), us(loadGen), c ? fmt(c.busyCores, 2) : '-', fmt(p.otherCores, 2)];
       }),
     ),
   );
-  out.push('(server: the gateway or relay child, all threads; source: the worker-fleet or producer child; load gen: this process, the clients; Redis is shared)');
+  out.push('(server: the gateway or relay child, all threads; source: the worker-fleet or producer child; load gen: this process, the clients; Redis is shared;\n other cores: machine busy time none of these account for: other programs on this shared machine, kernel)');
   for (const p of phases) if (problems(p)) out.push(`${p.name}: ${problems(p)}`);
   const [g, b] = phases;
   out.push('');
@@ -296,15 +310,17 @@ function report(o: Options, phases: PhaseResult[], ratio: number, peers: PeerRow
   if (g.cpu) {
     out.push(`Redis commands per token, switchyard: ${g.cpu.redisCommands.slice(0, 8).map((x) => `${x.name} ${us(x.usPerJob)} µs (${fmt(x.callsPerJob, 2)} calls)`).join(', ')}`);
     out.push('(command time excludes socket I/O; commands a Lua script runs also count inside its evalsha)');
+    const perCompletion = g.window.tokens / Math.max(1, g.window.completions);
+    out.push(`per completion (${fmt(perCompletion, 1)} tokens): gateway ${fmt((g.cpu.processUsPerJob * perCompletion) / 1000, 2)} ms CPU, Redis ${fmt((g.cpu.redisUsPerJob * perCompletion) / 1000, 2)} ms`);
     out.push(`caps: the gateway's event loop allows ${fmt(g.cpu.eventLoopCapJobsPerSec)} tokens/s, Redis's main thread ${fmt(g.cpu.redisThreadCapJobsPerSec)} tokens/s`);
   }
   if (peers.length) {
     out.push('');
-    out.push(`peer comparison: one mock OpenAI upstream streaming ${o.tokens} chunks, ${o.peerStreams} streams`);
+    out.push(`peer comparison: one mock OpenAI upstream streaming ${tokens} chunks, ${o.peerStreams} streams`);
     out.push(
       table(
-        ['path', 'tokens/s', 'of direct', 'TTFT p50 ms', 'TTFT p99 ms', 'added p50 ms', 'added p99 ms', 'relay µs/token', 'behind it µs/token', 'Redis µs/token', 'errors'],
-        peers.map((p) => [p.name, fmt(p.tokensPerSec), `${fmt(p.tokensVsDirect * 100, 1)}%`, ms(p.ttftP50Ms), ms(p.ttftP99Ms), ms(p.addedTtftP50Ms), ms(p.addedTtftP99Ms), us(p.cpu?.processUsPerJob), p.name.startsWith('direct') ? '-' : us(p.sourceUsPerToken), us(p.cpu?.redisUsPerJob), fmt(p.window.errors)]),
+        ['path', 'tokens/s', 'of direct', 'TTFT p50 ms', 'TTFT p99 ms', 'added p50 ms', 'added p99 ms', 'relay µs/token', 'behind it µs/token', 'Redis µs/token', 'other cores', 'errors'],
+        peers.map((p) => [p.name, fmt(p.tokensPerSec), `${fmt(p.tokensVsDirect * 100, 1)}%`, ms(p.ttftP50Ms), ms(p.ttftP99Ms), ms(p.addedTtftP50Ms), ms(p.addedTtftP99Ms), us(p.cpu?.processUsPerJob), p.name.startsWith('direct') ? '-' : us(p.sourceUsPerToken), us(p.cpu?.redisUsPerJob), fmt(p.otherCores, 2), fmt(p.window.errors)]),
       ),
     );
     out.push('(relay: the upstream itself for direct, the Portkey process, or the gateway; behind it: the upstream for Portkey, the worker fleet (openai engine) for switchyard, which the upstream\'s CPU is not counted in)');

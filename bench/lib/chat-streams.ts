@@ -7,6 +7,8 @@ export interface ChatTarget {
   model: string;
   /** Content chunks each completion asks for (`max_tokens`: every source here sends one word per token). */
   tokens: number;
+  /** Fewer content chunks than this make a completion an error. @defaultValue tokens */
+  expectTokens?: number;
 }
 
 /** What a window of the load saw. */
@@ -122,7 +124,8 @@ export class ChatStreamLoad {
           }
         });
         res.on('end', () => {
-          if (!done || got < this.target.tokens) this.fail(`stream ended ${done ? 'with' : 'without'} [DONE] after ${got} of ${this.target.tokens} tokens`);
+          const expected = this.target.expectTokens ?? this.target.tokens;
+          if (!done || got < expected) this.fail(`stream ended ${done ? 'with' : 'without'} [DONE] after ${got} of ${expected} tokens`);
           else this.completions++;
           resolve();
         });
