@@ -18,7 +18,9 @@ import { startWorkerFleet } from './lib/worker-fleet.js';
  * Streaming chat completions (`POST /v1/chat/completions`, `stream: true`), `streams` at once in
  * closed loops (bench/lib/chat-streams.ts, in this process), each asking for `tokens` tokens:
  *   1. switchyard: the gateway child; a worker-fleet child whose llm workers stream `max_tokens`
- *      words with no delay, one ctx.output each (HANDLER=words, the demo llm's no-delay path);
+ *      words with no delay, one ctx.output each (HANDLER=words, the demo llm's no-delay path), or
+ *      with `--source demo` run the demo engine itself (its own 20-60 words, progress, artifact;
+ *      the later phases then move the average count it delivered);
  *   2. bare relay, in the same run: bench/servers/bare-relay-server.ts (node:http SSE) fed over
  *      WebSockets by bench/servers/bare-relay-producer.ts, the same chunks to the same clients;
  *   3. the peer comparison, on one mock OpenAI upstream (bench/servers/openai-upstream.ts)
