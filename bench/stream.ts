@@ -11,6 +11,7 @@ import { cpuPerJob, type CpuPerJob } from './lib/cpu-per-job.js';
 import { CpuMeter, processCpuUs } from './lib/cpu.js';
 import { startIpcChild } from './lib/ipc-child.js';
 import { describeMachine } from './lib/machine.js';
+import { number } from './lib/options.js';
 import { fmt, percentile, table } from './lib/report.js';
 import { startWorkerFleet } from './lib/worker-fleet.js';
 
@@ -72,11 +73,7 @@ function parseOptions(args: string[]): Options {
       profile: { type: 'string' },
     },
   });
-  const num = (name: string, text: string, min: number) => {
-    const n = Number(text);
-    if (text.trim() === '' || !Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${JSON.stringify(text)})`);
-    return n;
-  };
+  const num = number;
   const streams = Math.round(num('streams', values.streams, 1));
   if (values.source !== 'words' && values.source !== 'demo') throw new Error(`--source must be words or demo (got ${JSON.stringify(values.source)})`);
   return {
