@@ -243,10 +243,10 @@ export default async function stream(args: string[]): Promise<number> {
       if (portkey && portkeyTarget && !probe) {
         rows.push(await measure('Portkey gateway', portkeyTarget, o.peerStreams, o, meter, portkey.pid, upstream.pid, machine.cpus, log));
       } else if (probe) {
-        portkeyNote = `failed: a streaming completion through it answered ${probe} (with @hono/node-server 1.19.x Portkey 1.15.2 answers every stream 500, "TypeError: immutable": see docs/benchmarks.md)`;
+        portkeyNote = `failed: a streaming completion through it answered ${probe} (Portkey 1.15.2 with @hono/node-server 1.19.19 answers every stream 500, "TypeError: immutable": docs/benchmarks.md says how to install it)`;
         log(`  Portkey ${portkeyNote}`);
       } else {
-        portkeyNote = `skipped: install with \`npm install --prefix /tmp/portkey @portkey-ai/gateway\`, then pass --portkey /tmp/portkey${o.portkey ? ` (nothing at ${o.portkey})` : ''}`;
+        portkeyNote = `skipped: install @portkey-ai/gateway into a directory as docs/benchmarks.md (stream) says (npm install --prefix DIR, with @hono/node-server 2.1.9), then pass --portkey DIR${o.portkey ? ` (nothing at ${o.portkey})` : ''}`;
         log(`  Portkey ${portkeyNote}`);
       }
       const oa = await switchyard(o, `${prefix}:oa`, dataDir, stoppers, { handler: 'openai', backendUrl: upstream.url });

@@ -12,6 +12,8 @@ upstream.reply = (body: { max_tokens?: number }) => {
   return { content: Array.from({ length: n }, (_, i) => (i === 0 ? 'w0' : ` w${i}`)), finishReason: 'length', usage: { prompt_tokens: 1, completion_tokens: n } };
 };
 await upstream.start();
+// The helper records every request for the tests; a benchmark sends tens of thousands.
+setInterval(() => upstream.requests.splice(0, upstream.requests.length), 1000).unref();
 process.stdout.write(`${JSON.stringify({ url: upstream.url })}\n`);
 
 process.once('SIGTERM', () => {
