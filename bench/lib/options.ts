@@ -13,7 +13,8 @@ export interface LoadOptions {
   profileDir?: string;
 }
 
-function number(name: string, text: string, min: number): number {
+/** `text` as a number of at least `min`, or an error naming the option `--<name>`. */
+export function number(name: string, text: string, min: number): number {
   const n = Number(text);
   if (text.trim() === '' || !Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${JSON.stringify(text)})`);
   return n;

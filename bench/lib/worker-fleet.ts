@@ -29,8 +29,10 @@ export interface FleetOptions {
   kind?: string;
   /** Distinct models: worker i advertises `modelId(i % models)`. @defaultValue 0, the kind's default model only */
   models?: number;
-  /** `noop` completes at once with no artifact (inference:llm:text-generate). @defaultValue 'demo' */
-  handler?: 'demo' | 'noop';
+  /** `noop` completes at once with no artifact (inference:llm:text-generate); `words` streams `max_tokens` words; `openai` relays `backendUrl` (bench/servers/worker-fleet.ts). @defaultValue 'demo' */
+  handler?: 'demo' | 'noop' | 'words' | 'openai';
+  /** The OpenAI base URL the `openai` handler relays. */
+  backendUrl?: string;
 }
 
 /** The id of the i-th model of a fleet started with `models`: `m-000`, `m-001`, ... */
@@ -40,6 +42,7 @@ export const modelId = (i: number) => `m-${String(i).padStart(3, '0')}`;
 export async function startWorkerFleet(o: FleetOptions): Promise<WorkerFleet> {
   const env: Record<string, string> = { GATEWAY_URL: o.gateway, WORKER_TOKEN: o.token, WORKERS: String(o.workers), SLOTS: String(o.slots), MODELS: String(o.models ?? 0), HANDLER: o.handler ?? 'demo' };
   if (o.kind) env.KIND = o.kind;
+  if (o.backendUrl) env.BACKEND_URL = o.backendUrl;
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
