@@ -7,10 +7,10 @@ const SAFE_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
 /** Gives every request an id, echoing the caller's `X-Request-Id` when it is a safe token. */
 export function requestId(): Middleware<RequestState> {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const given = ctx.get('X-Request-Id');
     ctx.state.requestId = SAFE_ID.test(given) ? given : randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);
-    await next();
+    return next();
   };
 }
