@@ -1,5 +1,6 @@
 import type { NewRun, RunRecord } from './types.js';
-import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from './stores.js';
+import type { GateCheck } from './redis/gate-lua.js';
+import type { CreateRunResult, GatedCreateResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from './stores.js';
 
 /**
  * Called after a transition that set a status (`to`) succeeded, with the record as it now is.
@@ -14,7 +15,9 @@ export type RunStatusListener = (run: RunRecord) => Promise<void> | void;
 export class ObservedRunStore implements RunStore {
   private readonly listeners: RunStatusListener[] = [];
 
-  constructor(private readonly inner: RunStore) {}
+  constructor(private readonly inner: RunStore) {
+    if (inner.createGated) this.createGated = (run, gate) => inner.createGated!(run, gate);
+  }
 
   onStatusChange(listener: RunStatusListener): void {
     this.listeners.push(listener);
@@ -23,6 +26,9 @@ export class ObservedRunStore implements RunStore {
   create(run: NewRun): Promise<CreateRunResult> {
     return this.inner.create(run);
   }
+
+  /** Present exactly when the inner store has it: a creation sets no status, so nothing to observe. */
+  readonly createGated?: (run: NewRun, gate: GateCheck) => Promise<GatedCreateResult>;
 
   get(runId: string): Promise<RunRecord | null> {
     return this.inner.get(runId);

@@ -1,6 +1,7 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
 import type { Account, ApiKeyRecord, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
+import type { GateCheck, GateVerdict } from './redis/gate-lua.js';
 
 /**
  * The store contract. Each resource has one interface; `RedisStores` and `MongoStores`
@@ -44,6 +45,11 @@ export interface WorkerTokenStore {
   revoke(id: string): Promise<WorkerTokenRecord | null>;
 }
 
+/** The gate's refusal (and nothing created), or its go-ahead with what the create did. */
+export type GatedCreateResult =
+  | { gate: Exclude<GateVerdict, { outcome: 'allowed' }> }
+  | { gate: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult };
+
 export type CreateRunResult =
   | { outcome: 'created'; run: RunRecord }
   /** A run with this id exists already (an idempotent replay or a duplicate create). */
@@ -77,6 +83,12 @@ export interface RunStore {
    * (not yet known to be in its queue), all in one atomic step. Create-if-absent by run_id.
    */
   create(run: NewRun): Promise<CreateRunResult>;
+  /**
+   * `create` behind the caller's request gate, in the same atomic step: nothing is created
+   * (and no credit reserved) when the gate refuses. Absent from stores that cannot (MongoDB):
+   * the caller then runs the gate on its own first.
+   */
+  createGated?(run: NewRun, gate: GateCheck): Promise<GatedCreateResult>;
   get(runId: string): Promise<RunRecord | null>;
   list(accountId: string, query: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }>;
   /**

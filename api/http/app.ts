@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { Ctx, RequestState } from './context.js';
-import { authenticateAccount, authenticateAdmin } from './middleware/authenticate.js';
+import { authenticateAccount, authenticateAccountGatedLater, authenticateAdmin } from './middleware/authenticate.js';
 import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestId } from './middleware/request-id.js';
@@ -68,12 +68,13 @@ export function createApp(s: Services, log: Logger): Koa<RequestState> {
   const routes = routeSpecs(s);
   const router = new Router<RequestState>();
   const account = authenticateAccount(s.auth, s.gate);
+  const accountGatedLater = authenticateAccountGatedLater(s.auth, s.gate);
   const admin = authenticateAdmin(s.config.adminToken);
   const body = jsonBody({ limitBytes: s.config.jsonBodyLimitBytes, maxDepth: s.config.jsonMaxDepth });
   for (const spec of routes) {
     const chain: RouteMiddleware[] = [];
     if (spec.prepare) chain.push((ctx, next) => spec.prepare!(ctx as Ctx).then(next));
-    if (spec.auth === 'account') chain.push(account);
+    if (spec.auth === 'account') chain.push(spec.gateInHandler ? accountGatedLater : account);
     if (spec.auth === 'admin') chain.push(admin);
     if (!spec.raw && (spec.body || spec.method !== 'get')) chain.push(body); // raw: the handler streams ctx.req
     const check = validated(spec);

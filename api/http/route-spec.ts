@@ -27,6 +27,13 @@ export interface RouteSpec {
   summary: string;
   tag: string;
   auth: Auth;
+  /**
+   * With `auth: 'account'`: the handler runs the key's request gate (revocation, rate limit)
+   * itself, through `ctx.state.gate`, so a submission can run it inside its create's script.
+   * Whatever the handler does, a request is gated exactly once, and a request that fails
+   * before the handler gated it is gated then, its refusal answered before the failure.
+   */
+  gateInHandler?: boolean;
   /** JSON Schema of the body; routes with one parse JSON. */
   body?: object;
   /**

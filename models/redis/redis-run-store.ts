@@ -1,9 +1,11 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
-import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { CreateRunResult, GatedCreateResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, type NewRun, type RunRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import { decodeRun, encodePatch, pairsToHash, type ImmutableRunFields } from './run-codec.js';
+import { gateVerdict, type GateCheck, type GateVerdict } from './gate-lua.js';
+import { GATED_CREATE_RUN } from './gated-create.js';
 import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
 
 export interface RedisRunStoreOptions {
@@ -14,6 +16,16 @@ export interface RedisRunStoreOptions {
 }
 
 type Reply = [string, ...string[]];
+
+/** What CREATE_RUN's reply says happened. */
+function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
+  const [tag, ...rest] = reply;
+  if (tag === 'no_account') return { outcome: 'no_account' };
+  if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+  if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
+  // Built here rather than read back: the script only fixes the priority.
+  return { outcome: 'created', run: { ...NEW_RUN_DEFAULTS, ...doc, status: 'queued', settlement: 'reserved', priority: Number(rest[0]) } };
+}
 
 export class RedisRunStore implements RunStore {
   constructor(
@@ -28,6 +40,20 @@ export class RedisRunStore implements RunStore {
   }
 
   async create(run: NewRun): Promise<CreateRunResult> {
+    const { keys, args, doc } = this.createCall(run);
+    return createdFrom(await CREATE_RUN.run<Reply>(this.redis, keys, args), doc);
+  }
+
+  async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
+    const { keys, args, doc } = this.createCall(run);
+    const reply = await GATED_CREATE_RUN.run<Reply | [number, number, number]>(this.redis, [...keys, ...gate.keys], [...args, ...gate.args]);
+    if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
+    const remaining = Number(reply.pop());
+    return { gate: { outcome: 'allowed', remaining }, result: createdFrom(reply as Reply, doc) };
+  }
+
+  /** CREATE_RUN's keys and arguments, and the immutable fields it stores. */
+  private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
     const { priorityBase, webhook_events_filter, input_files, warnings, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
@@ -36,10 +62,9 @@ export class RedisRunStore implements RunStore {
       ...(input_files && Object.keys(input_files).length > 0 && { input_files }),
       ...(warnings && warnings.length > 0 && { warnings }),
     };
-    const reply = await CREATE_RUN.run<Reply>(
-      this.redis,
-      [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
-      [
+    return {
+      keys: [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
+      args: [
         run.run_id,
         run.account_id,
         run.price,
@@ -50,13 +75,8 @@ export class RedisRunStore implements RunStore {
         run.kind,
         this.indexFloor(),
       ],
-    );
-    const [tag, ...rest] = reply;
-    if (tag === 'no_account') return { outcome: 'no_account' };
-    if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
-    if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
-    // Built here rather than read back: the script only fixes the priority.
-    return { outcome: 'created', run: { ...NEW_RUN_DEFAULTS, ...doc, status: 'queued', settlement: 'reserved', priority: Number(rest[0]) } };
+      doc,
+    };
   }
 
   async get(runId: string): Promise<RunRecord | null> {

@@ -1,33 +1,81 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { ApiError, UnauthorizedError } from '../../../models/errors.js';
-import type { ApiKeyAuthenticator } from '../../services/auth/api-key-authenticator.js';
-import type { RequestGate } from '../../services/auth/request-gate.js';
+import type { ApiKeyAuthenticator, Principal } from '../../services/auth/api-key-authenticator.js';
+import type { GateVerdict, RequestGate } from '../../services/auth/request-gate.js';
 import { bearerToken, presentedKey } from '../../services/auth/bearer.js';
 import type { RequestState } from '../context.js';
 
 /** Requires a valid account key, then applies the key's gate (revocation + rate limit). */
 export function authenticateAccount(auth: ApiKeyAuthenticator, gate: RequestGate): Middleware<RequestState> {
   return async (ctx, next) => {
-    const secret = presentedKey(ctx.headers);
-    if (!secret) throw new UnauthorizedError('an API key is required: send Authorization: Bearer <key> or X-Service-Key: <key>');
-    const principal = await auth.identify(secret);
-    const verdict = await gate.admit(principal.lookupId);
-    if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
-    if (verdict.outcome === 'limited') {
-      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
-      throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
-        headers: { 'Retry-After': String(seconds), 'RateLimit-Limit': String(gate.limit), 'RateLimit-Remaining': '0' },
-        details: { retry_after_ms: verdict.retryAfterMs },
-      });
-    }
-    if (verdict.remaining >= 0) {
-      ctx.set('RateLimit-Limit', String(gate.limit));
-      ctx.set('RateLimit-Remaining', String(verdict.remaining));
-    }
+    const principal = await identify(auth, ctx);
+    admitted(ctx, gate, await gate.admit(principal.lookupId));
     ctx.state.principal = principal;
     await next();
   };
+}
+
+/**
+ * `authenticateAccount` for routes whose handler runs the gate (`gateInHandler`): the key is
+ * identified here, the gate is left in `ctx.state.gate`. If the request fails before the
+ * handler ran the gate (a bad body, an invalid input), the gate runs then: it counts against
+ * the limit like any request, and a revoked or limited key gets that answer, not the failure's.
+ */
+export function authenticateAccountGatedLater(auth: ApiKeyAuthenticator, gate: RequestGate): Middleware<RequestState> {
+  return async (ctx, next) => {
+    const principal = await identify(auth, ctx);
+    let ran = false;
+    const once = () => {
+      if (ran) throw new Error('the request gate ran twice');
+      ran = true;
+    };
+    ctx.state.principal = principal;
+    ctx.state.gate = {
+      check: gate.check(principal.lookupId),
+      admit: async () => {
+        once();
+        admitted(ctx, gate, await gate.admit(principal.lookupId));
+      },
+      settle: (verdict) => {
+        once();
+        admitted(ctx, gate, verdict);
+      },
+    };
+    try {
+      await next();
+    } catch (err) {
+      if (!ran) {
+        ran = true;
+        admitted(ctx, gate, await gate.admit(principal.lookupId));
+      }
+      throw err;
+    }
+    // A handler that answered without gating would let a revoked key through: refuse to.
+    if (!ran) throw new Error(`${ctx.method} ${ctx.path} answered without running the request gate`);
+  };
+}
+
+async function identify(auth: ApiKeyAuthenticator, ctx: Parameters<Middleware<RequestState>>[0]): Promise<Principal> {
+  const secret = presentedKey(ctx.headers);
+  if (!secret) throw new UnauthorizedError('an API key is required: send Authorization: Bearer <key> or X-Service-Key: <key>');
+  return auth.identify(secret);
+}
+
+/** Throws the gate's refusal, or sets the rate-limit headers of an admitted request. */
+function admitted(ctx: { set(field: string, value: string): void }, gate: RequestGate, verdict: GateVerdict): void {
+  if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
+  if (verdict.outcome === 'limited') {
+    const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+    throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
+      headers: { 'Retry-After': String(seconds), 'RateLimit-Limit': String(gate.limit), 'RateLimit-Remaining': '0' },
+      details: { retry_after_ms: verdict.retryAfterMs },
+    });
+  }
+  if (verdict.remaining >= 0) {
+    ctx.set('RateLimit-Limit', String(gate.limit));
+    ctx.set('RateLimit-Remaining', String(verdict.remaining));
+  }
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

@@ -41,6 +41,8 @@ export function jobRoutes(s: Services): RouteSpec[] {
       summary: 'Submit a job',
       tag: 'jobs',
       auth: 'account',
+      // A plain submission runs its gate inside its create's script: one Redis round trip fewer.
+      gateInHandler: true,
       body: S.submitJobBody,
       publishedBody: { $ref: '#/components/schemas/JobRequest' },
       headers: [
@@ -69,7 +71,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
           throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
         }
         const wait = preferredWait(ctx.get('Prefer'));
-        const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined);
+        const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate);
         ctx.set('Location', `/v1/jobs/${run.run_id}`);
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
         if (wait > 0) {

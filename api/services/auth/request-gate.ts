@@ -1,27 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../../models/redis/keys.js';
+import { gateLua, gateVerdict, type GateCheck, type GateVerdict } from '../../../models/redis/gate-lua.js';
 import { LuaScript } from '../../../models/redis/lua-script.js';
 
 /**
  * Checked once per authenticated request, in one Redis round trip: whether the key was
- * revoked (on any instance, whatever the local cache says) and the key's rate limit (GCRA
- * on Redis's clock, so instances with skewed clocks agree).
+ * revoked (on any instance, whatever the local cache says) and the key's rate limit.
  * KEYS: revoked marker, limiter. ARGV: emission interval ms, burst tolerance ms, limiting on (1/0).
- * Returns {1 allowed | 0 limited | -1 revoked, retry after ms, remaining}.
  */
-const GATE = new LuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return { -1, 0, 0 } end
-if ARGV[3] == '0' then return { 1, 0, -1 } end
-local interval = tonumber(ARGV[1])
-local tolerance = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local tat = tonumber(redis.call('GET', KEYS[2]) or now)
-if tat < now then tat = now end
-local new_tat = tat + interval
-if new_tat - tolerance > now then return { 0, math.ceil(new_tat - tolerance - now), 0 } end
-redis.call('SET', KEYS[2], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
-return { 1, 0, math.floor((tolerance - (new_tat - now)) / interval) }
+const GATE = new LuaScript(`${gateLua(1, 2, 1)}
+return { 1, 0, gate_remaining }
 `);
 
 export interface RequestGateOptions {
@@ -33,10 +21,7 @@ export interface RequestGateOptions {
   burst: number;
 }
 
-export type GateVerdict =
-  | { outcome: 'allowed'; remaining: number }
-  | { outcome: 'limited'; retryAfterMs: number }
-  | { outcome: 'revoked' };
+export type { GateVerdict };
 
 export class RequestGate {
   private readonly interval: number;
@@ -52,14 +37,16 @@ export class RequestGate {
   }
 
   async admit(lookupId: string): Promise<GateVerdict> {
-    const [verdict, retryAfterMs, remaining] = await GATE.run<[number, number, number]>(
-      this.opts.redis,
-      [this.opts.keys.revokedKey(lookupId), this.opts.keys.rateLimit(`key:${lookupId}`)],
-      [this.interval, this.tolerance, this.opts.perSecond > 0 ? '1' : '0'],
-    );
-    if (verdict === -1) return { outcome: 'revoked' };
-    if (verdict === 0) return { outcome: 'limited', retryAfterMs };
-    return { outcome: 'allowed', remaining };
+    const { keys, args } = this.check(lookupId);
+    return gateVerdict(await GATE.run<[number, number, number]>(this.opts.redis, keys, args));
+  }
+
+  /** The gate's keys and arguments for a key, for a store that runs the gate inside its own script. */
+  check(lookupId: string): GateCheck {
+    return {
+      keys: [this.opts.keys.revokedKey(lookupId), this.opts.keys.rateLimit(`key:${lookupId}`)],
+      args: [this.interval, this.tolerance, this.opts.perSecond > 0 ? '1' : '0'],
+    };
   }
 
   /** Marks a key revoked for every instance; kept well past any cache lifetime. */

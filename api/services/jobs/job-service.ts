@@ -2,12 +2,13 @@ import type { InputFiles } from '../files/input-files.js';
 import type { Logger } from 'pino';
 import { AlreadyTerminalError, InsufficientCreditsError, NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { newRunId } from '../../../models/ids.js';
-import type { RunStore, IdempotencyStore } from '../../../models/stores.js';
-import { isTerminal, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
+import type { CreateRunResult, RunStore, IdempotencyStore } from '../../../models/stores.js';
+import type { GateCheck, GateVerdict } from '../../../models/redis/gate-lua.js';
+import { isTerminal, type NewRun, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
-import { runQueueName } from '../../../queues/queue-names.js';
-import { findKind, KINDS, KIND_NAMES, type JobClass, type Tier } from '../../../models/kinds.js';
+import { routedModel, runQueueName } from '../../../queues/queue-names.js';
+import { fileFields, findKind, KINDS, KIND_NAMES, type JobClass, type KindSpec, type Tier } from '../../../models/kinds.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { assertValid, compile } from '../../../models/validation.js';
@@ -24,6 +25,15 @@ export interface SubmitJobBody {
   /** @defaultValue ['completed'] */
   webhook_events_filter?: WebhookEvent[];
 }
+
+/** No model to look up and no file to stage: nothing between validation and the create touches a store. */
+function isPlain(spec: KindSpec, input: Record<string, unknown>): boolean {
+  if (routedModel(input) !== null) return false;
+  let fields = FILE_FIELDS.get(spec);
+  if (!fields) FILE_FIELDS.set(spec, (fields = Object.keys(fileFields(spec))));
+  return fields.every((field) => input[field] === undefined);
+}
+const FILE_FIELDS = new WeakMap<KindSpec, string[]>();
 
 /** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
 export const CLASS_PRIORITY: Record<JobClass, number> = { interactive: 10, standard: 20, batch: 30 };
@@ -58,6 +68,19 @@ export interface QueueState {
   waiting_reason: WaitingReason | null;
 }
 
+/**
+ * The request gate of the key a submission came with (revocation, rate limit), left to the
+ * submission so a plain one can run it in the same Redis script as its create. Exactly one of
+ * `admit` or `settle` is called, before anything is written.
+ */
+export interface SubmitGate {
+  check: GateCheck;
+  /** Runs the gate on its own; throws its refusal. */
+  admit(): Promise<void>;
+  /** Takes the verdict the gated create returned; throws its refusal. */
+  settle(verdict: GateVerdict): void;
+}
+
 export interface Submission {
   run: RunRecord;
   /** True when an earlier request with the same Idempotency-Key created the run. */
@@ -80,12 +103,17 @@ export class JobService {
     for (const spec of KINDS) compile(spec.inputSchema);
   }
 
-  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string): Promise<Submission> {
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
+    // A submission with nothing to do between its checks and its create (no claim, no URL to
+    // check, no model to look up, no file to stage) has its gate run inside the create's own
+    // script; any other is gated first, as every other route is, before any of that work.
+    const fused = gate && this.opts.runs.createGated && idempotencyKey === undefined && body.webhook === undefined && isPlain(spec, body.input) ? gate : undefined;
+    if (gate && !fused) await gate.admit();
     if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
 
     let runId = newRunId();
@@ -118,7 +146,7 @@ export class JobService {
     const jobClass = body.class ?? 'standard';
     // With a replayed key, the create below finds the run the first request made (or makes it,
     // if that request died between its claim and its create): one run either way.
-    const result = await this.opts.runs.create({
+    const newRun: NewRun = {
       run_id: runId,
       account_id: accountId,
       kind: body.kind,
@@ -133,7 +161,8 @@ export class JobService {
       ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
       idempotency_key: idempotencyKey ?? null,
       created_at: new Date().toISOString(),
-    });
+    };
+    const result = fused ? await this.createGated(newRun, fused) : await this.opts.runs.create(newRun);
 
     // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
     // or every refused (or replayed) submission would leave a file the caller never asked to keep.
@@ -153,6 +182,14 @@ export class JobService {
     this.opts.metrics?.runSubmitted(result.run);
     await this.enqueue(result.run);
     return { run: result.run, replayed: false };
+  }
+
+  /** The create and the gate in one step; a refusal throws, having created nothing. */
+  private async createGated(run: NewRun, gate: SubmitGate): Promise<CreateRunResult> {
+    const gated = await this.opts.runs.createGated!(run, gate.check);
+    gate.settle(gated.gate);
+    if (!('result' in gated)) throw new ApiError('internal', 'the gate refused without saying why');
+    return gated.result;
   }
 
   /** The SSRF guard's verdict on a webhook URL, naming the field. */
