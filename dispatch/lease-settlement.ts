@@ -109,7 +109,7 @@ export class LeaseSettlement {
   open(lease: ActiveLease): void {
     this.track(lease);
     lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed();
+    this.opts.fleet.changed(lease.worker);
   }
 
   private track(lease: ActiveLease): void {
@@ -124,7 +124,7 @@ export class LeaseSettlement {
     if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
     lease.worker.leases.delete(lease.id);
     lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed();
+    this.opts.fleet.changed(lease.worker);
   }
 
   /**
