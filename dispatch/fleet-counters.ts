@@ -199,13 +199,12 @@ export class FleetCounters {
     }
     this.recountAll = false;
     this.dirty.clear();
-    const expires = now + this.opts.ttlMs;
-    this.opts.redis
-      .multi()
-      .set(this.record(this.opts.gatewayId), JSON.stringify(this.total), 'PX', this.opts.ttlMs)
-      .zadd(this.index, expires, this.opts.gatewayId)
-      .exec()
-      .catch((err) => this.opts.log.warn({ err }, 'could not write the fleet counts; the registry refresh writes them again'));
+    // Two plain commands, not a MULTI: they join the connection's auto-pipeline (a MULTI is a
+    // socket write of its own, per change). Not atomic, and need not be: a reader skips an
+    // index entry without a record, and a record without an entry is not read.
+    const failed = (err: unknown) => this.opts.log.warn({ err }, 'could not write the fleet counts; the registry refresh writes them again');
+    this.opts.redis.set(this.record(this.opts.gatewayId), JSON.stringify(this.total), 'PX', this.opts.ttlMs).catch(failed);
+    this.opts.redis.zadd(this.index, now + this.opts.ttlMs, this.opts.gatewayId).catch(failed);
   }
 
   /** A private worker's evidence lapsing changes its tier without any event: count it again then. */
