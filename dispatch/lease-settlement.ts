@@ -5,7 +5,7 @@ import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError, RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import { modelQueueKey, queueName } from '../queues/queue-names.js';
+import { modelQueueKey, queueName, queueTier } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -109,7 +109,7 @@ export class LeaseSettlement {
   open(lease: ActiveLease): void {
     this.track(lease);
     lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed();
+    this.opts.fleet.changed(lease.worker);
   }
 
   private track(lease: ActiveLease): void {
@@ -124,7 +124,7 @@ export class LeaseSettlement {
     if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
     lease.worker.leases.delete(lease.id);
     lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed();
+    this.opts.fleet.changed(lease.worker);
   }
 
   /**
@@ -221,6 +221,7 @@ export class LeaseSettlement {
     // On a datastore error the lease stays open: the worker sends its report again (docs/worker-protocol.md).
     let retryable = false;
     try {
+      if (reported === 'succeeded' && lease.job.data.tier !== 'private' && queueTier(lease.queue) !== 'private') return await this.succeed(lease, output);
       const run = await this.opts.runs.get(lease.runId);
       if (run && run.fence === lease.fence && run.status === 'succeeded' && reported === 'succeeded') {
         // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
@@ -253,6 +254,30 @@ export class LeaseSettlement {
     } finally {
       if (!retryable) await this.release(lease);
     }
+  }
+
+  /**
+   * A worker's success for a run that is not private, without reading the record first: the
+   * fenced transition checks its status and fence, and returns it when it refuses. This saves
+   * a read and decoding of the whole record (its input too) on every completed job.
+   */
+  private async succeed(lease: ActiveLease, output: RunRecord['output'] | undefined): Promise<Refusal | null> {
+    const run = { run_id: lease.runId, account_id: lease.accountId };
+    this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome: 'succeeded' }, 'lease reported');
+    // The gateway's own account of the files replaces any `files` the worker put in its output.
+    const described = output && { ...output, files: await this.outputFiles.describe(run.run_id, output.urls) };
+    const set = { output: described ?? { urls: [] }, progress: 1, finished_at: new Date().toISOString(), error: null };
+    const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'succeeded', set });
+    if (t.ok) {
+      await this.endJob(run.run_id, lease.job, lease.token, 'succeeded', null, described);
+      return null;
+    }
+    if (t.run?.fence === lease.fence && t.run.status === 'succeeded') {
+      // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
+      await lease.job.moveToCompleted(described ?? null, lease.token, false).catch(() => {});
+      return null;
+    }
+    return { code: 'stale_lease', message: 'the run is no longer leased to you' };
   }
 
   /**
@@ -328,14 +353,19 @@ export class LeaseSettlement {
       set: status === 'succeeded' ? succeeded : { error, finished_at: now },
     });
     if (!t.ok) return false;
+    await this.endJob(run.run_id, job, token, status, error, output);
+    return true;
+  }
+
+  /** Completes or fails the BullMQ job of a run whose record is final already. */
+  private async endJob(runId: string, job: Job<QueuedJobData>, token: string, status: 'succeeded' | 'failed' | 'canceled', error: RunError | null, output?: RunRecord['output']): Promise<void> {
     try {
       if (status === 'succeeded') await job.moveToCompleted(output ?? null, token, false);
       else await job.moveToFailed(new UnrecoverableError(error?.message ?? status), token, false);
     } catch (err) {
       // The record is final; a job whose lock is gone is dropped when next leased.
-      if (!isLockLost(err)) this.opts.log.warn({ err, runId: run.run_id }, 'could not finish the BullMQ job');
+      if (!isLockLost(err)) this.opts.log.warn({ err, runId }, 'could not finish the BullMQ job');
     }
-    return true;
   }
 
   private async release(lease: ActiveLease): Promise<void> {

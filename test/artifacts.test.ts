@@ -480,3 +480,30 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     assert.equal(Buffer.concat(chunks).toString(), 'har');
   });
 });
+
+describe('FsArtifactStore directories', function () {
+  it('makes an artifact directory again when it was removed behind its back (it remembers those it made)', async () => {
+    const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'artifacts-dirs-'));
+    try {
+      const store = new FsArtifactStore({ root });
+      await store.init();
+      const put = (text: string) =>
+        store.put(Readable.from([Buffer.from(text)]), { name: 'a.txt', accountId: 'acct_dirs', contentType: 'text/plain', retentionSeconds: 60, maxBytes: 1024 });
+      // Every directory but tmp/ goes after each upload, as an operator clearing the artifacts by
+      // hand would do, until an upload lands in a directory the store made before (a birthday
+      // draw over 1,024 directories: a few dozen uploads).
+      const made = new Set<string>();
+      let remade = 0;
+      for (let i = 0; i < 2000 && remade < 2; i++) {
+        const meta = await put(`upload ${i}`);
+        if (made.has(meta.id.slice(0, 2))) remade++;
+        made.add(meta.id.slice(0, 2));
+        assert.equal((await store.get(meta.id))?.sha256, sha256(`upload ${i}`));
+        for (const e of await fsp.readdir(root)) if (e !== 'tmp') await fsp.rm(path.join(root, e), { recursive: true });
+      }
+      assert.equal(remade, 2);
+    } finally {
+      await fsp.rm(root, { recursive: true, force: true });
+    }
+  });
+});

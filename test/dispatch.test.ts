@@ -88,6 +88,48 @@ describe('dispatch to remote workers', function () {
     assert.equal((await w.complete(lease)).code, 'stale_lease', 'a second complete is refused');
   });
 
+  it('refuses a complete whose run moved on under a later fence, succeeding nothing and charging nothing', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image('moved on'));
+    const w = await worker(openToken);
+    const lease = await w.lease();
+    // As if its lock had lapsed and the run been requeued for another lease (the record is the fence).
+    const moved = await gw.stores.runs.transition((await gw.stores.runs.get(body.run_id))!, { from: ['running'], fence: lease.fence, to: 'queued', set: { fence: lease.fence + 1 } });
+    assert.ok(moved.ok);
+    assert.equal((await w.complete(lease)).code, 'stale_lease');
+    assert.equal((await job(body.run_id)).status, 'queued');
+    const after = await balance();
+    assert.deepEqual([after.credits, after.reserved], [before.credits - 4, before.reserved + 4], 'still reserved, not charged');
+  });
+
+  it('acknowledges a complete sent again after its answer was lost to an outage, charging once', async () => {
+    const before = await balance();
+    const { body } = await gw.submit(key, image('answer lost'));
+    const w = await worker(openToken);
+    const lease = await w.lease();
+    const runs = gw.stores.runs;
+    const transition = runs.transition;
+    // The transition to succeeded happens in Redis, but its reply is lost with the connection.
+    runs.transition = async function (this: typeof runs, ...args: Parameters<typeof transition>) {
+      const result = await transition.apply(this, args);
+      if (args[1].to === 'succeeded') {
+        runs.transition = transition;
+        throw new Error('Connection is closed.');
+      }
+      return result;
+    };
+    try {
+      assert.notEqual((await w.complete(lease)).type, 'ack');
+      assert.equal(runs.transition, transition, 'the lost answer was that of the success');
+      assert.equal((await w.complete(lease)).type, 'ack', 'the same report, sent again, is acknowledged');
+    } finally {
+      runs.transition = transition;
+    }
+    assert.equal((await job(body.run_id)).status, 'succeeded');
+    const after = await balance();
+    assert.deepEqual([after.credits, after.reserved], [before.credits - 4, before.reserved], 'charged once');
+  });
+
   it('never gives a worker more leases than its slots', async () => {
     const w = await worker(openToken, { slots: 2 });
     const ids = [];
@@ -300,16 +342,17 @@ describe('dispatch to remote workers', function () {
 
   it('a fleet-count write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
     const redis = gw.redis;
-    const multi = redis.multi;
+    const set = redis.set;
+    let failed = 0;
     // The next write of the fleet counts (the new worker's attach) fails, as if Redis had blipped then.
-    redis.multi = function (this: typeof redis, ...args: Parameters<typeof multi>) {
-      const m = multi.apply(this, args);
-      redis.multi = multi;
-      m.exec = async () => {
-        throw new Error('simulated Redis failure');
-      };
-      return m;
-    } as typeof multi;
+    redis.set = function (this: typeof redis, ...args: unknown[]) {
+      if (String(args[0]).includes(':fleet:instance:')) {
+        redis.set = set;
+        failed++;
+        return Promise.reject(new Error('simulated Redis failure'));
+      }
+      return (set as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof set;
     try {
       const w = await worker(openToken);
       const { body } = await gw.submit(key, image('registry'));
@@ -319,8 +362,9 @@ describe('dispatch to remote workers', function () {
       assert.equal((await w.complete(lease)).type, 'ack');
       assert.equal((await job(body.run_id)).status, 'succeeded');
       assert.equal(w.frames.filter((f) => f.type === 'error').length, 0, JSON.stringify(w.frames));
+      assert.equal(failed, 1, 'the fleet-count write was not the one that failed');
     } finally {
-      redis.multi = multi;
+      redis.set = set;
     }
   });
 
