@@ -112,54 +112,61 @@ describe('output frames through the gateway', function () {
     await cleanupPrefix(prefix);
   });
 
-  it('a burst of deltas from a worker on B reaches a follower on A in order, once, in fewer messages than deltas; answers keep frame order and complete comes last', async () => {
-    const { key } = await a.account(100);
-    const worker = await new RawWorker(b.url, await b.workerToken()).connect({ kinds: ['inference:image:generate'] });
-    sockets.push(worker);
-    const runId = (await a.submit(key)).body.run_id;
-    const stream = await new SseClient(`${a.url}/v1/jobs/${runId}/events`, key).open();
-    const lease: Frame = await worker.lease();
-    await stream.until((c) => c.frames.length >= 1);
-    const messages: string[] = [];
-    const probe = createRedis(REDIS_URL, { name: 'test-batch-probe', blocking: true });
-    try {
-      probe.on('message', (_channel: string, message: string) => messages.push(message));
-      await probe.subscribe(`${prefix}:ev:${runId}`);
-      const sent = deltas(300);
-      const answers: Frame[] = [];
-      const lastAnswer = new Promise<void>((resolve) =>
-        worker.ws.on('message', (data) => {
-          const f = JSON.parse(data.toString()) as Frame;
-          if (f.lease_id !== lease.lease_id || (f.type !== 'ack' && f.type !== 'error')) return;
-          answers.push(f);
-          if (answers.length === sent.length + 1) resolve();
-        }),
-      );
-      for (const delta of sent) worker.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta });
-      worker.send({ type: 'complete', lease_id: lease.lease_id, fence: lease.fence, output: { urls: [] } });
-      await lastAnswer;
-      assert.deepEqual(
-        answers.map((f) => `${f.type}:${f.of}`),
-        [...sent.map(() => 'ack:output'), 'ack:complete'],
-      );
-      await stream.closed;
-      const events = stream.frames.map((f) => f.event);
-      assert.deepEqual(events.slice(-2), ['status', 'done'], 'the final status comes after every delta');
-      assert.equal(text(stream.frames), sent.join(''));
-      for (let i = 1; i < stream.frames.length; i++) assert.equal(stream.frames[i].id, stream.frames[i - 1].id + 1);
-      // One PUBLISH per batch: a socket that waited for each delta's round trip would publish one each.
-      const published = messages.flatMap((m) => RunEventLog.parseMessage(m)).filter((e) => e.event === 'output');
-      assert.equal(published.length, sent.length);
-      assert.ok(messages.length < sent.length / 2, `${messages.length} messages for ${sent.length} deltas`);
-      // A client resuming inside the burst gets exactly the rest.
-      const mid = stream.frames[150].id;
-      const resumed = await new SseClient(`${b.url}/v1/jobs/${runId}/events`, key, { lastEventId: mid }).open();
-      await resumed.closed;
-      assert.deepEqual(resumed.frames, stream.frames.filter((f) => f.id > mid));
-    } finally {
-      probe.disconnect();
-    }
-  });
+  for (const protocol of [1, 4]) {
+    it(`protocol ${protocol}: a burst of deltas from a worker on B reaches a follower on A in order, once, in fewer messages than deltas; answers keep frame order and complete comes last`, async () => {
+      const { key } = await a.account(100);
+      const worker = await new RawWorker(b.url, await b.workerToken()).connect({ protocol: [protocol], kinds: ['inference:image:generate'] });
+      sockets.push(worker);
+      const runId = (await a.submit(key)).body.run_id;
+      const stream = await new SseClient(`${a.url}/v1/jobs/${runId}/events`, key).open();
+      const lease: Frame = await worker.lease();
+      await stream.until((c) => c.frames.length >= 1);
+      const messages: string[] = [];
+      const probe = createRedis(REDIS_URL, { name: 'test-batch-probe', blocking: true });
+      try {
+        probe.on('message', (_channel: string, message: string) => messages.push(message));
+        await probe.subscribe(`${prefix}:ev:${runId}`);
+        const sent = deltas(300);
+        const answers: Frame[] = [];
+        let ackFrames = 0;
+        const lastAnswer = new Promise<void>((resolve) =>
+          worker.ws.on('message', (data) => {
+            const f = JSON.parse(data.toString()) as Frame;
+            if (f.lease_id !== lease.lease_id || (f.type !== 'ack' && f.type !== 'error')) return;
+            // Protocol 4 acks a batch of outputs in one frame: `count` answers, in order.
+            for (let i = 0; i < (f.count ?? 1); i++) answers.push(f);
+            ackFrames++;
+            if (answers.length === sent.length + 1) resolve();
+          }),
+        );
+        for (const delta of sent) worker.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta });
+        worker.send({ type: 'complete', lease_id: lease.lease_id, fence: lease.fence, output: { urls: [] } });
+        await lastAnswer;
+        assert.deepEqual(
+          answers.map((f) => `${f.type}:${f.of}`),
+          [...sent.map(() => 'ack:output'), 'ack:complete'],
+        );
+        if (protocol < 4) assert.equal(ackFrames, sent.length + 1, 'one answer per frame before protocol 4');
+        else assert.ok(ackFrames < sent.length / 2, `${ackFrames} ack frames for ${sent.length} outputs`);
+        await stream.closed;
+        const events = stream.frames.map((f) => f.event);
+        assert.deepEqual(events.slice(-2), ['status', 'done'], 'the final status comes after every delta');
+        assert.equal(text(stream.frames), sent.join(''));
+        for (let i = 1; i < stream.frames.length; i++) assert.equal(stream.frames[i].id, stream.frames[i - 1].id + 1);
+        // One PUBLISH per batch: a socket that waited for each delta's round trip would publish one each.
+        const published = messages.flatMap((m) => RunEventLog.parseMessage(m)).filter((e) => e.event === 'output');
+        assert.equal(published.length, sent.length);
+        assert.ok(messages.length < sent.length / 2, `${messages.length} messages for ${sent.length} deltas`);
+        // A client resuming inside the burst gets exactly the rest.
+        const mid = stream.frames[150].id;
+        const resumed = await new SseClient(`${b.url}/v1/jobs/${runId}/events`, key, { lastEventId: mid }).open();
+        await resumed.closed;
+        assert.deepEqual(resumed.frames, stream.frames.filter((f) => f.id > mid));
+      } finally {
+        probe.disconnect();
+      }
+    });
+  }
 });
 
 describe('a gateway killed mid-stream', function () {

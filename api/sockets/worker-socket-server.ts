@@ -15,7 +15,7 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
+import { BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
 import { checkWorkerModels, WorkerModelsError } from '../../dispatch/worker-models.js';
 import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
 import { PendingOutputs } from './pending-outputs.js';
@@ -105,7 +105,7 @@ export class WorkerSocketServer {
     // Frames of one socket are handled one after another, in the order they were sent
     // (outputs only wait to be queued for the log: `pending` holds their answers).
     let chain: Promise<void> = Promise.resolve();
-    const pending = new PendingOutputs(send);
+    const pending = new PendingOutputs(send, () => (worker?.protocol ?? 1) >= BATCH_ACK_PROTOCOL);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       lastSeen = Date.now();
       const text = isBinary ? null : data.toString('utf8');
@@ -190,7 +190,9 @@ export class WorkerSocketServer {
       return null;
     }
     await pending.settled(frame.lease_id);
-    send(await this.answerReport(worker, frame));
+    const answer = await this.answerReport(worker, frame);
+    pending.flush(frame.lease_id);
+    send(answer);
     return null;
   }
 
