@@ -204,6 +204,8 @@ export class LeaseSettlement {
         await this.opts.events?.logLine(run.run_id, frame.line);
         return null;
       case 'output':
+        // Reached without an await since the call: the delta is queued in the order the frames
+        // came, which lets the worker socket take the next frame before this one is logged.
         await this.opts.events?.output(run.run_id, frame.delta);
         return null;
       case 'complete':

@@ -14,21 +14,36 @@ export interface LoggedRunEvent {
 }
 
 /**
- * KEYS: the run's stream. ARGV: channel, max length, ttl ms, then (event, data) pairs.
- * Numbers the events after the stream's last id, appends them and publishes each as
- * "<id> <event> <data>", in one atomic step: the live order is the log order, and no
- * two events of a run ever share a number, whichever instance appended them.
+ * KEYS: the run's stream, its counter. ARGV: channel, max length, ttl ms, then (event, data)
+ * pairs. Numbers the events after the last number used, appends them and publishes them as ONE
+ * message of "<id> <event> <data>" lines, in one atomic step: the live order is the log order,
+ * and no two events of a run ever share a number, whichever instance appended them. A batch
+ * costs one call and one PUBLISH however many events it holds (LLM deltas come in bursts).
+ * The counter spares an XREVRANGE per call; the stream's top is read only when the counter is
+ * missing (a log older than it) or behind (an instance of the previous version appended
+ * meanwhile, which its XADD refuses).
  * Returns the last number used.
  */
 const APPEND = new LuaScript(`
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local seq = 0
-if top[1] then seq = tonumber(string.match(top[1][1], '^(%d+)')) end
+local function top()
+  local t = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+  if t[1] then return tonumber(string.match(t[1][1], '^(%d+)')) end
+  return 0
+end
+local seq = tonumber(redis.call('GET', KEYS[2]) or '')
+if not seq then seq = top() end
+local lines = {}
 for i = 4, #ARGV, 2 do
   seq = seq + 1
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'e', ARGV[i], 'd', ARGV[i + 1])
-  redis.call('PUBLISH', ARGV[1], seq .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1])
+  local r = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'e', ARGV[i], 'd', ARGV[i + 1])
+  if type(r) == 'table' and r.err then
+    seq = top() + 1
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'e', ARGV[i], 'd', ARGV[i + 1])
+  end
+  lines[#lines + 1] = seq .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1]
 end
+redis.call('PUBLISH', ARGV[1], table.concat(lines, '\\n'))
+redis.call('SET', KEYS[2], seq, 'PX', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return seq
 `);
@@ -67,7 +82,7 @@ export class RunEventLog {
   async append(runId: string, events: Array<{ event: RunEventName; data: unknown }>): Promise<number> {
     const args: Array<string | number> = [this.channel(runId), this.opts.maxLength, this.opts.ttlMs];
     for (const e of events) args.push(e.event, JSON.stringify(e.data));
-    return Number(await APPEND.run(this.opts.redis, [this.key(runId)], args));
+    return Number(await APPEND.run(this.opts.redis, [this.key(runId), this.keys.runEventSeq(runId)], args));
   }
 
   /** Events numbered after `after`, oldest first, at most `count`. */
@@ -82,11 +97,22 @@ export class RunEventLog {
     return rows[0] ? toEvent(rows[0]) : null;
   }
 
-  /** Parses a published message ("<id> <event> <data>"). */
-  static parseMessage(message: string): LoggedRunEvent {
-    const a = message.indexOf(' ');
-    const b = message.indexOf(' ', a + 1);
-    return { id: Number(message.slice(0, a)), event: message.slice(a + 1, b) as RunEventName, data: message.slice(b + 1) };
+  /**
+   * Parses a published message: one "<id> <event> <data>" line per event, in order. The data
+   * is one line of JSON (JSON.stringify escapes newlines), so a newline only ever ends an event.
+   */
+  static parseMessage(message: string): LoggedRunEvent[] {
+    const events: LoggedRunEvent[] = [];
+    let at = 0;
+    while (at < message.length) {
+      let end = message.indexOf('\n', at);
+      if (end < 0) end = message.length;
+      const a = message.indexOf(' ', at);
+      const b = message.indexOf(' ', a + 1);
+      events.push({ id: Number(message.slice(at, a)), event: message.slice(a + 1, b) as RunEventName, data: message.slice(b + 1, end) });
+      at = end + 1;
+    }
+    return events;
   }
 }
 

@@ -278,7 +278,7 @@ describe('worker SDK: frames (scripted gateway)', () => {
     await w.start();
     const [reg] = gw.of('register');
     assert.equal(reg.authorization, 'Bearer swt_test');
-    assert.deepEqual(reg.protocol, [1, 2, 3]);
+    assert.deepEqual(reg.protocol, [1, 2, 3, 4]);
     assert.deepEqual(reg.kinds, [KIND]);
     assert.equal(reg.tier, 'open');
     assert.equal(reg.slots, 3);

@@ -15,9 +15,10 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerModels } from '../../sdk/protocol/index.js';
+import { BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
 import { checkWorkerModels, WorkerModelsError } from '../../dispatch/worker-models.js';
 import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
+import { PendingOutputs } from './pending-outputs.js';
 
 export interface WorkerSocketServerOptions {
   dispatcher: Dispatcher;
@@ -101,13 +102,15 @@ export class WorkerSocketServer {
       }
     }, hb);
 
-    // Frames of one socket are handled one after another, in the order they were sent.
+    // Frames of one socket are handled one after another, in the order they were sent
+    // (outputs only wait to be queued for the log: `pending` holds their answers).
     let chain: Promise<void> = Promise.resolve();
+    const pending = new PendingOutputs(send, () => (worker?.protocol ?? 1) >= BATCH_ACK_PROTOCOL);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       lastSeen = Date.now();
       const text = isBinary ? null : data.toString('utf8');
       chain = chain.then(() =>
-        this.onFrame(text, owner, worker, send, ws).then(
+        this.onFrame(text, owner, worker, send, ws, pending).then(
           (w) => {
             if (w) {
               attesting = w === 'attesting';
@@ -128,7 +131,8 @@ export class WorkerSocketServer {
       this.opts.attestation.abandon(ws);
       // After the frames already received: a report sent just before the close is handled, and
       // a worker moving to another instance has its leases handed over only once it is quiet.
-      chain = chain.then(() => {
+      chain = chain.then(async () => {
+        await pending.all();
         if (worker) return this.opts.dispatcher.detach(worker, 1000, 'bye', silent ? 'heartbeat' : 'disconnect');
       });
     });
@@ -136,7 +140,14 @@ export class WorkerSocketServer {
   }
 
   /** Handles one frame; returns the worker when this frame registered it, 'attesting' when it asked a private worker for evidence. */
-  private async onFrame(text: string | null, owner: TokenOwner, worker: ConnectedWorker | null, send: (f: GatewayFrame) => void, ws: WebSocket): Promise<ConnectedWorker | 'attesting' | null> {
+  private async onFrame(
+    text: string | null,
+    owner: TokenOwner,
+    worker: ConnectedWorker | null,
+    send: (f: GatewayFrame) => void,
+    ws: WebSocket,
+    pending: PendingOutputs,
+  ): Promise<ConnectedWorker | 'attesting' | null> {
     let frame;
     try {
       if (text === null) throw new FrameError('bad_frame', 'frames are JSON text, not binary');
@@ -173,6 +184,23 @@ export class WorkerSocketServer {
       });
       return null;
     }
+    if (frame.type === 'output') {
+      pending.add(frame.lease_id, this.answerReport(worker, frame));
+      if (pending.full) await pending.all();
+      return null;
+    }
+    await pending.settled(frame.lease_id);
+    const answer = await this.answerReport(worker, frame);
+    pending.flush(frame.lease_id);
+    send(answer);
+    return null;
+  }
+
+  /**
+   * Hands a lease frame to the dispatcher (at once: an output is queued for the log before
+   * this returns) and resolves with its answer; never rejects.
+   */
+  private async answerReport(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<GatewayFrame> {
     let refused;
     try {
       refused = await this.opts.dispatcher.report(worker, frame);
@@ -181,15 +209,11 @@ export class WorkerSocketServer {
       // match it: `unavailable` (a datastore outage) asks the worker to send the frame again.
       const unavailable = toApiError(err).code === 'unavailable';
       this.opts.log.warn({ err, leaseId: frame.lease_id, of: frame.type }, unavailable ? 'worker report deferred: the datastore is unavailable' : 'worker report failed');
-      send(
-        unavailable
-          ? { type: 'error', code: 'unavailable', lease_id: frame.lease_id, of: frame.type, retryable: true, message: 'the gateway cannot reach its datastore: send this frame again' }
-          : { type: 'error', code: 'internal', lease_id: frame.lease_id, of: frame.type, retryable: false, message: 'the gateway could not handle this frame' },
-      );
-      return null;
+      return unavailable
+        ? { type: 'error', code: 'unavailable', lease_id: frame.lease_id, of: frame.type, retryable: true, message: 'the gateway cannot reach its datastore: send this frame again' }
+        : { type: 'error', code: 'internal', lease_id: frame.lease_id, of: frame.type, retryable: false, message: 'the gateway could not handle this frame' };
     }
-    send(refused ? { type: 'error', lease_id: frame.lease_id, of: frame.type, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type });
-    return null;
+    return refused ? { type: 'error', lease_id: frame.lease_id, of: frame.type, ...refused } : { type: 'ack', lease_id: frame.lease_id, of: frame.type };
   }
 
   /**

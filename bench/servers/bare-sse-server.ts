@@ -28,9 +28,10 @@ const subscriber = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 subscriber.on('message', (channel: string, message: string) => {
   const run = runs.get(channel.slice(channelPrefix.length));
   if (!run) return;
-  const e = RunEventLog.parseMessage(message);
-  const frame = `id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`;
-  for (const res of run.clients) res.write(frame);
+  for (const e of RunEventLog.parseMessage(message)) {
+    const frame = `id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`;
+    for (const res of run.clients) res.write(frame);
+  }
 });
 
 const ROUTE = /^\/runs\/([^/?]+)\/events$/;

@@ -82,4 +82,6 @@ export class RedisKeys {
   runEvents = (runId: string) => `${this.prefix}:ev:${runId}`;
   /** A run's event log: a capped stream whose entry ids are the event numbers. */
   runEventLog = (runId: string) => `${this.prefix}:evlog:${runId}`;
+  /** The last event number a run's log used (same lifetime as the log). */
+  runEventSeq = (runId: string) => `${this.prefix}:evseq:${runId}`;
 }

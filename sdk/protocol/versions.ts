@@ -2,7 +2,7 @@
  * The worker protocol versions (docs/worker-protocol.md). One list for both ends: the SDK offers
  * it in `register` and the gateway picks the highest version it shares, so the two cannot drift.
  */
-export const PROTOCOL_VERSIONS = [1, 2, 3] as const;
+export const PROTOCOL_VERSIONS = [1, 2, 3, 4] as const;
 
 export type ProtocolVersion = (typeof PROTOCOL_VERSIONS)[number];
 
@@ -11,3 +11,6 @@ export const HANDOVER_PROTOCOL = 2;
 
 /** The first version with `models` in `register` and the `models` frame: jobs route by model. */
 export const MODELS_PROTOCOL = 3;
+
+/** The first version whose `ack` may answer several `output` frames of a lease at once (`count`). */
+export const BATCH_ACK_PROTOCOL = 4;

@@ -212,6 +212,8 @@ export interface AckFrame {
   type: 'ack';
   lease_id: string;
   of: LeaseReport['type'];
+  /** Protocol 4: answers this many consecutive `output` frames of the lease (absent: one). */
+  count?: number;
 }
 
 export interface ErrorFrame {

@@ -250,8 +250,12 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         conn.draining = true;
         this.settings.log.info('the gateway asked to drain: finishing current leases, then reconnecting');
         return this.checkIdle();
-      case 'ack':
-        return this.runner.onAnswer(frame.lease_id, { ok: true, of: String(frame.of) });
+      case 'ack': {
+        // Protocol 4: one ack for a batch of outputs stands for that many answers, in order.
+        const count = Number.isInteger(frame.count) && Number(frame.count) > 1 ? Number(frame.count) : 1;
+        for (let i = 0; i < count; i++) this.runner.onAnswer(frame.lease_id, { ok: true, of: String(frame.of) });
+        return;
+      }
       case 'error':
         return this.onErrorFrame(conn, frame);
       default:

@@ -38,7 +38,9 @@ export class RunEventHub {
   private readonly onMessage = (channel: string, message: string) => {
     if (!channel.startsWith(this.channelPrefix)) return;
     const group = this.runs.get(channel.slice(this.channelPrefix.length));
-    if (group) this.enqueue(channel.slice(this.channelPrefix.length), group, RunEventLog.parseMessage(message));
+    if (!group) return;
+    const runId = channel.slice(this.channelPrefix.length);
+    this.enqueue(runId, group, RunEventLog.parseMessage(message));
   };
   // Messages published while the subscriber was reconnecting are lost to pub/sub: read them
   // back from the log for every run still followed here.
@@ -97,14 +99,18 @@ export class RunEventHub {
     this.opts.subscriber.unsubscribe(this.opts.log.channel(runId)).catch(() => {});
   }
 
-  private enqueue(runId: string, group: RunGroup, event: LoggedRunEvent): void {
+  /** One published message: a batch of consecutive events, delivered in one step. */
+  private enqueue(runId: string, group: RunGroup, events: LoggedRunEvent[]): void {
+    if (events.length === 0) return;
     // Compared with what is already queued, not delivered: several messages of one run often
     // arrive in one read, and only a real jump in the numbering needs the log.
-    if (group.seenId > 0 && event.id > group.seenId + 1) {
-      group.chain = group.chain.then(() => this.refill(runId, group, event.id));
+    if (group.seenId > 0 && events[0].id > group.seenId + 1) {
+      group.chain = group.chain.then(() => this.refill(runId, group, events[0].id));
     }
-    group.seenId = Math.max(group.seenId, event.id);
-    group.chain = group.chain.then(() => this.deliver(group, event));
+    group.seenId = Math.max(group.seenId, events[events.length - 1].id);
+    group.chain = group.chain.then(() => {
+      for (const event of events) this.deliver(group, event);
+    });
   }
 
   /** Hands the followers the logged events between the last delivered one and `before`. */

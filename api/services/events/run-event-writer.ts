@@ -3,6 +3,7 @@ import { isDatastoreUnavailable } from '../../../models/errors.js';
 import type { RunEventLog } from '../../../models/run-event-log.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { jobView } from '../../contract/presenters.js';
+import { RunAppendQueue, type NewRunEvent } from './run-append-queue.js';
 
 /** Background retries of a terminal event that could not be logged (about 1 min in all). */
 const RETRIES = 6;
@@ -13,12 +14,24 @@ const RETRIES = 6;
  * thrown: the run's own state has already moved, and a follower always starts from that state.
  * Log lines and output exist nowhere else: when the datastore is unavailable they throw, the
  * worker is told so and sends them again.
+ * Every event of a run goes through one group-commit queue, so the log keeps the order in
+ * which this instance was told things (a run's last outputs before its final status).
  */
 export class RunEventWriter {
+  private readonly queue: RunAppendQueue;
+
   constructor(
-    private readonly log: RunEventLog,
+    log: RunEventLog,
     private readonly logger: Logger,
-  ) {}
+    retryDelaysMs?: readonly number[],
+  ) {
+    this.queue = new RunAppendQueue(log, retryDelaysMs);
+  }
+
+  /** Resolves once every event of the run handed over so far is logged (or refused). */
+  settled(runId: string): Promise<void> {
+    return this.queue.settled(runId);
+  }
 
   /** `status` with the whole job; a terminal status is followed by `done`. */
   statusChanged = async (run: RunRecord): Promise<void> => {
@@ -34,22 +47,23 @@ export class RunEventWriter {
     return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
   }
 
+  /** Queues the delta at once (synchronously: call order is log order); resolves once it is logged. */
   output(runId: string, delta: string): Promise<void> {
     return this.appendReported(runId, [{ event: 'output', data: { delta } }]);
   }
 
-  private async appendReported(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+  private async appendReported(runId: string, events: NewRunEvent[]): Promise<void> {
     try {
-      await this.log.append(runId, events);
+      await this.queue.append(runId, events);
     } catch (err) {
       if (isDatastoreUnavailable(err)) throw err;
       this.logger.warn({ err, runId }, 'could not log a run event');
     }
   }
 
-  private async append(runId: string, events: Parameters<RunEventLog['append']>[1]): Promise<void> {
+  private async append(runId: string, events: NewRunEvent[]): Promise<void> {
     try {
-      await this.log.append(runId, events);
+      await this.queue.append(runId, events);
     } catch (err) {
       this.logger.warn({ err, runId }, 'could not log a run event');
       // A lost `done` would leave live followers waiting: terminal events are retried in the
@@ -58,10 +72,10 @@ export class RunEventWriter {
     }
   }
 
-  private retry(runId: string, events: Parameters<RunEventLog['append']>[1], attempt: number): void {
+  private retry(runId: string, events: NewRunEvent[], attempt: number): void {
     if (attempt > RETRIES) return;
     setTimeout(() => {
-      this.log.append(runId, events).then(
+      this.queue.append(runId, events).then(
         () => this.logger.info({ runId, attempt }, 'logged a run end on retry'),
         () => this.retry(runId, events, attempt + 1),
       );
