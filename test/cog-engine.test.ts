@@ -11,6 +11,7 @@ import type { EngineContext } from '../sdk/engines/types.js';
 import { CogServer, type Script, imageModelSchema, textModelSchema } from './helpers/cog-server.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { dataUri, samplePng } from './helpers/sample-files.js';
+import { runCliWorker } from './helpers/cli-worker.js';
 
 /**
  * The Cog engine (sdk/engines/cog) against a server that speaks Cog's documented HTTP API
@@ -265,22 +266,7 @@ describe('switchyard worker --engine cog', function () {
   const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
   let gw: TestGateway, key: string, token: string;
 
-  /** Runs the worker until `whileUp` is done, then SIGTERM; resolves with its exit code and stderr. */
-  async function runWorker(args: string[], whileUp: () => Promise<void>): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--engine', 'cog', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
-      await whileUp();
-    } catch (err) {
-      (err as Error).message += `\nworker stderr: ${stderr}`;
-      throw err;
-    } finally {
-      child.kill('SIGTERM');
-    }
-    return { code: await exited, stderr };
-  }
+  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, ['--engine', 'cog', ...args], whileUp);
 
   before(async () => {
     gw = await new TestGateway(prefix).start();

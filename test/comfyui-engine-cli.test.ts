@@ -7,6 +7,7 @@ import { FakeComfyUi } from './helpers/comfyui-server.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { dataUri, samplePng } from './helpers/sample-files.js';
 import { SseClient } from './helpers/sse-client.js';
+import { runCliWorker } from './helpers/cli-worker.js';
 
 /**
  * `switchyard worker --engine comfyui`: the command a contributor with a ComfyUI server runs,
@@ -25,22 +26,7 @@ describe('switchyard worker --engine comfyui', function () {
   const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
   let gw: TestGateway, comfy: FakeComfyUi, key: string, token: string;
 
-  /** Runs `switchyard worker` until `whileUp` is done, then SIGTERM; its exit code and stderr. */
-  async function runWorker(args: string[], whileUp: () => Promise<void>): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
-      await whileUp();
-    } catch (err) {
-      (err as Error).message += `\nworker stderr: ${stderr}`;
-      throw err;
-    } finally {
-      child.kill('SIGTERM');
-    }
-    return { code: await exited, stderr };
-  }
+  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, [...args], whileUp);
 
   before(async () => {
     comfy = await new FakeComfyUi().start();

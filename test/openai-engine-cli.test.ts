@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { LLM_KIND } from '../sdk/engines/openai/index.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { OpenAiUpstream } from './helpers/openai-upstream.js';
+import { runCliWorker } from './helpers/cli-worker.js';
 
 /**
  * `switchyard worker --engine openai`: the command a contributor with a vLLM or Ollama server
@@ -31,22 +32,7 @@ describe('switchyard worker --engine openai', function () {
   let gw: TestGateway, upstream: OpenAiUpstream, key: string, token: string;
   const modelIds = async () => ((await gw.request('GET', '/v1/models', { key })).body.data as Array<{ id: string }>).map((m) => m.id);
 
-  /** Runs the worker until `whileUp` is done, then SIGTERM; resolves with its exit code and stderr. */
-  async function runWorker(args: string[], whileUp: () => Promise<void>): Promise<{ code: number | null; stderr: string }> {
-    const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
-      await whileUp();
-    } catch (err) {
-      (err as Error).message += `\nworker stderr: ${stderr}`;
-      throw err;
-    } finally {
-      child.kill('SIGTERM');
-    }
-    return { code: await exited, stderr };
-  }
+  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, [...args], whileUp);
 
   before(async () => {
     upstream = await new OpenAiUpstream(['llama3.1:8b', 'qwen2.5:7b'], BACKEND_KEY).start();
