@@ -1,5 +1,5 @@
 import type { EngineContext } from '../engines/types.js';
-import { MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
+import { DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
 import { LeaseInputFiles } from './input-files.js';
@@ -89,7 +89,7 @@ export class LeaseRunner {
         },
         output: (delta) => {
           if (lease.phase !== 'running' || lease.cause) return;
-          for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.sendLease(lease, { type: 'output', delta: part });
+          for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.sendLease(lease, { type: 'output', delta: part, seq: ++lease.outputSeq });
         },
         inputFile: (field) => inputs.get(String(field)),
       };
@@ -192,7 +192,9 @@ export class LeaseRunner {
       return true;
     }
     if (lease.conn.closed) return false;
-    if (!this.ctx.send(lease.conn, { ...frame, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
+    // An instance older than protocol 4 refuses a field it does not know.
+    const wire = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame;
+    if (!this.ctx.send(lease.conn, { ...wire, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
     lease.unanswered.push(frame);
     return true;
