@@ -101,7 +101,10 @@ describe('a gateway killed mid-stream, protocol 4 with numbered deltas', functio
     // And one that was acked, as a confused worker might: dropped too.
     resent.unshift({ delta: sent[0], seq: 1 });
     for (const r of resent) w2.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, ...r });
-    assert.equal((await w2.complete(lease)).type, 'ack');
+    // Its own answer: the outputs' acks come first, and a complete waits for its outputs to be logged.
+    const completed = w2.next((f) => f.lease_id === lease.lease_id && f.of === 'complete');
+    w2.send({ type: 'complete', lease_id: lease.lease_id, fence: lease.fence, output: { urls: [] } });
+    assert.equal((await completed).type, 'ack');
 
     assert.deepEqual(await outputs(eventLog, runId), sent, 'each delta once, in order');
     const seen = client.frames.at(-1)!.id;
