@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
+import { MAX_OUTPUT_DELTA } from '../sdk/protocol/index.js';
 import { SwitchyardWorker, silentLogger, type SwitchyardWorkerOptions } from '../sdk/worker/index.js';
 import { until } from './helpers/harness.js';
 
@@ -71,8 +72,9 @@ describe('worker SDK: numbered output deltas', () => {
   });
 
   /**
-   * The handler streams a, b, c, d; the first instance acks a and b only, asks the worker to
-   * move and drops the socket; on the second the handler streams e and completes.
+   * The handler streams a, b, c, d, each a full frame (so none coalesce); the first instance acks
+   * a and b only, asks the worker to move and drops the socket once c is in; on the second the
+   * handler streams e and completes.
    */
   async function moveMidStream(protocol: number) {
     gw.protocol = protocol;
@@ -83,7 +85,7 @@ describe('worker SDK: numbered output deltas', () => {
       const n = gw.outputs(1).length;
       if (n > 2) return false;
       if (n === 2) {
-        // Both acks are on their way before the socket goes: only c and d stay un-acked.
+        // Both acks are on their way before the socket goes: only c (and d, not sent yet) stay un-acked.
         ws.send(JSON.stringify({ type: 'ack', lease_id: frame.lease_id, of: 'output' }));
         ws.send(JSON.stringify({ type: 'reconnect' }));
         return false;
@@ -92,7 +94,7 @@ describe('worker SDK: numbered output deltas', () => {
     const done = new Promise<void>((resolve) => {
       void start({
         handler: async (_kind, _input, ctx) => {
-          for (const d of ['a', 'b', 'c', 'd']) ctx.output(d);
+          for (const d of ['a', 'b', 'c', 'd']) ctx.output(d.repeat(MAX_OUTPUT_DELTA));
           await released;
           ctx.output('e');
           resolve();
@@ -102,27 +104,74 @@ describe('worker SDK: numbered output deltas', () => {
     });
     await until('a worker', async () => gw.sockets.length === 1 && gw.frames.some((f) => f.type === 'register'));
     gw.sockets[0].send(JSON.stringify(gw.lease()));
-    await until('four outputs', async () => gw.outputs(1).length === 4);
+    await until('three outputs', async () => gw.outputs(1).length === 3);
     gw.sockets[0].terminate();
     await until('the lease claimed on a second socket', async () => gw.frames.some((f) => f.type === 'register' && f.socket === 2 && f.resume?.length === 1));
     release();
     await done;
     await until('complete', async () => gw.frames.some((f) => f.type === 'complete' && f.socket === 2));
   }
+  const shape = (f: Frame) => [f.seq, f.delta[0], f.delta.length];
 
   it('protocol 4: outputs are numbered; after a move only the un-acked ones go again, with their numbers, before the new ones', async () => {
     await moveMidStream(4);
-    assert.deepEqual(gw.outputs(1).map((f) => [f.seq, f.delta]), [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
-    assert.deepEqual(gw.outputs(2).map((f) => [f.seq, f.delta]), [[3, 'c'], [4, 'd'], [5, 'e']]);
+    const D = MAX_OUTPUT_DELTA;
+    assert.deepEqual(gw.outputs(1).map(shape), [[1, 'a', D], [2, 'b', D], [3, 'c', D]]);
+    assert.deepEqual(gw.outputs(2).map(shape), [[3, 'c', D], [4, 'd', D], [5, 'e', 1]]);
     // Deduped by number, as the gateway logs them: the handler's text, once.
     const logged = new Map<number, string>();
     for (const f of gw.outputs()) if (!logged.has(f.seq)) logged.set(f.seq, f.delta);
-    assert.equal([...logged.values()].join(''), 'abcde');
+    assert.equal([...logged.values()].join(''), ['a', 'b', 'c', 'd'].map((c) => c.repeat(D)).join('') + 'e');
   });
 
   it('protocol 3: outputs carry no number and nothing is sent again (it could be logged twice)', async () => {
     await moveMidStream(3);
     assert.ok(gw.outputs().every((f) => !('seq' in f)));
-    assert.deepEqual(gw.outputs(2).map((f) => f.delta), ['e']);
+    assert.deepEqual(gw.outputs(2).map((f) => [f.delta[0], f.delta.length]), [['d', MAX_OUTPUT_DELTA], ['e', 1]]);
+  });
+
+  /** Runs one lease whose handler is `body`; resolves once its final report is answered. */
+  async function runLease(body: (ctx: { output(d: string): void; log(l: string): void }) => void) {
+    await start({
+      handler: async (_kind, _input, ctx) => {
+        body(ctx);
+        return { artifacts: [] };
+      },
+    });
+    gw.sockets[0].send(JSON.stringify(gw.lease()));
+    await until('complete', async () => gw.frames.some((f) => f.type === 'complete'));
+  }
+
+  it('coalesces the deltas written while an output frame is in flight: fewer frames, numbered in order, the exact text; a log line stays between the texts around it', async () => {
+    const sent = Array.from({ length: 3000 }, (_, i) => `<${i}>`);
+    await runLease((ctx) => {
+      for (const d of sent.slice(0, 2990)) ctx.output(d);
+      ctx.log('between');
+      for (const d of sent.slice(2990)) ctx.output(d);
+    });
+    const frames = gw.frames.filter((f) => f.type === 'output' || f.type === 'log');
+    const outs = frames.filter((f) => f.type === 'output');
+    assert.ok(outs.length < sent.length / 100, `${outs.length} output frames for ${sent.length} deltas`);
+    assert.equal(outs.map((f) => f.delta).join(''), sent.join(''));
+    assert.deepEqual(outs.map((f) => f.seq), outs.map((_, i) => i + 1));
+    for (const f of outs) assert.match(f.delta, /^(<\d+>)+$/, 'whole deltas only');
+    const before = frames.slice(0, frames.findIndex((f) => f.type === 'log'));
+    assert.equal(before.map((f) => f.delta).join(''), sent.slice(0, 2990).join(''));
+    // The first delta does not wait: nothing was in flight.
+    assert.equal(outs[0].delta, sent[0]);
+  });
+
+  it('a coalesced frame stays within the protocol limit and never splits a delta', async () => {
+    const part = 30_000;
+    const sent = Array.from({ length: 20 }, (_, i) => String.fromCharCode(97 + i).repeat(part));
+    await runLease((ctx) => sent.forEach((d) => ctx.output(d)));
+    const outs = gw.outputs();
+    assert.equal(outs.map((f) => f.delta).join(''), sent.join(''));
+    for (const f of outs) {
+      assert.ok(f.delta.length <= MAX_OUTPUT_DELTA);
+      assert.equal(f.delta.length % part, 0, 'whole deltas only');
+    }
+    assert.ok(outs.length < sent.length, `${outs.length} frames for ${sent.length} deltas`);
+    assert.ok(outs.some((f) => f.delta.length === 3 * part), 'frames fill up to the limit');
   });
 });

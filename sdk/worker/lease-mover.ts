@@ -31,7 +31,7 @@ export class LeaseMover {
   private leaseTtlMs = 30_000;
 
   constructor(
-    private readonly runner: Pick<LeaseRunner, 'leases' | 'sendLease' | 'sendFinal' | 'drop' | 'abortLease'>,
+    private readonly runner: Pick<LeaseRunner, 'leases' | 'sendLease' | 'sendFinal' | 'drop' | 'abortLease' | 'flushOutput'>,
     private readonly ctx: LeaseMoverContext,
   ) {}
 
@@ -105,6 +105,8 @@ export class LeaseMover {
     lease.sent = 0;
     lease.answered = 0;
     lease.unanswered = [];
+    // No answer will come on the closed socket to release the deltas waiting for one.
+    this.runner.flushOutput(lease);
     this.moving.add(lease);
     this.deadline ??= setTimeout(() => this.loseMoves(`not taken back within the lease TTL (${this.leaseTtlMs} ms)`), this.leaseTtlMs);
   }

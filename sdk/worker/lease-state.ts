@@ -38,6 +38,8 @@ export interface LeaseState {
    * them too (the gateway drops the ones it logged). Acked frames are never among them.
    */
   unacked: ReportBody[];
+  /** Deltas written while an output frame is in flight, to leave as one frame (LeaseRunner.output). */
+  coalesced?: string;
   /** `unavailable` answers in a row: the resend waits longer each time. */
   outageRetries: number;
   /** Frames answered `unavailable`, sent again together, in their order, when `resendTimer` fires. */
