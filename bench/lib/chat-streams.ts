@@ -7,7 +7,7 @@ export interface ChatTarget {
   model: string;
   /** Content chunks each completion asks for (`max_tokens`: every source here sends one word per token). */
   tokens: number;
-  /** Fewer content chunks than this make a completion an error. @defaultValue tokens */
+  /** Fewer tokens (words of content) than this make a completion an error. @defaultValue tokens */
   expectTokens?: number;
 }
 
