@@ -21,7 +21,7 @@ import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 export interface WorkerReportSink {
   progress(runId: string, progress: number, message?: string): Promise<void>;
   logLine(runId: string, line: string): Promise<void>;
-  output(runId: string, delta: string): Promise<void>;
+  output(runId: string, delta: string, guard?: { leaseId: string; seq: number }): Promise<void>;
 }
 
 /** A lease held on this instance: what its reports are checked against and what ends its job. */
@@ -206,7 +206,7 @@ export class LeaseSettlement {
       case 'output':
         // Reached without an await since the call: the delta is queued in the order the frames
         // came, which lets the worker socket take the next frame before this one is logged.
-        await this.opts.events?.output(run.run_id, frame.delta);
+        await this.opts.events?.output(run.run_id, frame.delta, frame.seq === undefined ? undefined : { leaseId: frame.lease_id, seq: frame.seq });
         return null;
       case 'complete':
         lease.closing = true;

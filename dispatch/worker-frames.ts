@@ -135,7 +135,7 @@ const frameSchemas = {
     type: 'object',
     additionalProperties: false,
     required: ['type', 'lease_id', 'fence', 'delta'],
-    properties: { type: { const: 'output' }, ...leaseRef, delta: { type: 'string', maxLength: MAX_OUTPUT_DELTA } },
+    properties: { type: { const: 'output' }, ...leaseRef, delta: { type: 'string', maxLength: MAX_OUTPUT_DELTA }, seq: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
   },
   complete: {
     type: 'object',

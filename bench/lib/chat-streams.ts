@@ -7,7 +7,7 @@ export interface ChatTarget {
   model: string;
   /** Content chunks each completion asks for (`max_tokens`: every source here sends one word per token). */
   tokens: number;
-  /** Fewer content chunks than this make a completion an error. @defaultValue tokens */
+  /** Fewer tokens (words of content) than this make a completion an error. @defaultValue tokens */
   expectTokens?: number;
 }
 
@@ -118,9 +118,14 @@ export class ChatStreamLoad {
             }
             const chunk = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }>; error?: { message?: string } };
             if (chunk.error) this.fail(`error chunk: ${chunk.error.message}`);
-            if (!chunk.choices?.[0]?.delta?.content) continue;
-            if (got++ === 0 && recorded) this.ttft.push(performance.now() - sentAt);
-            this.tokens++;
+            const content = chunk.choices?.[0]?.delta?.content;
+            if (!content) continue;
+            if (got === 0 && recorded) this.ttft.push(performance.now() - sentAt);
+            // Every source here sends one word per token; a worker that coalesces its deltas
+            // sends several in one chunk, so tokens are counted as words, not chunks.
+            const words = countWords(content);
+            got += words;
+            this.tokens += words;
           }
         });
         res.on('end', () => {
@@ -135,4 +140,10 @@ export class ChatStreamLoad {
       req.end(this.body);
     });
   }
+}
+
+function countWords(text: string): number {
+  let n = 0;
+  for (const w of text.split(/\s+/)) if (w) n++;
+  return Math.max(1, n);
 }

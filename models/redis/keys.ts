@@ -84,4 +84,6 @@ export class RedisKeys {
   runEventLog = (runId: string) => `${this.prefix}:evlog:${runId}`;
   /** The last event number a run's log used (same lifetime as the log). */
   runEventSeq = (runId: string) => `${this.prefix}:evseq:${runId}`;
+  /** Protocol 4: the highest output `seq` logged per lease of a run (same lifetime as the log). */
+  runDeltaSeq = (runId: string) => `${this.prefix}:evdseq:${runId}`;
 }

@@ -14,3 +14,6 @@ export const MODELS_PROTOCOL = 3;
 
 /** The first version whose `ack` may answer several `output` frames of a lease at once (`count`). */
 export const BATCH_ACK_PROTOCOL = 4;
+
+/** The first version whose `output` frames carry a per-lease `seq` the gateway dedupes by. */
+export const DELTA_SEQ_PROTOCOL = 4;

@@ -99,6 +99,11 @@ export interface LogFrame extends LeaseRef {
 export interface OutputFrame extends LeaseRef {
   type: 'output';
   delta: string;
+  /**
+   * Protocol 4: the lease's output frames numbered 1, 2, 3... A frame sent again after its
+   * answer was lost keeps its number, and the gateway drops one at or below the highest it logged.
+   */
+  seq?: number;
 }
 
 export interface CompleteFrame extends LeaseRef {

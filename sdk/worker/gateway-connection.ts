@@ -34,6 +34,8 @@ export interface Connection {
   moving: boolean;
   /** The register frame claimed leases (`resume`). */
   claimed: boolean;
+  /** The protocol version `registered` agreed on (0 before). */
+  protocol: number;
 }
 
 /**
@@ -86,7 +88,7 @@ export class GatewayConnection {
       ...webSocket,
       headers: { ...(webSocket?.headers ?? {}), authorization: `Bearer ${token}` },
     });
-    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false, moving: false, claimed: false };
+    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false, moving: false, claimed: false, protocol: 0 };
     this.current = conn;
     log.debug('connecting', { url });
 

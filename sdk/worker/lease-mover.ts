@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import type { ResumeClaim } from '../protocol/index.js';
+import { DELTA_SEQ_PROTOCOL, type ResumeClaim } from '../protocol/index.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
 import type { LeaseRunner } from './lease-runner.js';
 import type { LeaseState } from './lease-state.js';
@@ -31,7 +31,7 @@ export class LeaseMover {
   private leaseTtlMs = 30_000;
 
   constructor(
-    private readonly runner: Pick<LeaseRunner, 'leases' | 'sendLease' | 'sendFinal' | 'drop' | 'abortLease'>,
+    private readonly runner: Pick<LeaseRunner, 'leases' | 'sendLease' | 'sendFinal' | 'drop' | 'abortLease' | 'flushOutput'>,
     private readonly ctx: LeaseMoverContext,
   ) {}
 
@@ -101,9 +101,12 @@ export class LeaseMover {
       clearTimeout(lease.finalTimer);
       lease.finalIndex = undefined;
     }
+    if (lease.conn.protocol >= DELTA_SEQ_PROTOCOL) lease.unacked.push(...lease.unanswered.filter((f) => f.type === 'output'));
     lease.sent = 0;
     lease.answered = 0;
     lease.unanswered = [];
+    // No answer will come on the closed socket to release the deltas waiting for one.
+    this.runner.flushOutput(lease);
     this.moving.add(lease);
     this.deadline ??= setTimeout(() => this.loseMoves(`not taken back within the lease TTL (${this.leaseTtlMs} ms)`), this.leaseTtlMs);
   }
@@ -125,6 +128,10 @@ export class LeaseMover {
       }
       lease.conn = conn;
       conn.leases.add(lease.info.lease_id);
+      // Un-acked outputs first, as first sent; unnumbered here they could be logged twice, so
+      // an instance older than protocol 4 does not get them (the text may miss them, as before).
+      const unacked = lease.unacked.splice(0);
+      if (conn.protocol >= DELTA_SEQ_PROTOCOL) for (const f of unacked) this.runner.sendLease(lease, f);
       for (const held of lease.held.splice(0)) this.runner.sendLease(lease, held);
       if (lease.phase === 'reporting' && lease.finalFrame && lease.finalIndex === undefined) void this.ctx.resignReceipt(lease).then(() => this.runner.sendFinal(lease));
     }
@@ -146,6 +153,7 @@ export class LeaseMover {
   /** A lease that did not survive the move: its handler is aborted and nothing more is reported. */
   private loseMoved(lease: LeaseState, reason: string): void {
     lease.held = [];
+    lease.unacked = [];
     lease.lostInMove = `lost in the move to another gateway instance: ${reason}`;
     this.ctx.log.warn('lease lost in the move to another instance', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, reason });
     if (lease.phase === 'pending') return this.runner.drop(lease, lease.lostInMove);

@@ -1,5 +1,5 @@
 import type { EngineContext } from '../engines/types.js';
-import { MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
+import { DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
 import { LeaseInputFiles } from './input-files.js';
@@ -85,11 +85,14 @@ export class LeaseRunner {
         signal: controller.signal,
         progress: (p, message) => this.progress(lease, p, message),
         log: (line) => {
-          if (lease.phase === 'running' && !lease.cause) this.sendLease(lease, { type: 'log', line: cut(String(line), MAX_LOG_LINE) });
+          if (lease.phase !== 'running' || lease.cause) return;
+          // Behind the text written before it, as the handler wrote them.
+          this.flushOutput(lease);
+          this.sendLease(lease, { type: 'log', line: cut(String(line), MAX_LOG_LINE) });
         },
         output: (delta) => {
           if (lease.phase !== 'running' || lease.cause) return;
-          for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.sendLease(lease, { type: 'output', delta: part });
+          for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.output(lease, part);
         },
         inputFile: (field) => inputs.get(String(field)),
       };
@@ -113,6 +116,7 @@ export class LeaseRunner {
       this.runningNow--;
     }
     this.flushProgress(lease, false);
+    this.flushOutput(lease);
     await this.report(lease, outcome);
     this.pump();
     this.ctx.settled();
@@ -184,6 +188,29 @@ export class LeaseRunner {
     lease.finalTimer = setTimeout(() => lease.onFinalAnswer?.({ ok: false, code: 'no_answer', message: `no answer from the gateway in ${reportTimeoutMs} ms` }), reportTimeoutMs);
   }
 
+  /**
+   * Coalescing: while an output frame of the lease waits for its answer, later deltas join the
+   * next frame, which leaves when the answer comes. No timer: at low load each delta goes at once,
+   * under load one frame per round trip carries what piled up meanwhile. A frame never exceeds
+   * the protocol's delta limit, and a delta (already cut to it) is never split across frames.
+   */
+  private output(lease: LeaseState, part: string): void {
+    if (lease.coalesced !== undefined && lease.coalesced.length + part.length > MAX_OUTPUT_DELTA) this.flushOutput(lease);
+    if (lease.coalesced === undefined && (lease.moving || !outputInFlight(lease))) {
+      this.sendLease(lease, { type: 'output', delta: part, seq: ++lease.outputSeq });
+      return;
+    }
+    lease.coalesced = (lease.coalesced ?? '') + part;
+  }
+
+  /** Sends the deltas waiting to be coalesced, as one frame. */
+  flushOutput(lease: LeaseState): void {
+    const delta = lease.coalesced;
+    if (delta === undefined) return;
+    lease.coalesced = undefined;
+    this.sendLease(lease, { type: 'output', delta, seq: ++lease.outputSeq });
+  }
+
   /** Sends a lease frame, or holds it while the lease moves to another instance. */
   sendLease(lease: LeaseState, frame: ReportBody): boolean {
     if (lease.moving) {
@@ -192,7 +219,9 @@ export class LeaseRunner {
       return true;
     }
     if (lease.conn.closed) return false;
-    if (!this.ctx.send(lease.conn, { ...frame, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
+    // An instance older than protocol 4 refuses a field it does not know.
+    const wire = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame;
+    if (!this.ctx.send(lease.conn, { ...wire, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
     lease.unanswered.push(frame);
     return true;
@@ -207,6 +236,7 @@ export class LeaseRunner {
     if (lease.conn.moving) queueMicrotask(() => this.ctx.answeredWhileMoving(lease.conn));
     if (!answer.ok && answer.code === 'unavailable' && frame) return this.sendAgainLater(lease, frame);
     lease.outageRetries = 0;
+    if (lease.coalesced !== undefined && !outputInFlight(lease)) this.flushOutput(lease);
     if (lease.finalHeld && !lease.moving) this.sendHeldFinal(lease, false);
     if (!answer.ok && answer.code === 'stale_lease' && lease.phase !== 'reporting') {
       this.settings.log.warn('the gateway says this lease is stale; dropping its work', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
@@ -319,6 +349,12 @@ export class LeaseRunner {
     lease.pendingProgress = null;
     if (!send || !p || lease.phase !== 'running' || lease.cause) return;
     lease.lastProgressAt = Date.now();
+    this.flushOutput(lease);
     this.sendLease(lease, { type: 'progress', ...p });
   }
+}
+
+/** An output frame of the lease is sent and not answered yet, or waits to go again. */
+function outputInFlight(lease: LeaseState): boolean {
+  return lease.resend.length > 0 || lease.unanswered.some((f) => f.type === 'output');
 }

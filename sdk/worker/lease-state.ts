@@ -30,6 +30,16 @@ export interface LeaseState {
   answered: number;
   /** The frames sent on this connection and not answered yet, oldest first (answers come in order). */
   unanswered: ReportBody[];
+  /** The number of the lease's last output frame (each keeps its `seq` however often it is sent). */
+  outputSeq: number;
+  /**
+   * Output frames sent on a socket that closed before answering them, numbered on both ends:
+   * maybe logged, maybe not, they go again first on the socket the lease moves to if it numbers
+   * them too (the gateway drops the ones it logged). Acked frames are never among them.
+   */
+  unacked: ReportBody[];
+  /** Deltas written while an output frame is in flight, to leave as one frame (LeaseRunner.output). */
+  coalesced?: string;
   /** `unavailable` answers in a row: the resend waits longer each time. */
   outageRetries: number;
   /** Frames answered `unavailable`, sent again together, in their order, when `resendTimer` fires. */
@@ -66,6 +76,8 @@ export function newLeaseState(info: LeaseInfo, conn: Connection): LeaseState {
     sent: 0,
     answered: 0,
     unanswered: [],
+    outputSeq: 0,
+    unacked: [],
     outageRetries: 0,
     resend: [],
     lastProgressAt: 0,

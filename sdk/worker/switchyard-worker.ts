@@ -274,6 +274,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.connection.registered(conn, info.heartbeat_ms);
     this.workerId = info.worker_id;
     this.protocol = info.protocol;
+    conn.protocol = info.protocol;
     this.mover.registered(info.lease_ttl_ms);
     const attested = isRecord(frame.attestation) ? { attestation_expires_at: frame.attestation.expires_at } : {};
     this.settings.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots, ...attested });

@@ -1,6 +1,6 @@
-import type { RunEventLog, RunEventName } from '../../../models/run-event-log.js';
+import type { DeltaGuard, RunEventLog, RunEventName } from '../../../models/run-event-log.js';
 
-export type NewRunEvent = { event: RunEventName; data: unknown };
+export type NewRunEvent = { event: RunEventName; data: unknown; guard?: DeltaGuard };
 
 interface Waiting {
   events: NewRunEvent[];

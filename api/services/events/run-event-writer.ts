@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { isDatastoreUnavailable } from '../../../models/errors.js';
-import type { RunEventLog } from '../../../models/run-event-log.js';
+import type { DeltaGuard, RunEventLog } from '../../../models/run-event-log.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { jobView } from '../../contract/presenters.js';
 import { RunAppendQueue, type NewRunEvent } from './run-append-queue.js';
@@ -47,9 +47,12 @@ export class RunEventWriter {
     return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
   }
 
-  /** Queues the delta at once (synchronously: call order is log order); resolves once it is logged. */
-  output(runId: string, delta: string): Promise<void> {
-    return this.appendReported(runId, [{ event: 'output', data: { delta } }]);
+  /**
+   * Queues the delta at once (synchronously: call order is log order); resolves once it is
+   * logged, or skipped as a copy of one already logged (`guard`: the worker's number for it).
+   */
+  output(runId: string, delta: string, guard?: DeltaGuard): Promise<void> {
+    return this.appendReported(runId, [guard ? { event: 'output', data: { delta }, guard } : { event: 'output', data: { delta } }]);
   }
 
   private async appendReported(runId: string, events: NewRunEvent[]): Promise<void> {
