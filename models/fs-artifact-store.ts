@@ -26,6 +26,12 @@ export function newArtifactId(): string {
   return out;
 }
 
+/**
+ * Records of run uploads kept for their settlement. A lease settles within seconds of its
+ * uploads, so the bound only matters for leases that never settle (lost workers): the oldest go.
+ */
+const MAX_UPLOADED = 4096;
+
 /** Partial uploads and orphaned blobs older than this are abandoned (an upload cannot take this long). */
 const ABANDONED_MS = 24 * 3600 * 1000;
 
@@ -58,6 +64,7 @@ export class FsArtifactStore implements ArtifactStore {
   readonly root: string;
   private readonly tmp: string;
   private readonly dirs = new Set<string>();
+  private readonly uploaded = new Map<string, ArtifactMeta>();
 
   constructor(opts: FsArtifactStoreOptions) {
     this.root = path.resolve(opts.root);
@@ -132,11 +139,24 @@ export class FsArtifactStore implements ArtifactStore {
       await fsp.writeFile(sidecar, JSON.stringify(meta), { flag: 'wx', mode: 0o644 });
       await this.renameIntoDir(part, p.data, p.dir);
       await fsp.rename(sidecar, p.meta);
+      if (meta.run_id) this.remember(meta);
       return meta;
     } catch (err) {
       await Promise.all([unlinkQuietly(part), unlinkQuietly(sidecar), unlinkQuietly(this.paths(id).data)]).catch(() => {});
       throw err;
     }
+  }
+
+  private remember(meta: ArtifactMeta): void {
+    if (this.uploaded.size >= MAX_UPLOADED) this.uploaded.delete(this.uploaded.keys().next().value!);
+    this.uploaded.set(meta.id, meta);
+  }
+
+  takeUploaded(id: string): ArtifactMeta | null {
+    const meta = this.uploaded.get(id);
+    if (!meta) return null;
+    this.uploaded.delete(id);
+    return Date.parse(meta.expires_at) > Date.now() ? meta : null;
   }
 
   private async readMeta(id: string): Promise<ArtifactMeta | null> {
@@ -170,6 +190,7 @@ export class FsArtifactStore implements ArtifactStore {
   async delete(id: string): Promise<void> {
     if (!ARTIFACT_ID_PATTERN.test(id)) return;
     const p = this.paths(id);
+    this.uploaded.delete(id);
     await unlinkQuietly(p.meta);
     await unlinkQuietly(p.data);
   }
