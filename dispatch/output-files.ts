@@ -32,8 +32,9 @@ const unvouched = (url: string, name: string): JobOutputFile => ({ url, name, co
 /**
  * `output.files` of a succeeded run (docs/api.md, "The job object"): for each URL of `urls`, in
  * order, what the gateway itself recorded when the artifact was uploaded, so a worker cannot
- * misstate a file's type, size or hash. One metadata read per URL and no byte read (the store
- * hashed the bytes on the way in); a URL that is not an artifact of this gateway (open and
+ * misstate a file's type, size or hash. No byte read (the store hashed the bytes on the way
+ * in), and no metadata read for an upload this instance took (the store hands its record
+ * over); one read per URL uploaded elsewhere (a gateway sharing the data dir). A URL that is not an artifact of this gateway (open and
  * trusted workers may report external ones), or no longer is, gets null fields.
  */
 export class OutputFiles {
@@ -50,7 +51,7 @@ export class OutputFiles {
       urls.map(async (url) => {
         const ref = parseArtifactUrl(publicUrl, url);
         if (!ref) return unvouched(url, lastSegment(url));
-        let meta = known?.get(url) ?? null;
+        let meta = known?.get(url) ?? this.opts.artifacts.takeUploaded?.(ref.id) ?? null;
         if (!meta) {
           try {
             meta = await this.opts.artifacts.get(ref.id);

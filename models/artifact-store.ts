@@ -55,6 +55,12 @@ export interface ArtifactStore {
   /** A stream of the artifact's bytes (a range of them); `not_found` when it is gone. */
   open(id: string, range?: ByteRange): Promise<Readable>;
   delete(id: string): Promise<void>;
+  /**
+   * The record of a run's artifact this instance uploaded and has not handed over yet, or null;
+   * each is handed over once. Settlement describes `output.files` from it instead of reading
+   * the record back (issue 17). Null for any other upload: the caller falls back to `get`.
+   */
+  takeUploaded?(id: string): ArtifactMeta | null;
   /** Deletes every artifact that expired before `now` and any abandoned partial upload; returns how many artifacts went. */
   deleteExpired(now: Date): Promise<number>;
 }

@@ -287,7 +287,7 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     const ok = await upload(small, l, 'fits.bin', Buffer.alloc(1024, 1));
     assert.equal(ok.status, 201, 'exactly the limit is accepted');
     const before = await filesUnder(root);
-    assert.equal(before.length, 2, 'the bytes and their metadata');
+    assert.equal(before.length, 1, 'one file: the bytes and their record');
 
     // Declared too large: refused before reading.
     const declared = await upload(small, l, 'big.bin', Buffer.alloc(1025, 2));
@@ -414,14 +414,20 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     const keep = await uploaded(randomBytes(50), 'keep.png');
     const files = (url: string) => {
       const id = idOf(url);
-      return [path.join(store.root, id.slice(0, 2), `${id}.json`), path.join(store.root, id.slice(0, 2), `${id}.data`)];
+      return [path.join(store.root, id.slice(0, 2), `${id}.art`)];
     };
     const exists = (f: string) => fsp.access(f).then(() => true, () => false);
 
-    // Past its expires_at: 404 even before any sweep.
-    const [metaA] = files(a.url);
-    const meta = JSON.parse(await fsp.readFile(metaA, 'utf8'));
-    await fsp.writeFile(metaA, JSON.stringify({ ...meta, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    // Past its expires_at: 404 even before any sweep. The record is the file's trailer: JSON,
+    // its length (uint32 BE), a 4-byte magic.
+    const [fileA] = files(a.url);
+    const whole = await fsp.readFile(fileA);
+    const jsonLen = whole.readUInt32BE(whole.length - 8);
+    const meta = JSON.parse(whole.subarray(whole.length - 8 - jsonLen, whole.length - 8).toString());
+    const json = Buffer.from(JSON.stringify({ ...meta, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    const tail = Buffer.from(whole.subarray(whole.length - 8));
+    tail.writeUInt32BE(json.length, 0);
+    await fsp.writeFile(fileA, Buffer.concat([whole.subarray(0, meta.size), json, tail]));
     const gone = await fetch(a.url);
     assert.equal(gone.status, 404);
     assert.equal(((await gone.json()) as any).error.code, 'not_found');

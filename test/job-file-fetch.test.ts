@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { readArtifactFile } from './helpers/artifact-files.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { samplePng } from './helpers/sample-files.js';
@@ -40,7 +41,7 @@ function artifactsOn(root: string): { partial: string[]; accounts: string[] } {
   const accounts = readdirSync(root, { withFileTypes: true })
     .filter((d) => d.isDirectory() && d.name !== 'tmp')
     .map((d) => d.name)
-    .flatMap((d) => readdirSync(path.join(root, d)).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(path.join(root, d, f), 'utf8')).account_id as string));
+    .flatMap((d) => readdirSync(path.join(root, d)).filter((f) => f.endsWith('.art')).map((f) => readArtifactFile(path.join(root, d, f)).meta.account_id));
   return { partial, accounts };
 }
 

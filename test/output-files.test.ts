@@ -159,6 +159,9 @@ describe('output files', function () {
     const realGet = store.get;
     const realWarn = gw.log.warn;
     const warnings: unknown[][] = [];
+    const realTake = store.takeUploaded;
+    // As if another gateway sharing the data dir took the upload: only the store has its record.
+    store.takeUploaded = () => null;
     store.get = async (id) => (upload.url.includes(id) ? Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })) : realGet.call(store, id));
     gw.log.warn = ((...args: unknown[]) => (warnings.push(args), realWarn.apply(gw.log, args as never))) as typeof gw.log.warn;
     try {
@@ -170,7 +173,26 @@ describe('output files', function () {
       assert.ok(warnings.some(([obj, msg]) => (obj as { url?: string }).url === upload.url && /output\.files/.test(String(msg))), JSON.stringify(warnings));
     } finally {
       store.get = realGet;
+      store.takeUploaded = realTake;
       gw.log.warn = realWarn;
+      worker.close();
+    }
+  });
+
+  it("describes an upload this gateway took from the record it kept, without reading the store back", async () => {
+    const { worker, lease, upload, runId, bytes } = await leased('kept');
+    const store = gw.services.artifacts as ArtifactStore;
+    const realGet = store.get;
+    let reads = 0;
+    store.get = async (id) => (reads++, realGet.call(store, id));
+    try {
+      const ack = await worker.report(lease, { type: 'complete', output: { urls: [upload.url] } });
+      assert.equal(ack.type, 'ack', JSON.stringify(ack));
+      const done = await job(runId);
+      assert.deepEqual(done.output.files, [{ url: upload.url, name: 'kept.png', content_type: 'image/png', size: bytes.length, sha256: sha256(bytes) }]);
+      assert.equal(reads, 0);
+    } finally {
+      store.get = realGet;
       worker.close();
     }
   });

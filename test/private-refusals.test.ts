@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SignJWT, type JWK } from 'jose';
 import { sha256Hex, signReceipt, type Evidence } from '../sdk/attestation/index.js';
 import { SwitchyardWorker, WorkerRefusedError, silentLogger } from '../sdk/worker/index.js';
+import { flipArtifactBytes } from './helpers/artifact-files.js';
 import { TestVerifier, privateRawWorker, receiptFor, receiptKeys, upload } from './helpers/attestation-fixture.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
@@ -188,8 +189,7 @@ describe('private tier refusals at the gateway', function () {
       ['an artifact whose stored bytes changed after the upload', async ({ lease, worker, keys }) => {
         const { url, artifacts } = await good(lease);
         const id = new URL(url).pathname.split('/')[3];
-        const file = path.join(dataDir, 'artifacts', id.slice(0, 2), `${id}.data`);
-        writeFileSync(file, readFileSync(file).map((b) => b ^ 0xff));
+        flipArtifactBytes(path.join(dataDir, 'artifacts', id.slice(0, 2), `${id}.art`));
         return { urls: [url], receipt: await receiptFor(keys, lease, worker.workerId, artifacts) };
       }, /artifact_mismatch.*changed/],
       ['a URL that is not an upload of this lease', async ({ lease, worker, keys }) => {

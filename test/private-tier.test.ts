@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AttestationError, inputDigest } from '../sdk/attestation/index.js';
 import { verifyAttestation } from '../sdk/client/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger, type LeaseInfo } from '../sdk/worker/index.js';
+import { flipArtifactBytes } from './helpers/artifact-files.js';
 import { TestVerifier, privateRawWorker, verifyCli } from './helpers/attestation-fixture.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
@@ -147,10 +148,8 @@ describe('private tier: attested workers, receipts, verification and routing', f
 
     it('fails verification once a stored artifact is modified', async () => {
       const id = new URL(done.output.urls[0]).pathname.split('/')[3];
-      const file = path.join(dataDir, 'artifacts', id.slice(0, 2), `${id}.data`);
       // Same length, other bytes: the download looks whole, only its hash tells.
-      const bytes = readFileSync(file);
-      writeFileSync(file, bytes.map((b) => b ^ 0xff));
+      flipArtifactBytes(path.join(dataDir, 'artifacts', id.slice(0, 2), `${id}.art`));
       assert.equal(await refusal(verifyAttestation(done, { jwks: verifier.jwks, input })), 'artifact_mismatch');
       const res = await verifyCli([done.run_id, '--jwks', verifier.jwksFile, '--gateway', gw.url, '--key', key]);
       assert.equal(res.code, 1);
