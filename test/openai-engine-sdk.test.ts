@@ -77,14 +77,24 @@ describe('OpenAI engine: the openai SDK through the gateway to an OpenAI-compati
     assert.equal(body.stream, true, 'the engine always streams from the backend');
   });
 
-  it('streams the backend’s pieces one chunk each, then the usage chunk', async () => {
+  it('streams the backend’s pieces in order and whole, then the usage chunk', async () => {
     const pieces = ['Light', 'houses', ' guide', ' ships', '.'];
     upstream.reply = () => ({ content: pieces, usage });
     const chunks: ChatCompletionChunk[] = [];
     const stream = await client.chat.completions.create({ model: 'llama-3.1-8b', messages, stream: true, stream_options: { include_usage: true } });
     for await (const chunk of stream) chunks.push(chunk);
     assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
-    assert.deepEqual(chunks.slice(1, 1 + pieces.length).map((c) => c.choices[0].delta.content), pieces);
+    // The worker joins pieces that arrive while its previous output frame is unanswered
+    // (docs/worker-protocol.md), so a chunk holds one piece or several consecutive ones, never a
+    // part of one.
+    const contents = chunks.slice(1).map((c) => c.choices[0]?.delta?.content).filter((c): c is string => typeof c === 'string' && c !== '');
+    assert.equal(contents.join(''), pieces.join(''));
+    let next = 0;
+    for (const content of contents) {
+      let joined = '';
+      while (joined.length < content.length && next < pieces.length) joined += pieces[next++];
+      assert.equal(joined, content, `a chunk is whole pieces in order: ${JSON.stringify(contents)}`);
+    }
     assert.equal(chunks.at(-2)!.choices[0].finish_reason, 'stop');
     assert.deepEqual(chunks.at(-1)!.choices, []);
     assert.deepEqual(chunks.at(-1)!.usage, { ...usage, total_tokens: 21 });
