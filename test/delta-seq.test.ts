@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict';
 import { createRedis } from '../models/redis-connection.js';
 import { RunEventLog } from '../models/run-event-log.js';
-import { GatewayProcess } from './helpers/gateway-process.js';
-import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
-import { RawWorker, type Frame } from './helpers/raw-worker.js';
-import { SseClient, type SseFrame } from './helpers/sse-client.js';
-
-const deltas = (n: number, tag = 'd') => Array.from({ length: n }, (_, i) => `${tag}${i} `);
-const text = (frames: SseFrame[]) =>
-  frames
-    .filter((f) => f.event === 'output')
-    .map((f) => f.data.delta)
-    .join('');
-const outputs = async (log: RunEventLog, runId: string) =>
-  (await log.after(runId, 0, 10_000)).filter((e) => e.event === 'output').map((e) => JSON.parse(e.data).delta as string);
+import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { KilledGatewayFixture, loggedOutputs, outputText } from './helpers/killed-stream.js';
+import { SseClient } from './helpers/sse-client.js';
 
 describe('numbered output deltas (protocol 4 seq)', function () {
   const prefix = uniquePrefix('dseq');
@@ -38,7 +28,7 @@ describe('numbered output deltas (protocol 4 seq)', function () {
     assert.equal(await log.append('run_s', [out('c', 'L1', 3), out('x', 'L2', 1)]), 4);
     // Older workers send no seq: every delta is logged, copies included.
     assert.equal(await log.append('run_s', [out('u'), out('u')]), 6);
-    assert.deepEqual(await outputs(log, 'run_s'), ['a', 'b', 'x', 'c', 'u', 'u']);
+    assert.deepEqual(await loggedOutputs(log, 'run_s'), ['a', 'b', 'x', 'c', 'u', 'u']);
     const ids = (await log.after('run_s', 0)).map((e) => e.id);
     assert.deepEqual(ids, [1, 2, 3, 4, 5, 6]);
   });
@@ -46,57 +36,17 @@ describe('numbered output deltas (protocol 4 seq)', function () {
 
 describe('a gateway killed mid-stream, protocol 4 with numbered deltas', function () {
   this.timeout(60_000);
-  const prefix = uniquePrefix('dseq-kill');
-  let survivor: TestGateway;
-  let doomed: GatewayProcess;
-  const sockets: RawWorker[] = [];
-
-  before(async () => {
-    survivor = await new TestGateway(prefix, { LEASE_TTL_MS: '10000' }).start();
-    doomed = new GatewayProcess({ REDIS_PREFIX: prefix, LEASE_TTL_MS: '10000' });
-    await doomed.start();
-  });
-  after(async () => {
-    for (const w of sockets.splice(0)) w.terminate();
-    await doomed?.kill();
-    await survivor?.stop();
-    await cleanupPrefix(prefix);
-  });
+  const fx = new KilledGatewayFixture('dseq-kill');
 
   it('the worker sends every un-acked delta again with its seq; the log holds each delta once and the resuming client reads the exact text', async () => {
-    const { key } = await survivor.account(100);
-    const token = await survivor.workerToken();
     const register = { protocol: [4], kinds: ['inference:image:generate'] };
-    const w1 = await new RawWorker(doomed.url, token).connect(register);
-    sockets.push(w1);
-    const runId = (await survivor.submit(key)).body.run_id;
-    const lease: Frame = await w1.lease();
-    const client = await new SseClient(`${doomed.url}/v1/jobs/${runId}/events`, key).open();
-    await client.until((c) => c.frames.length >= 1);
-
-    const sent = deltas(400);
-    let acked = 0;
-    let killed: Promise<void> | undefined;
-    w1.ws.on('message', (data) => {
-      const f = JSON.parse(data.toString()) as Frame;
-      if (f.type !== 'ack' || f.of !== 'output') return;
-      acked += f.count ?? 1;
-      if (!killed) killed = doomed.kill();
-    });
-    sent.forEach((delta, i) => w1.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta, seq: i + 1 }));
-    await until('the kill', async () => killed !== undefined);
-    await killed;
-    await w1.closed;
-    assert.ok(acked < sent.length, 'killed mid-stream');
-
-    const eventLog = new RunEventLog({ redis: survivor.redis, prefix, maxLength: 100_000, ttlMs: 60_000 });
-    const before = await outputs(eventLog, runId);
+    const { key, token, runId, lease, client, sent, acked, eventLog } = await fx.streamUntilKilled(register, { seq: true });
+    const before = await loggedOutputs(eventLog, runId);
     assert.ok(before.length >= acked, 'every acknowledged delta is logged');
 
     // Not knowing which un-acked deltas were logged, the worker sends all of them again; with
     // deltas logged but not acked, the log would hold those twice without the seq check.
-    const w2 = await new RawWorker(survivor.url, token).connect({ ...register, resume: [{ lease_id: lease.lease_id, fence: lease.fence, upload_token: lease.upload_token }] });
-    sockets.push(w2);
+    const w2 = await fx.resumeOnSurvivor(token, register, lease);
     const resent = sent.map((delta, i) => ({ delta, seq: i + 1 })).slice(acked);
     // And one that was acked, as a confused worker might: dropped too.
     resent.unshift({ delta: sent[0], seq: 1 });
@@ -106,11 +56,11 @@ describe('a gateway killed mid-stream, protocol 4 with numbered deltas', functio
     w2.send({ type: 'complete', lease_id: lease.lease_id, fence: lease.fence, output: { urls: [] } });
     assert.equal((await completed).type, 'ack');
 
-    assert.deepEqual(await outputs(eventLog, runId), sent, 'each delta once, in order');
+    assert.deepEqual(await loggedOutputs(eventLog, runId), sent, 'each delta once, in order');
     const seen = client.frames.at(-1)!.id;
-    const resumed = await new SseClient(`${survivor.url}/v1/jobs/${runId}/events`, key, { lastEventId: seen }).open();
+    const resumed = await new SseClient(`${fx.survivor.url}/v1/jobs/${runId}/events`, key, { lastEventId: seen }).open();
     await resumed.closed;
-    assert.equal(text(client.frames) + text(resumed.frames), sent.join(''));
+    assert.equal(outputText(client.frames) + outputText(resumed.frames), sent.join(''));
     assert.equal(resumed.frames.at(-1)!.event, 'done');
   });
 });

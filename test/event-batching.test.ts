@@ -4,18 +4,12 @@ import { RunEventHub } from '../api/services/events/run-event-hub.js';
 import { RunEventWriter } from '../api/services/events/run-event-writer.js';
 import { createRedis } from '../models/redis-connection.js';
 import { RunEventLog, type RunEventName } from '../models/run-event-log.js';
-import { GatewayProcess } from './helpers/gateway-process.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
-import { SseClient, type SseFrame } from './helpers/sse-client.js';
+import { KilledGatewayFixture, deltas, loggedOutputs, outputText } from './helpers/killed-stream.js';
+import { SseClient } from './helpers/sse-client.js';
 
 const silent = pino({ level: 'silent' });
-const deltas = (n: number, tag = 'd') => Array.from({ length: n }, (_, i) => `${tag}${i} `);
-const text = (frames: SseFrame[]) =>
-  frames
-    .filter((f) => f.event === 'output')
-    .map((f) => f.data.delta)
-    .join('');
 
 /** A real log that records each call's batch, and can refuse chosen calls as a loading Redis would. */
 class RecordingLog extends RunEventLog {
@@ -151,7 +145,7 @@ describe('output frames through the gateway', function () {
         await stream.closed;
         const events = stream.frames.map((f) => f.event);
         assert.deepEqual(events.slice(-2), ['status', 'done'], 'the final status comes after every delta');
-        assert.equal(text(stream.frames), sent.join(''));
+        assert.equal(outputText(stream.frames), sent.join(''));
         for (let i = 1; i < stream.frames.length; i++) assert.equal(stream.frames[i].id, stream.frames[i - 1].id + 1);
         // One PUBLISH per batch: a socket that waited for each delta's round trip would publish one each.
         const published = messages.flatMap((m) => RunEventLog.parseMessage(m)).filter((e) => e.event === 'output');
@@ -171,66 +165,26 @@ describe('output frames through the gateway', function () {
 
 describe('a gateway killed mid-stream', function () {
   this.timeout(60_000);
-  const prefix = uniquePrefix('batch-kill');
-  let survivor: TestGateway;
-  let doomed: GatewayProcess;
-  const sockets: RawWorker[] = [];
-
-  before(async () => {
-    survivor = await new TestGateway(prefix, { LEASE_TTL_MS: '10000' }).start();
-    doomed = new GatewayProcess({ REDIS_PREFIX: prefix, LEASE_TTL_MS: '10000' });
-    await doomed.start();
-  });
-  after(async () => {
-    for (const w of sockets.splice(0)) w.terminate();
-    await doomed?.kill();
-    await survivor?.stop();
-    await cleanupPrefix(prefix);
-  });
+  const fx = new KilledGatewayFixture('batch-kill');
 
   it('loses no delta it acknowledged: the client resumes on another instance with Last-Event-ID and reads the worker\'s text', async () => {
-    const { key } = await survivor.account(100);
-    const token = await survivor.workerToken();
     const register = { protocol: [1, 2], kinds: ['inference:image:generate'] };
-    const w1 = await new RawWorker(doomed.url, token).connect(register);
-    sockets.push(w1);
-    const runId = (await survivor.submit(key)).body.run_id;
-    const lease: Frame = await w1.lease();
-    const client = await new SseClient(`${doomed.url}/v1/jobs/${runId}/events`, key).open();
-    await client.until((c) => c.frames.length >= 1);
-
-    const sent = deltas(400);
-    const acked: number[] = [];
-    let killed: Promise<void> | undefined;
-    w1.ws.on('message', (data) => {
-      const f = JSON.parse(data.toString()) as Frame;
-      if (f.type !== 'ack' || f.of !== 'output') return;
-      acked.push(acked.length);
-      // Mid-stream: a first batch is logged and acknowledged, later ones are still on their way.
-      if (acked.length === 1) killed = doomed.kill();
-    });
-    for (const delta of sent) w1.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta });
-    await until('the kill', async () => killed !== undefined);
-    await killed;
-    await w1.closed;
-    assert.ok(acked.length < sent.length, 'killed mid-stream');
-
-    const eventLog = new RunEventLog({ redis: survivor.redis, prefix, maxLength: 100_000, ttlMs: 60_000 });
-    const logged = (await eventLog.after(runId, 0, 10_000)).filter((e) => e.event === 'output').map((e) => JSON.parse(e.data).delta as string);
-    assert.deepEqual(logged.slice(0, acked.length), sent.slice(0, acked.length), 'every acknowledged delta is in the log, in order');
+    const { key, token, runId, lease, client, sent, acked, eventLog } = await fx.streamUntilKilled(register, { seq: false });
+    const logged = await loggedOutputs(eventLog, runId);
+    assert.deepEqual(logged.slice(0, acked), sent.slice(0, acked), 'every acknowledged delta is in the log, in order');
     assert.deepEqual(logged, sent.slice(0, logged.length), 'and nothing out of order after them');
 
     // The worker takes its lease to the survivor and sends what was not logged (the log is
-    // read here in place of the per-delta numbers the protocol does not have yet).
-    const w2 = await new RawWorker(survivor.url, token).connect({ ...register, resume: [{ lease_id: lease.lease_id, fence: lease.fence, upload_token: lease.upload_token }] });
-    sockets.push(w2);
+    // read here: protocols before 4 have no per-delta numbers).
+    const w2 = await fx.resumeOnSurvivor(token, register, lease);
     for (const delta of sent.slice(logged.length)) w2.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta });
     assert.equal((await w2.complete(lease)).type, 'ack');
 
     const seen = client.frames.at(-1)!.id;
-    const resumed = await new SseClient(`${survivor.url}/v1/jobs/${runId}/events`, key, { lastEventId: seen }).open();
+    const resumed = await new SseClient(`${fx.survivor.url}/v1/jobs/${runId}/events`, key, { lastEventId: seen }).open();
     await resumed.closed;
-    assert.equal(text(client.frames) + text(resumed.frames), sent.join(''));
+    assert.equal(outputText(client.frames) + outputText(resumed.frames), sent.join(''));
     assert.equal(resumed.frames.at(-1)!.event, 'done');
   });
 });
+
