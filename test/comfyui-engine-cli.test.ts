@@ -26,7 +26,7 @@ describe('switchyard worker --engine comfyui', function () {
   const env = { ...process.env, REDIS_URL, LOG_LEVEL: 'warn', SWITCHYARD_WORKER_TOKEN: '' };
   let gw: TestGateway, comfy: FakeComfyUi, key: string, token: string;
 
-  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, [...args], whileUp);
+  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, args, whileUp);
 
   before(async () => {
     comfy = await new FakeComfyUi().start();

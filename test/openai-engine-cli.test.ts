@@ -32,7 +32,7 @@ describe('switchyard worker --engine openai', function () {
   let gw: TestGateway, upstream: OpenAiUpstream, key: string, token: string;
   const modelIds = async () => ((await gw.request('GET', '/v1/models', { key })).body.data as Array<{ id: string }>).map((m) => m.id);
 
-  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, [...args], whileUp);
+  const runWorker = (args: string[], whileUp: () => Promise<void>) => runCliWorker({ gateway: gw.url, token, env }, args, whileUp);
 
   before(async () => {
     upstream = await new OpenAiUpstream(['llama3.1:8b', 'qwen2.5:7b'], BACKEND_KEY).start();
