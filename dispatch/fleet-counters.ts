@@ -107,6 +107,9 @@ export class FleetCounters {
   private readonly dirty = new Set<ConnectedWorker>();
   private recountAll = true;
   private flushing?: NodeJS.Immediate;
+  /** Bumped by every change on this instance: a read may join one in flight only if none came since it began. */
+  private generation = 0;
+  private reading?: { generation: number; snapshot: Promise<FleetSnapshot> };
 
   private readonly keys: RedisKeys;
 
@@ -175,6 +178,7 @@ export class FleetCounters {
    */
   changed(worker?: ConnectedWorker): void {
     if (this.stopped) return;
+    this.generation++;
     if (worker && this.parts.has(worker) && !this.recountAll) this.dirty.add(worker);
     else this.recountAll = true;
     if (this.flushing) return;
@@ -224,9 +228,25 @@ export class FleetCounters {
     await this.opts.redis.multi().del(this.record(this.opts.gatewayId)).zrem(this.index, this.opts.gatewayId).exec().catch(() => {});
   }
 
-  /** The fleet: every live instance's counts, summed. */
+  /**
+   * The fleet: every live instance's counts, summed. Reads made while one is in flight, with no
+   * change on this instance since it began, share it (its round trips and its parsing): a burst
+   * of chat completions checks the fleet once per round trip, not once per request. The
+   * snapshot may be shared: callers must not modify it.
+   */
   async read(): Promise<FleetSnapshot> {
     this.flush();
+    if (this.reading?.generation === this.generation) return this.reading.snapshot;
+    const reading = { generation: this.generation, snapshot: this.readNow() };
+    this.reading = reading;
+    try {
+      return await reading.snapshot;
+    } finally {
+      if (this.reading === reading) this.reading = undefined;
+    }
+  }
+
+  private async readNow(): Promise<FleetSnapshot> {
     const now = Date.now();
     const ids = await this.opts.redis.zrangebyscore(this.index, now, '+inf');
     void this.opts.redis.zremrangebyscore(this.index, '-inf', now - 1).catch(() => {});

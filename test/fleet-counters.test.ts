@@ -83,6 +83,36 @@ describe('FleetCounters', function () {
     fleet.changed(a);
   });
 
+  it('reads in flight together share one round trip; a read after a change on this instance starts its own and sees it', async () => {
+    const w = worker('w_shared', 2);
+    let reads = 0;
+    // Counts the reads that reach Redis (each begins with the index lookup).
+    const counting = new Proxy(redis, {
+      get(target, prop) {
+        if (prop === 'zrangebyscore') return (...args: Parameters<typeof redis.zrangebyscore>) => (reads++, target.zrangebyscore(...args));
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const shared = new FleetCounters({ redis: counting, prefix, gatewayId: 'gw_shared', ttlMs: 60_000, workers: () => [w], log: pino({ level: 'silent' }) });
+    try {
+      shared.changed();
+      const views = await Promise.all([shared.read(), shared.read(), shared.read()]);
+      assert.equal(reads, 1);
+      assert.ok(views.every((v) => v.kinds[KIND].workers >= 1 && v.busy === views[0].busy));
+
+      const before = shared.read();
+      w.leases.add('l_shared');
+      shared.changed(w);
+      const after = shared.read();
+      await before;
+      assert.equal(reads, 3);
+      assert.equal((await after).kinds[KIND].busy, 1);
+    } finally {
+      await shared.stop();
+    }
+  });
+
   it('leases and releases counted worker by worker sum to what a full count says', async () => {
     const b = worker('w_b', 3, { [KIND]: [{ id: 'm1', max_concurrency: 2 }, { id: 'm2' }] as WorkerModels[string] });
     const c = worker('w_c', 2, { [KIND]: [{ id: 'm2' }, { id: 'm3' }] as WorkerModels[string] });
