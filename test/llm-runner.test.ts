@@ -3,7 +3,7 @@ import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
 import { LLM_KIND } from '../api/services/llm/llm-runner.js';
-import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
 describe('LLM steps on the fleet (LlmRunner)', function () {
@@ -33,6 +33,8 @@ describe('LLM steps on the fleet (LlmRunner)', function () {
     worker = new SwitchyardWorker({ gateway: gw.url, token, kinds: [LLM_KIND], handler: createDemoEngine({ delayMs: 40 }), logger: silentLogger, models: { [LLM_KIND]: [{ id: 'demo-llm' }] } });
     await worker.start();
     const llm = gw.services.llm;
+    // `registered` reaches the worker before the gateway has catalogued its models and counted it.
+    await until('the worker is counted', async () => (await llm.models()).length > 0);
     assert.deepEqual(await llm.models(), ['demo-llm']);
     const deltas: string[] = [];
     const out = await llm.run(accountId, { messages: [{ role: 'user', content: 'tell me about lighthouses' }] }, { onDelta: (d) => deltas.push(d) });
