@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, toApiError } from '../../../models/errors.js';
-import type { LlmRunner } from '../../services/llm/llm-runner.js';
+import { noLlmWorker, type LlmRunner, type ModelCheck } from '../../services/llm/llm-runner.js';
 import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
 import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
 import { ChunkStream } from './chunk-stream.js';
@@ -50,9 +50,9 @@ export class ChatCompletions {
 
   /** A finished `chat.completion` and the run id of its job. */
   async complete(accountId: string, body: ChatCompletionBody, signal?: AbortSignal) {
-    const request = await this.prepare(body);
+    const { request, checked } = await this.prepare(body);
     const created = unixNow();
-    const result = await this.opts.llm.run(accountId, request, { signal });
+    const result = await this.opts.llm.run(accountId, request, { signal, checked });
     const meta = { id: completionId(result.run_id), created, model: result.model ?? body.model };
     return { runId: result.run_id, completion: completionOf(meta, request, result) };
   }
@@ -63,12 +63,13 @@ export class ChatCompletions {
    * it they end the stream with an error frame.
    */
   async stream(accountId: string, body: ChatCompletionBody, open: () => ServerResponse, signal?: AbortSignal): Promise<void> {
-    const request = await this.prepare(body);
+    const { request, checked } = await this.prepare(body);
     const created = unixNow();
     let live: LiveStream | undefined;
     try {
       const result = await this.opts.llm.run(accountId, request, {
         signal,
+        checked,
         onAccepted: (runId) => {
           const meta = { id: completionId(runId), created, model: body.model };
           live = { meta, streamed: '', stream: new ChunkStream(open(), { pingMs: this.opts.pingMs, bufferBytes: this.opts.clientBufferBytes, headers: { [RUN_ID_HEADER]: runId } }) };
@@ -99,18 +100,21 @@ export class ChatCompletions {
 
   private async prepare(body: ChatCompletionBody) {
     checkChatRequest(body);
-    await this.checkModel(body.model);
-    return toLlmRequest(body);
+    const checked = await this.checkModel(body.model);
+    return { request: toLlmRequest(body), checked };
   }
 
   /**
    * 503 while no llm worker is connected; 404 `model_not_found` for a model the catalogue does
    * not know (OpenAI's answer). A known model no connected worker serves is the runner's 503.
+   * One read of the fleet, handed to the runner so that it does not read it again.
    */
-  private async checkModel(model: string): Promise<void> {
+  private async checkModel(model: string): Promise<ModelCheck> {
+    const checked = await this.opts.llm.check(model);
     // No llm worker at all says more than which model is missing.
-    await this.opts.llm.assertAvailable();
-    if ((await this.opts.llm.availability(model)) === 'unknown') throw modelNotFound(model, await this.opts.llm.models());
+    if (!checked.anyWorker) throw noLlmWorker();
+    if (checked.availability === 'unknown') throw modelNotFound(model, await this.opts.llm.models());
+    return checked;
   }
 }
 

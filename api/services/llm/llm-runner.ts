@@ -16,6 +16,12 @@ export const DEFAULT_MODEL = 'default';
 /** Whether a model of the llm kind can be asked for now (`models()`), and why not. */
 export type ModelAvailability = 'live' | 'no_worker' | 'unknown';
 
+/** What one read of the fleet says of a request for a model: any llm worker at all, and the model's availability. */
+export interface ModelCheck {
+  anyWorker: boolean;
+  availability: ModelAvailability;
+}
+
 /** One tool call as the LLM returns it (OpenAI's shape; `arguments` is JSON text). */
 export interface LlmToolCall {
   id: string;
@@ -51,6 +57,8 @@ export interface LlmRunOptions {
   signal?: AbortSignal;
   /** @defaultValue the runner's timeoutMs */
   timeoutMs?: number;
+  /** The caller's `check()` of the request's model in this same request: not read again. */
+  checked?: ModelCheck;
 }
 
 export interface LlmRunnerOptions {
@@ -75,10 +83,7 @@ export class LlmRunner {
 
   /** Throws 503 `unavailable` unless some connected worker serves the llm kind. */
   async assertAvailable(): Promise<void> {
-    const llm = (await this.opts.fleet.read()).kinds[LLM_KIND];
-    if (!llm?.workers) {
-      throw new ApiError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
-    }
+    if (!(await this.opts.fleet.read()).kinds[LLM_KIND]?.workers) throw noLlmWorker();
   }
 
   /**
@@ -95,11 +100,17 @@ export class LlmRunner {
 
   /** Whether `model` is a model of the catalogue (or `default`) and whether a connected worker serves it. */
   async availability(model: string): Promise<ModelAvailability> {
+    return (await this.check(model)).availability;
+  }
+
+  /** `assertAvailable` and `availability` from one read of the fleet: one per request on the chat path. */
+  async check(model: string): Promise<ModelCheck> {
     const [fleet, known] = await Promise.all([this.opts.fleet.read(), model === DEFAULT_MODEL ? null : this.opts.catalogue.get(LLM_KIND, model)]);
-    if (model !== DEFAULT_MODEL && !known) return 'unknown';
     const llm = fleet.kinds[LLM_KIND];
+    const anyWorker = (llm?.workers ?? 0) > 0;
+    if (model !== DEFAULT_MODEL && !known) return { anyWorker, availability: 'unknown' };
     const workers = model === DEFAULT_MODEL ? (llm?.workers ?? 0) : (llm?.models[model]?.workers ?? 0);
-    return workers > 0 ? 'live' : 'no_worker';
+    return { anyWorker, availability: workers > 0 ? 'live' : 'no_worker' };
   }
 
   /**
@@ -107,9 +118,11 @@ export class LlmRunner {
    * step waits for a free worker, never for one to appear); an unknown model is the job's 400.
    */
   async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
-    await this.assertAvailable();
     const { model, ...rest } = request;
-    if (model !== undefined && (await this.availability(model)) === 'no_worker') {
+    const checked = opts.checked ?? (model === undefined ? null : await this.check(model));
+    if (!checked) await this.assertAvailable();
+    else if (!checked.anyWorker) throw noLlmWorker();
+    if (checked?.availability === 'no_worker') {
       throw new ApiError('unavailable', `no connected worker serves the model ${JSON.stringify(model)} right now; retry later (GET /v1/models lists those that are served)`, {
         headers: { 'Retry-After': '5' },
         details: { param: 'model' },
@@ -149,6 +162,11 @@ export class LlmRunner {
       end: () => {},
     });
   }
+}
+
+/** The 503 while no connected worker serves the llm kind. */
+export function noLlmWorker(): ApiError {
+  return new ApiError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
 }
 
 function resultOf(run: RunRecord): LlmResult {
