@@ -132,10 +132,9 @@ export class LlmRunner {
     const input = (model === undefined || model === DEFAULT_MODEL ? rest : request) as unknown as Record<string, unknown>;
     const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input, class: 'interactive' });
     opts.onAccepted?.(run.run_id);
-    let stopDeltas: (() => void) | undefined;
+    const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000;
     try {
-      if (opts.onDelta) stopDeltas = await this.forwardDeltas(run, opts.onDelta);
-      const done = await this.opts.follower.waitForTerminal(run.run_id, opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000, opts.signal);
+      const done = opts.onDelta ? await this.streamToEnd(run, opts.onDelta, timeoutMs, opts.signal) : await this.opts.follower.waitForTerminal(run.run_id, timeoutMs, opts.signal);
       if (!done) {
         await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
         if (opts.signal?.aborted) throw new ApiError('unavailable', 'the LLM step was abandoned by its caller');
@@ -146,30 +145,55 @@ export class LlmRunner {
       // Whatever went wrong here (Redis, the caller), the paid step must not run on unwatched.
       if (!(err instanceof ApiError && err.code === 'unavailable')) await this.opts.jobs.cancel(accountId, run.run_id).catch(() => {});
       throw err;
-    } finally {
-      stopDeltas?.();
     }
   }
 
-  /** From event 0: deltas streamed before this subscription started are replayed, not lost. */
-  private async forwardDeltas(run: RunRecord, onDelta: (delta: string) => void): Promise<() => void> {
-    return this.opts.follower.follow(run, 0, {
-      send: (e) => {
-        if (e.event !== 'output') return;
-        const delta = (JSON.parse(e.data) as { delta?: unknown }).delta;
-        if (typeof delta === 'string') onDelta(delta);
-      },
-      end: () => {},
-    });
+  /**
+   * Follows the run from event 0 (deltas streamed before the subscription started are replayed,
+   * not lost) to its `done` event, which carries the finished job: one follower and no read of
+   * the record, where a second subscription waiting for the end read it twice per step.
+   * Null after `ms` or when `signal` aborts.
+   */
+  private async streamToEnd(run: RunRecord, onDelta: (delta: string) => void, ms: number, signal?: AbortSignal): Promise<FinishedStep | null> {
+    const started = Date.now();
+    let wake!: (job: FinishedStep | null | undefined) => void;
+    const ended = new Promise<FinishedStep | null | undefined>((resolve) => (wake = resolve));
+    const timer = setTimeout(() => wake(null), ms);
+    const abandon = () => wake(null);
+    signal?.addEventListener('abort', abandon, { once: true });
+    if (signal?.aborted) wake(null);
+    let stop: (() => void) | undefined;
+    try {
+      stop = await this.opts.follower.follow(run, 0, {
+        send: (e) => {
+          if (e.event === 'output') {
+            const delta = (JSON.parse(e.data) as { delta?: unknown }).delta;
+            if (typeof delta === 'string') onDelta(delta);
+          } else if (e.terminal) wake(JSON.parse(e.data) as FinishedStep);
+        },
+        // Ended without `done`: the follower cut off a client that fell too far behind.
+        end: () => wake(undefined),
+      });
+      const done = await ended;
+      if (done !== undefined) return done;
+      return await this.opts.follower.waitForTerminal(run.run_id, Math.max(0, ms - (Date.now() - started)), signal);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abandon);
+      stop?.();
+    }
   }
 }
+
+/** What a finished step's result is read from: its record, or the job its `done` event carries. */
+type FinishedStep = Pick<RunRecord, 'run_id' | 'status' | 'output' | 'error'>;
 
 /** The 503 while no connected worker serves the llm kind. */
 export function noLlmWorker(): ApiError {
   return new ApiError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
 }
 
-function resultOf(run: RunRecord): LlmResult {
+function resultOf(run: FinishedStep): LlmResult {
   if (!isTerminal(run.status) || run.status !== 'succeeded' || !run.output) {
     const error = run.error ?? { code: run.status, message: `the LLM step ended ${run.status}` };
     throw new ApiError('unavailable', `the LLM step failed: ${error.message}`, { details: { run_id: run.run_id, code: error.code } });
