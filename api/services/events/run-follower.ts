@@ -63,7 +63,8 @@ export class RunFollower {
     try {
       // An id beyond the log's end (a made-up Last-Event-ID, or a log that expired and started
       // again) would hide every later event, `done` included: start such a client afresh.
-      if (after !== null && after > ((await this.opts.log.last(run.run_id))?.id ?? 0)) {
+      // (Numbers start at 1, so `after` 0 cannot be past the end: no read for it.)
+      if (after !== null && after > 0 && after > ((await this.opts.log.last(run.run_id))?.id ?? 0)) {
         after = null;
         lastSent = -1;
       }
