@@ -87,6 +87,11 @@ describe('store contract: transition options', () => {
         await stores.runs.transition(run, { from: ['queued'], to: 'running', set: { fence: 1 } });
         const lean = await stores.runs.transition(run, { from: ['running'], fence: 1, set: { progress: 0.5 }, returning: 'none' });
         assert.deepEqual(lean, { ok: true });
+        if (lean.ok) {
+          // @ts-expect-error the type says there is no record to read (typecheck fails if this line compiles)
+          const record: RunRecord = lean.run;
+          assert.equal(record, undefined);
+        }
         const current = await stores.runs.get(run.run_id);
         assert.equal(current?.progress, 0.5, 'written all the same');
         const stale = await stores.runs.transition(run, { from: ['running'], fence: 2, set: { progress: 0.9 }, returning: 'none' });

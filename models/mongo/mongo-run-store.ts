@@ -145,14 +145,14 @@ export class MongoRunStore implements RunStore {
     if (!cur) return { ok: false, run: null };
     if (!t.from.includes(cur.status)) return { ok: false, run: toRun(cur) };
     if (t.fence !== undefined && (cur.fence ?? 0) !== t.fence) return { ok: false, run: toRun(cur) };
-    const before = toRun(cur);
+    // From the document, not toRun: that would parse the input on every transition.
     const prior: PriorRunFields = {
-      status: before.status,
-      worker_id: before.worker_id,
-      attempts: before.attempts,
-      fence: before.fence,
-      started_at: before.started_at,
-      progress: before.progress,
+      status: cur.status,
+      worker_id: cur.worker_id ?? null,
+      attempts: cur.attempts ?? 0,
+      fence: cur.fence ?? 0,
+      started_at: cur.started_at ?? null,
+      progress: cur.progress ?? null,
     };
 
     const set: Partial<RunDoc> = {};
@@ -181,7 +181,7 @@ export class MongoRunStore implements RunStore {
     // Like the Redis EXPIRE, naming a terminal `to` (re)starts the retention clock.
     if (t.to !== undefined && isTerminal(t.to)) set.expires_at = new Date(Date.now() + this.opts.retentionSeconds * 1000);
 
-    if (Object.keys(set).length === 0 && !unsetUnconfirmed) return { ok: true, run: before, prior };
+    if (Object.keys(set).length === 0 && !unsetUnconfirmed) return { ok: true, run: toRun(cur), prior };
     const updated = await this.runs.findOneAndUpdate(
       { _id: run.run_id },
       unsetUnconfirmed ? { $set: set, $unset: { unconfirmed_at: '' } } : { $set: set },
