@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { hashSecret } from '../models/credentials.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
-import type { RunStore } from '../models/stores.js';
+import type { PriorRunFields, RunStore } from '../models/stores.js';
 import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
@@ -20,8 +20,8 @@ import type { LeaseStore } from './lease-store.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
 interface LeaseProgress {
-  /** The run as it was before this lease moved it to `running` (fenced with `fence`). */
-  started?: { run: RunRecord; fence: number };
+  /** The run this lease moved to `running` (fenced with `fence`), and its fields as they were before. */
+  started?: { run: RunRecord; prior: PriorRunFields; fence: number };
   sent: boolean;
 }
 
@@ -196,9 +196,9 @@ export class LeaseScheduler {
     this.opts.log.warn({ err: cause, runId: job.data.run_id, queue }, 'could not hand a job to its worker; it goes back to its queue without counting an attempt');
     try {
       if (started) {
-        const { run, fence } = started;
-        const undo = { worker_id: run.worker_id ?? null, attempts: run.attempts, fence: run.fence, started_at: run.started_at, progress: run.progress };
-        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: run.status, set: undo }));
+        const { run, prior, fence } = started;
+        const undo = { worker_id: prior.worker_id, attempts: prior.attempts, fence: prior.fence, started_at: prior.started_at, progress: prior.progress };
+        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo }));
       }
       await this.opts.bull.handBack(queue, job, token);
       await this.whileUnavailable(() => this.announce(queue));
@@ -221,34 +221,34 @@ export class LeaseScheduler {
   }
 
   private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<void> {
-    const run = await this.opts.runs.get(job.data.run_id);
     const attempt = job.attemptsStarted;
-    if (!run || isTerminal(run.status)) {
-      // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
-      await this.discard(job, token, 'the run is no longer queued');
+    if (attempt > this.opts.maxAttempts) {
+      await this.failExhausted(job, token);
       return;
     }
-    if (run.status === 'running') {
+    // One store call, no read first: the transition refuses what is not to be leased and says what it overwrote.
+    const started = await this.opts.runs.transition(
+      { run_id: job.data.run_id, account_id: job.data.account_id },
+      {
+        from: ['queued', 'running'],
+        to: 'running',
+        set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
+        setIfAbsent: { started_at: new Date().toISOString() },
+        returnPrior: true,
+      },
+    );
+    if (!started.ok) {
+      // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
+      await this.discard(job, token, !started.run || isTerminal(started.run.status) ? 'the run is no longer queued' : 'the run changed state while being leased');
+      return;
+    }
+    const { run, prior } = started;
+    if (prior.status === 'running') {
       // Still running on its record: the gateway that leased it died and the stalled checker requeued it.
       this.opts.metrics?.leaseLost('gateway_lost');
-      if (attempt <= this.opts.maxAttempts) this.opts.metrics?.requeued(job.data.kind, job.data.tier);
+      this.opts.metrics?.requeued(job.data.kind, job.data.tier);
     }
-    if (attempt > this.opts.maxAttempts) {
-      // Its earlier leases were lost with their gateway (the stalled checker requeued it).
-      await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
-      return;
-    }
-    const now = new Date().toISOString();
-    const started = await this.opts.runs.transition(run, {
-      from: ['queued', 'running'],
-      to: 'running',
-      set: { started_at: run.started_at ?? now, attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
-    });
-    if (!started.ok) {
-      await this.discard(job, token, 'the run changed state while being leased');
-      return;
-    }
-    progress.started = { run, fence: attempt };
+    progress.started = { run, prior, fence: attempt };
     const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
     const uploadToken = randomBytes(32).toString('base64url');
     await this.opts.leases.put(
@@ -294,9 +294,20 @@ export class LeaseScheduler {
     progress.sent = true;
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
     this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
-    if (started.run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
+    if (run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });
     // The worker left while this lease was being made: hand it back now rather than at lock expiry.
     if (!this.ctx.attached(worker.info.worker_id)) await this.ctx.settlement.loseLease(lease.id, 'the worker disconnected', 'disconnect');
+  }
+
+  /** A job past its last attempt (its earlier leases were lost with their gateway, the stalled checker requeued it): its run fails. Rare, so read first. */
+  private async failExhausted(job: Job<QueuedJobData>, token: string): Promise<void> {
+    const run = await this.opts.runs.get(job.data.run_id);
+    if (!run || isTerminal(run.status)) {
+      await this.discard(job, token, 'the run is no longer queued');
+      return;
+    }
+    if (run.status === 'running') this.opts.metrics?.leaseLost('gateway_lost');
+    await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
   }
 
   /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */

@@ -195,7 +195,7 @@ export class LeaseSettlement {
     const run = { run_id: lease.runId, account_id: lease.accountId };
     switch (frame.type) {
       case 'progress': {
-        const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress } });
+        const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, set: { progress: frame.progress }, returning: 'none' });
         if (!t.ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
         await this.opts.events?.progress(run.run_id, frame.progress, frame.message);
         return null;

@@ -38,14 +38,17 @@ export class ObservedRunStore implements RunStore {
     return this.inner.list(accountId, query);
   }
 
-  async transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
-    const result = await this.inner.transition(run, t);
-    if (result.ok && t.to && this.listeners.length) {
+  async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
+    // The listeners need the record of a status change: a lean reply is not asked for then (the type forbids it anyway).
+    const asked = t.to !== undefined && (t.returning as string | undefined) === 'none' ? { ...t, returning: 'record' as const } : t;
+    const result = await this.inner.transition(run, asked);
+    if (result.ok && t.to && result.run && this.listeners.length) {
       // Awaited, so whoever made the change (and answers a worker or caller next) knows the
       // event is logged and the webhook queued before it says so.
-      await Promise.all(this.listeners.map(async (l) => l(result.run)));
+      const changed = result.run;
+      await Promise.all(this.listeners.map(async (l) => l(changed)));
     }
-    return result;
+    return result as TransitionResult<T>;
   }
 
   listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {

@@ -57,7 +57,7 @@ export type CreateRunResult =
   | { outcome: 'insufficient_credits'; available: number }
   | { outcome: 'no_account' };
 
-export interface RunTransition {
+interface RunTransitionBase {
   /** The transition applies only if the run's status is one of these. */
   from: readonly RunStatus[];
   /** New status; omitted to patch fields only. */
@@ -65,9 +65,36 @@ export interface RunTransition {
   /** The transition applies only if the run's current lease has this fencing number. */
   fence?: number;
   set?: RunPatch;
+  /**
+   * Written only where the run has no value yet (absent or null), judged on the record before
+   * this transition: lets a caller keep the first `started_at` without reading the run first.
+   * A field also in `set` takes `set`'s value.
+   */
+  setIfAbsent?: RunPatch;
+  /**
+   * Report the fields of `PriorRunFields` as they were before this transition wrote (on `ok`):
+   * what a caller needs to undo it, without reading the run first.
+   */
+  returnPrior?: boolean;
 }
 
-export type TransitionResult = { ok: true; run: RunRecord } | { ok: false; run: RunRecord | null };
+/** The fields a transition reports as they were before it (`returnPrior`). */
+export type PriorRunFields = Pick<RunRecord, 'status' | 'worker_id' | 'attempts' | 'fence' | 'started_at' | 'progress'>;
+
+/**
+ * `returning: 'none'`: a transition that succeeds returns no record (the store need not read it
+ * back); a refused one still does. Only without `to`: status listeners (ObservedRunStore) need
+ * the record of every status change.
+ */
+export type RunTransition = (RunTransitionBase & { returning?: 'record' }) | (RunTransitionBase & { returning: 'none'; to?: undefined });
+
+type RecordOf<T> = T extends { returning: 'none' } ? { run?: undefined } : { run: RunRecord };
+type PriorOf<T> = T extends { returnPrior: true } ? { prior: PriorRunFields } : T extends { returnPrior?: false } ? { prior?: undefined } : { prior?: PriorRunFields };
+
+/** What a transition `T` returns: typed so a caller cannot read a record or prior values it did not ask for. */
+export type TransitionResult<T extends RunTransition = RunTransition> = T extends unknown
+  ? ({ ok: true } & RecordOf<T> & PriorOf<T>) | { ok: false; run: RunRecord | null; prior?: undefined }
+  : never;
 
 export interface ListRunsQuery {
   status?: RunStatus;
@@ -95,7 +122,7 @@ export interface RunStore {
    * Compare-and-set on the status. Reaching a terminal status settles the reservation exactly
    * once (charged on success, released otherwise), since a run becomes terminal only once.
    */
-  transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult>;
+  transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>>;
   /** Runs created more than `olderThanMs` ago whose queue write is not confirmed (the outbox). */
   listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
   /** Records that these runs are known to be in their queue (or no longer need to be). */

@@ -117,7 +117,7 @@ describe('dispatch to remote workers', function () {
         throw new Error('Connection is closed.');
       }
       return result;
-    };
+    } as typeof transition;
     try {
       assert.notEqual((await w.complete(lease)).type, 'ack');
       assert.equal(runs.transition, transition, 'the lost answer was that of the success');

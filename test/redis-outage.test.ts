@@ -176,20 +176,20 @@ describe('a short Redis outage', function () {
     const runIds: string[] = [];
     for (let i = 0; i < 5; i++) runIds.push(await submit(`filled-${i}`));
 
-    // Redis dies at the moment the dispatcher reads the third run to lease it (after its fetch from the queue).
+    // Redis dies at the moment the dispatcher starts the third run to lease it (after its fetch from the queue).
     const runs = (gw.dispatcher as unknown as { opts: { runs: RunStore } }).opts.runs;
-    const get = runs.get.bind(runs);
+    const transition = runs.transition.bind(runs);
     let fillFailed = false;
-    runs.get = async (runId: string) => {
-      if (runId === runIds[2] && !killedAt && new Error().stack!.includes('startLease')) {
+    runs.transition = (async (run: Parameters<typeof transition>[0], t: Parameters<typeof transition>[1]) => {
+      if (run.run_id === runIds[2] && !killedAt && new Error().stack!.includes('startLease')) {
         await kill();
-        return get(runId).catch((err: Error) => {
+        return transition(run, t).catch((err: Error) => {
           fillFailed = true;
           throw err;
         });
       }
-      return get(runId);
-    };
+      return transition(run, t);
+    }) as typeof runs.transition;
     try {
       // The first two runs hold both slots; the third is fetched when the first ends.
       await until('two runs leased', async () => calls.size === 2);
@@ -206,7 +206,7 @@ describe('a short Redis outage', function () {
         'each run ran exactly once',
       );
     } finally {
-      runs.get = get;
+      runs.transition = transition;
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
-import type { CreateRunResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
 import { isDuplicateKey } from './mongo-errors.js';
@@ -128,17 +128,38 @@ export class MongoRunStore implements RunStore {
     return doc ? toRun(doc) : null;
   }
 
-  transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
-    return this.inTransaction((session) => this.transitionIn(session, run, t));
+  async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
+    const result = await this.inTransaction((session) => this.transitionIn(session, run, t));
+    if (!result.ok) return result as TransitionResult<T>;
+    // A lean reply (`returning: 'none'`) costs nothing here to read back, but callers must not count on the record.
+    const { run: record, prior } = result;
+    return { ok: true, ...(t.returning !== 'none' && { run: record }), ...(t.returnPrior && { prior }) } as TransitionResult<T>;
   }
 
-  private async transitionIn(session: ClientSession, run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+  private async transitionIn(
+    session: ClientSession,
+    run: Pick<RunRecord, 'run_id' | 'account_id'>,
+    t: RunTransition,
+  ): Promise<{ ok: true; run: RunRecord; prior: PriorRunFields } | { ok: false; run: RunRecord | null }> {
     const cur = await this.runs.findOne({ _id: run.run_id, account_id: run.account_id }, { session });
     if (!cur) return { ok: false, run: null };
     if (!t.from.includes(cur.status)) return { ok: false, run: toRun(cur) };
     if (t.fence !== undefined && (cur.fence ?? 0) !== t.fence) return { ok: false, run: toRun(cur) };
+    // From the document, not toRun: that would parse the input on every transition.
+    const prior: PriorRunFields = {
+      status: cur.status,
+      worker_id: cur.worker_id ?? null,
+      attempts: cur.attempts ?? 0,
+      fence: cur.fence ?? 0,
+      started_at: cur.started_at ?? null,
+      progress: cur.progress ?? null,
+    };
 
     const set: Partial<RunDoc> = {};
+    // Judged on the record before the transition, and ahead of `set`, which wins a field named in both (as in Redis).
+    for (const [k, v] of Object.entries(t.setIfAbsent ?? {})) {
+      if (v !== undefined && (cur[k as keyof RunDoc] ?? null) === null) Object.assign(set, { [k]: v });
+    }
     // Undefined patch fields are skipped, as the Redis codec skips them.
     for (const [k, v] of Object.entries(t.set ?? {})) if (v !== undefined) Object.assign(set, { [k]: v });
     let unsetUnconfirmed = false;
@@ -160,14 +181,14 @@ export class MongoRunStore implements RunStore {
     // Like the Redis EXPIRE, naming a terminal `to` (re)starts the retention clock.
     if (t.to !== undefined && isTerminal(t.to)) set.expires_at = new Date(Date.now() + this.opts.retentionSeconds * 1000);
 
-    if (Object.keys(set).length === 0 && !unsetUnconfirmed) return { ok: true, run: toRun(cur) };
+    if (Object.keys(set).length === 0 && !unsetUnconfirmed) return { ok: true, run: toRun(cur), prior };
     const updated = await this.runs.findOneAndUpdate(
       { _id: run.run_id },
       unsetUnconfirmed ? { $set: set, $unset: { unconfirmed_at: '' } } : { $set: set },
       { session, returnDocument: 'after' },
     );
     if (!updated) throw new Error(`run ${run.run_id} vanished inside its transition`);
-    return { ok: true, run: toRun(updated) };
+    return { ok: true, run: toRun(updated), prior };
   }
 
   async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
-import type { CreateRunResult, GatedCreateResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, type NewRun, type RunRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import { decodeRun, encodePatch, pairsToHash, type ImmutableRunFields } from './run-codec.js';
+import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, type ImmutableRunFields } from './run-codec.js';
 import { gateVerdict, type GateCheck, type GateVerdict } from './gate-lua.js';
 import { GATED_CREATE_RUN } from './gated-create.js';
 import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
@@ -86,15 +86,33 @@ export class RedisRunStore implements RunStore {
     return decodeRun(await this.redis.hgetall(this.keys.run(runId)));
   }
 
-  async transition(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: RunTransition): Promise<TransitionResult> {
+  async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
+    const set = encodePatch(t.set ?? {});
     const reply = await TRANSITION_RUN.run<Reply>(
       this.redis,
       [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
-      [`,${t.from.join(',')},`, t.to ?? '', this.opts.retentionSeconds, this.indexFloor(), run.run_id, run.account_id, t.fence ?? '', ...encodePatch(t.set ?? {})],
+      [
+        `,${t.from.join(',')},`,
+        t.to ?? '',
+        this.opts.retentionSeconds,
+        this.indexFloor(),
+        run.run_id,
+        run.account_id,
+        t.fence ?? '',
+        t.returning === 'none' ? 'none' : '',
+        t.returnPrior ? '1' : '',
+        set.length,
+        ...set,
+        ...encodePatch(t.setIfAbsent ?? {}),
+      ],
     );
     const [tag, ...rest] = reply;
-    if (tag === 'missing') return { ok: false, run: null };
-    return { ok: tag === 'ok', run: decodeRun(pairsToHash(rest))! };
+    if (tag === 'missing') return { ok: false, run: null } as TransitionResult<T>;
+    if (tag !== 'ok') return { ok: false, run: decodeRun(pairsToHash(rest))! } as TransitionResult<T>;
+    const result: { ok: true; run?: RunRecord; prior?: PriorRunFields } = { ok: true };
+    if (t.returnPrior) result.prior = decodePrior(rest.splice(0, PRIOR_FIELDS.length));
+    if (t.returning !== 'none') result.run = decodeRun(pairsToHash(rest))!;
+    return result as TransitionResult<T>;
   }
 
   async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {

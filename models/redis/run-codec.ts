@@ -1,4 +1,5 @@
-import { NEW_RUN_DEFAULTS, type RunPatch, type RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, type RunPatch, type RunRecord, type RunStatus } from '../types.js';
+import type { PriorRunFields } from '../stores.js';
 
 /**
  * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
@@ -46,4 +47,20 @@ export function pairsToHash(flat: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]] = flat[i + 1];
   return out;
+}
+
+/** The fields TRANSITION_RUN reports as they were before it wrote (`returnPrior`), in its reply's order. */
+export const PRIOR_FIELDS = ['status', 'worker_id', 'attempts', 'fence', 'started_at', 'progress'] as const;
+
+/** TRANSITION_RUN's prior fields ('' for absent), decoded as `decodeRun` would (absent: the new-run default). */
+export function decodePrior(values: string[]): PriorRunFields {
+  const [status, workerId, attempts, fence, startedAt, progress] = values;
+  return {
+    status: status as RunStatus,
+    worker_id: workerId === '' ? null : workerId,
+    attempts: attempts === '' ? NEW_RUN_DEFAULTS.attempts : Number(attempts),
+    fence: fence === '' ? NEW_RUN_DEFAULTS.fence : Number(fence),
+    started_at: startedAt === '' ? null : (JSON.parse(startedAt) as string | null),
+    progress: progress === '' ? null : (JSON.parse(progress) as number | null),
+  };
 }

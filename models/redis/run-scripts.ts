@@ -49,8 +49,10 @@ export const CREATE_RUN = new LuaScript(CREATE_RUN_LUA);
 /**
  * KEYS: run, account, account run index, unconfirmed set.
  * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
- *       account_id, required fence or '', then the fields to set as flat pairs.
- * Returns {'ok' | 'refused', HGETALL...} | {'missing'}.
+ *       account_id, required fence or '', reply ('none': no record on success), '1' to report
+ *       the prior fields, n, then n flat pairs to set, then flat pairs to set only where absent.
+ * Returns {'ok', [prior fields], [HGETALL...]} | {'refused', HGETALL...} | {'missing'}. The prior
+ * fields, when asked for, are PRIOR_FIELDS (run-codec.ts) in that order, '' for absent.
  */
 export const TRANSITION_RUN = new LuaScript(`${RETURN_RUN}
 local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence')
@@ -58,9 +60,20 @@ if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
 local status = cur[1]
 if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
 if ARGV[7] ~= '' and (cur[5] or '0') ~= ARGV[7] then return run_reply('refused', KEYS[1]) end
+local reply = { 'ok' }
+if ARGV[9] == '1' then
+  local prior = redis.call('HMGET', KEYS[1], 'status', 'worker_id', 'attempts', 'fence', 'started_at', 'progress')
+  for i = 1, 6 do reply[#reply + 1] = prior[i] or '' end
+end
 local to = ARGV[2]
 local flat = {}
-for i = 8, #ARGV do flat[#flat + 1] = ARGV[i] end
+local last_set = 10 + tonumber(ARGV[10])
+-- Absent: no field, a null scalar ('') or a null JSON value. Written before the set pairs, which win a field named in both.
+for i = last_set + 1, #ARGV, 2 do
+  local v = redis.call('HGET', KEYS[1], ARGV[i])
+  if not v or v == '' or v == 'null' then flat[#flat + 1] = ARGV[i]; flat[#flat + 1] = ARGV[i + 1] end
+end
+for i = 11, last_set do flat[#flat + 1] = ARGV[i] end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
   flat[#flat + 1] = 'status'; flat[#flat + 1] = to
@@ -84,7 +97,10 @@ if to ~= '' and to ~= status then
 end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
 if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
-return run_reply('ok', KEYS[1])
+if ARGV[8] ~= 'none' then
+  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+end
+return reply
 `);
 
 /** KEYS: claim key. ARGV: run_id expected. Deletes the claim only if it still names run_id. */
