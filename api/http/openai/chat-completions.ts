@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, toApiError } from '../../../models/errors.js';
+import type { SubmitGate } from '../../services/jobs/job-service.js';
 import { noLlmWorker, type LlmRunner, type ModelCheck } from '../../services/llm/llm-runner.js';
 import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
 import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
@@ -49,10 +50,10 @@ export class ChatCompletions {
   }
 
   /** A finished `chat.completion` and the run id of its job. */
-  async complete(accountId: string, body: ChatCompletionBody, signal?: AbortSignal) {
+  async complete(accountId: string, body: ChatCompletionBody, signal?: AbortSignal, gate?: SubmitGate) {
     const { request, checked } = await this.prepare(body);
     const created = unixNow();
-    const result = await this.opts.llm.run(accountId, request, { signal, checked });
+    const result = await this.opts.llm.run(accountId, request, { signal, checked, gate });
     const meta = { id: completionId(result.run_id), created, model: result.model ?? body.model };
     return { runId: result.run_id, completion: completionOf(meta, request, result) };
   }
@@ -62,7 +63,7 @@ export class ChatCompletions {
    * job is accepted. Errors before that are thrown (the route answers them as JSON); after
    * it they end the stream with an error frame.
    */
-  async stream(accountId: string, body: ChatCompletionBody, open: () => ServerResponse, signal?: AbortSignal): Promise<void> {
+  async stream(accountId: string, body: ChatCompletionBody, open: () => ServerResponse, signal?: AbortSignal, gate?: SubmitGate): Promise<void> {
     const { request, checked } = await this.prepare(body);
     const created = unixNow();
     let live: LiveStream | undefined;
@@ -70,6 +71,7 @@ export class ChatCompletions {
       const result = await this.opts.llm.run(accountId, request, {
         signal,
         checked,
+        gate,
         onAccepted: (runId) => {
           const meta = { id: completionId(runId), created, model: body.model };
           live = { meta, streamed: '', stream: new ChunkStream(open(), { pingMs: this.opts.pingMs, bufferBytes: this.opts.clientBufferBytes, headers: { [RUN_ID_HEADER]: runId } }) };

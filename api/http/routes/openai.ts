@@ -14,6 +14,8 @@ export function openaiRoutes(s: Services): RouteSpec[] {
       summary: 'OpenAI-compatible chat completion, run as one llm job',
       tag: 'openai',
       auth: 'account',
+      // The llm job's create runs the request's gate, in its own script when it can (as POST /v1/jobs).
+      gateInHandler: true,
       errorStyle: 'openai',
       body: O.chatCompletionBody,
       responses: {
@@ -41,10 +43,10 @@ export function openaiRoutes(s: Services): RouteSpec[] {
             ctx.respond = false;
             return ctx.res;
           };
-          await s.openai.stream(accountId, body, takeOver, gone.signal);
+          await s.openai.stream(accountId, body, takeOver, gone.signal, ctx.state.gate);
           return;
         }
-        const { runId, completion } = await s.openai.complete(accountId, body, gone.signal);
+        const { runId, completion } = await s.openai.complete(accountId, body, gone.signal, ctx.state.gate);
         ctx.set(RUN_ID_HEADER, runId);
         ctx.body = completion;
       },

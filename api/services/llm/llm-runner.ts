@@ -3,7 +3,7 @@ import { isTerminal, type RunRecord } from '../../../models/types.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 import type { ModelStore } from '../../../models/stores.js';
 import type { RunFollower } from '../events/run-follower.js';
-import type { JobService } from '../jobs/job-service.js';
+import type { JobService, SubmitGate } from '../jobs/job-service.js';
 
 export const LLM_KIND = 'inference:llm:text-generate';
 
@@ -59,6 +59,11 @@ export interface LlmRunOptions {
   timeoutMs?: number;
   /** The caller's `check()` of the request's model in this same request: not read again. */
   checked?: ModelCheck;
+  /**
+   * The request's gate, when the route left it to the handler: the job's create runs it (in
+   * its own script when it can), as `POST /v1/jobs` does.
+   */
+  gate?: SubmitGate;
 }
 
 export interface LlmRunnerOptions {
@@ -130,7 +135,7 @@ export class LlmRunner {
     }
     // `default` names no model: the job goes to the kind's default queue.
     const input = (model === undefined || model === DEFAULT_MODEL ? rest : request) as unknown as Record<string, unknown>;
-    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input, class: 'interactive' });
+    const { run } = await this.opts.jobs.submit(accountId, { kind: LLM_KIND, input, class: 'interactive' }, undefined, opts.gate);
     opts.onAccepted?.(run.run_id);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs ?? 120_000;
     try {
