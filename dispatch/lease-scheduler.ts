@@ -106,32 +106,63 @@ export class LeaseScheduler {
   /**
    * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
    * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
+   * Each woken worker is told its share of the jobs, so that once it has leased them it does
+   * not fetch once more only to find the queue empty (one BullMQ script per job saved).
    */
   wake(queue: string, count: number): void {
     const now = Date.now();
     const candidates = [...this.ctx.workers()].filter(
       (w) => !w.draining && w.leases.size < w.info.slots && w.served?.has(queue) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
-    for (let i = 0; i < Math.min(count, candidates.length); i++) void this.fill(candidates[this.wakeTurn++ % candidates.length]);
+    // One job at a time to each candidate in turn, up to its free slots.
+    const shares = candidates.map(() => 0);
+    let left = count;
+    for (let progressed = true; left > 0 && progressed; ) {
+      progressed = false;
+      for (let i = 0; i < candidates.length && left > 0; i++) {
+        const k = (this.wakeTurn + i) % candidates.length;
+        if (shares[k] < candidates[k].info.slots - candidates[k].leases.size) {
+          shares[k]++;
+          left--;
+          progressed = true;
+        }
+      }
+    }
+    const start = this.wakeTurn;
+    this.wakeTurn += Math.min(count, candidates.length);
+    for (let i = 0; i < candidates.length; i++) {
+      const k = (start + i) % candidates.length;
+      if (shares[k] > 0) void this.fill(candidates[k], { queue, count: shares[k] });
+    }
   }
 
   wakeAll(): void {
     for (const w of this.ctx.workers()) void this.fill(w);
   }
 
-  /** Leases jobs to `worker` until its slots are full or no queue it serves has work. */
-  async fill(worker: ConnectedWorker): Promise<void> {
+  /**
+   * Leases jobs to `worker` until its slots are full or no queue it serves has work; woken by an
+   * announcement, until it has leased its share of the announced jobs (`announced`).
+   */
+  async fill(worker: ConnectedWorker, announced?: { queue: string; count: number }): Promise<void> {
     if (worker.filling) {
       worker.refill = true;
       return;
     }
     worker.filling = true;
     try {
+      let share = announced?.count ?? Infinity;
       do {
         worker.refill = false;
         while (!worker.draining && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
-          if (!(await this.leaseOne(worker))) break;
+          const queue = await this.leaseOne(worker);
+          if (!queue) break;
+          // Took its share of what was announced: another fetch would most likely find the queue
+          // empty. A job taken from another queue leaves the announced ones waiting: go on.
+          if (queue === announced?.queue && --share <= 0 && !worker.refill) break;
         }
+        // Asked again while filling (a release, another announcement): fill until no queue has work.
+        share = Infinity;
       } while (worker.refill && !worker.draining);
     } catch (err) {
       this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
@@ -144,9 +175,9 @@ export class LeaseScheduler {
    * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
    * own tier has none), and within a tier starting at the cursor so kinds and models take
    * turns (docs/models.md, "Fairness"). A model at its `max_concurrency` is passed over.
-   * True if it leased a job.
+   * The queue it leased a job from, or null.
    */
-  private async leaseOne(worker: ConnectedWorker): Promise<boolean> {
+  private async leaseOne(worker: ConnectedWorker): Promise<string | null> {
     for (const [t, queues] of worker.queues.entries()) {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
@@ -163,10 +194,10 @@ export class LeaseScheduler {
         const fetchedAt = performance.now();
         worker.cursor = (k + 1) % n;
         await this.startLease(worker, queues[k], job, token, fetchedAt);
-        return true;
+        return queues[k];
       }
     }
-    return false;
+    return null;
   }
 
   /** True when the worker holds as many leases of the queue's model as the model's `max_concurrency`. */

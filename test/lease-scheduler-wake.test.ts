@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import type { BullWorkers } from '../dispatch/bull-workers.js';
+import type { ConnectedWorker } from '../dispatch/connected-worker.js';
+import type { Engine } from '../sdk/engines/types.js';
+import { silentLogger } from '../sdk/worker/logger.js';
+import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+
+/**
+ * A worker woken by an announcement leases its share of the announced jobs and stops there: a
+ * further fetch would find the queue empty, and each fetch is a BullMQ script in Redis. Jobs
+ * announced while it fills, or taken from another queue, still make it fill until no queue
+ * it serves has work.
+ */
+describe('LeaseScheduler: waking workers for announced jobs', function () {
+  const prefix = uniquePrefix('wake');
+  const gw = new TestGateway(prefix);
+  let worker: SwitchyardWorker;
+  let connected: ConnectedWorker;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const started: string[] = [];
+  const fetches: Array<{ queue: string; got: boolean }> = [];
+
+  before(async () => {
+    await gw.start();
+    const bull = (gw.dispatcher as unknown as { bull: BullWorkers }).bull;
+    const fetch = bull.fetch.bind(bull);
+    bull.fetch = async (queue, token) => {
+      const job = await fetch(queue, token);
+      fetches.push({ queue, got: job !== undefined && job !== null });
+      return job;
+    };
+    const handler = (async (_kind, input) => {
+      started.push(String(input.prompt));
+      await held;
+      return { artifacts: [] };
+    }) as Engine;
+    worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: ['inference:image:generate'], slots: 4, handler, logger: silentLogger });
+    await worker.start();
+    await until('the worker is attached', async () => gw.dispatcher.localWorkers()[0]);
+    connected = gw.dispatcher.workersOf(gw.dispatcher.localWorkers()[0].owner)[0];
+    // Its fill at registration found the queue empty.
+    await until('the first fill is over', async () => fetches.length > 0 && !connected.filling);
+  });
+  after(async () => {
+    release();
+    await worker.stop();
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  const idle = () => until('the fill is over', async () => !connected.filling);
+
+  it('leases one announced job with one fetch', async () => {
+    const { key } = await gw.account();
+    fetches.length = 0;
+    assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'one' } })).status, 202);
+    await until('the worker runs it', async () => started.includes('one'));
+    await idle();
+    assert.deepEqual(fetches.map((f) => f.got), [true]);
+  });
+
+  it('leases jobs announced together with a fetch each, and fills while it is filling until the queue is empty', async () => {
+    const { key } = await gw.account();
+    fetches.length = 0;
+    const submitted = await Promise.all(['two', 'three', 'four'].map((prompt) => gw.submit(key, { kind: 'inference:image:generate', input: { prompt } })));
+    assert.deepEqual(submitted.map((r) => r.status), [202, 202, 202]);
+    await until('the worker runs them', async () => started.length === 4);
+    await idle();
+    assert.equal(fetches.filter((f) => f.got).length, 3);
+    // Announcements heard while it filled ask for a fill to the end: at most one fetch finds nothing.
+    assert.ok(fetches.filter((f) => !f.got).length <= 1, JSON.stringify(fetches));
+  });
+});
