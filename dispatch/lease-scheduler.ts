@@ -155,7 +155,9 @@ export class LeaseScheduler {
       do {
         worker.refill = false;
         while (!worker.draining && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
-          const queue = await this.leaseOne(worker);
+          // Not woken for announced jobs (a lease ended, a sweep): look before fetching, since an
+          // empty fetch is a BullMQ script and a look is two O(1) reads.
+          const queue = await this.leaseOne(worker, share === Infinity);
           if (!queue) break;
           // Took its share of what was announced: another fetch would most likely find the queue
           // empty. A job taken from another queue leaves the announced ones waiting: go on.
@@ -177,13 +179,14 @@ export class LeaseScheduler {
    * turns (docs/models.md, "Fairness"). A model at its `max_concurrency` is passed over.
    * The queue it leased a job from, or null.
    */
-  private async leaseOne(worker: ConnectedWorker): Promise<string | null> {
+  private async leaseOne(worker: ConnectedWorker, look: boolean): Promise<string | null> {
     for (const [t, queues] of worker.queues.entries()) {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
-      // With many queues, one round trip says which hold work, instead of a fetch per queue.
-      const holding = n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
+      // With many queues, or when there may well be no work, one round trip says which queues
+      // hold work, instead of a fetch per queue.
+      const holding = look || n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
       for (let i = 0; i < n && !worker.draining; i++) {
         const k = (worker.cursor + i) % n;
         if (holding && !holding[k]) continue;

@@ -10,7 +10,8 @@ import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harne
  * A worker woken by an announcement leases its share of the announced jobs and stops there: a
  * further fetch would find the queue empty, and each fetch is a BullMQ script in Redis. Jobs
  * announced while it fills, or taken from another queue, still make it fill until no queue
- * it serves has work.
+ * it serves has work. A fill not woken by an announcement (registration, a lease ended, the
+ * sweep) looks at the queues (two O(1) reads) before it fetches.
  */
 describe('LeaseScheduler: waking workers for announced jobs', function () {
   const prefix = uniquePrefix('wake');
@@ -21,6 +22,7 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
   const held = new Promise<void>((resolve) => (release = resolve));
   const started: string[] = [];
   const fetches: Array<{ queue: string; got: boolean }> = [];
+  let looks = 0;
 
   before(async () => {
     await gw.start();
@@ -31,6 +33,11 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
       fetches.push({ queue, got: job !== undefined && job !== null });
       return job;
     };
+    const holding = bull.holding.bind(bull);
+    bull.holding = async (queues) => {
+      looks++;
+      return holding(queues);
+    };
     const handler = (async (_kind, input) => {
       started.push(String(input.prompt));
       await held;
@@ -40,8 +47,9 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     await worker.start();
     await until('the worker is attached', async () => gw.dispatcher.localWorkers()[0]);
     connected = gw.dispatcher.workersOf(gw.dispatcher.localWorkers()[0].owner)[0];
-    // Its fill at registration found the queue empty.
-    await until('the first fill is over', async () => fetches.length > 0 && !connected.filling);
+    // Its fill at registration looked and found the queue empty.
+    await until('the first fill is over', async () => looks > 0 && !connected.filling);
+    assert.equal(fetches.length, 0);
   });
   after(async () => {
     release();
@@ -71,5 +79,20 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     assert.equal(fetches.filter((f) => f.got).length, 3);
     // Announcements heard while it filled ask for a fill to the end: at most one fetch finds nothing.
     assert.ok(fetches.filter((f) => !f.got).length <= 1, JSON.stringify(fetches));
+  });
+
+  it('looks before it fetches when a lease ends: an empty queue costs no fetch, a waiting job is fetched', async () => {
+    const { key } = await gw.account();
+    fetches.length = 0;
+    looks = 0;
+    // A fifth job waits: the four slots are taken.
+    assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'five' } })).status, 202);
+    release();
+    await until('the fifth job runs', async () => started.includes('five'));
+    await until('every lease has ended', async () => connected.leases.size === 0);
+    await idle();
+    assert.ok(looks > 0);
+    assert.deepEqual(fetches.filter((f) => !f.got), [], 'no fetch found the queue empty');
+    assert.equal(fetches.filter((f) => f.got).length, 1, 'the waiting job was fetched');
   });
 });
