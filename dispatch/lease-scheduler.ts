@@ -269,6 +269,9 @@ export class LeaseScheduler {
         set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
         setIfAbsent: { started_at: new Date().toISOString() },
         returnPrior: true,
+        // The `running` event is queued before the lease goes out, so the worker's output is
+        // logged after it; waiting for it to be written would only delay the first token.
+        awaitListeners: false,
       },
     );
     if (!started.ok) {

@@ -45,8 +45,12 @@ export class ObservedRunStore implements RunStore {
     if (result.ok && t.to && result.run && this.listeners.length) {
       // Awaited, so whoever made the change (and answers a worker or caller next) knows the
       // event is logged and the webhook queued before it says so.
+      // Each listener is called now (the event log queues the event at once, so the run's later
+      // events come after it) and handles its own errors.
       const changed = result.run;
-      await Promise.all(this.listeners.map(async (l) => l(changed)));
+      const told = Promise.all(this.listeners.map(async (l) => l(changed)));
+      if (t.awaitListeners === false) told.catch(() => {});
+      else await told;
     }
     return result as TransitionResult<T>;
   }

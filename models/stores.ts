@@ -76,6 +76,13 @@ interface RunTransitionBase {
    * what a caller needs to undo it, without reading the run first.
    */
   returnPrior?: boolean;
+  /**
+   * Status listeners (the event log, webhooks) are handed the change before the transition
+   * returns, in order with the run's other events, but not waited for: for a caller whose next
+   * step does not depend on the event being logged (a lease going out to its worker), one
+   * round trip fewer. @defaultValue true
+   */
+  awaitListeners?: boolean;
 }
 
 /** The fields a transition reports as they were before it (`returnPrior`). */

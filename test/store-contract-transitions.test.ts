@@ -121,6 +121,31 @@ describe('store contract: transition options', () => {
         assert.deepEqual(heard[1], final);
         assert.equal(heard[1].progress, 0.5);
       });
+
+      it('awaits its listeners unless told not to; either way it calls them before it returns', async () => {
+        const observed = new ObservedRunStore(stores.runs);
+        const called: string[] = [];
+        let finish!: () => void;
+        const slow = new Promise<void>((resolve) => (finish = resolve));
+        observed.onStatusChange(async (r) => {
+          called.push(r.status);
+          await slow;
+          called.push(`${r.status} done`);
+        });
+        const run = await queuedRun();
+        const started = await observed.transition(run, { from: ['queued'], to: 'running', awaitListeners: false });
+        assert.equal(started.ok, true);
+        assert.deepEqual(called, ['running'], 'called, not waited for');
+        const waited = observed.transition(run, { from: ['running'], to: 'succeeded' });
+        let returned = false;
+        void waited.then(() => (returned = true));
+        await new Promise((r) => setImmediate(r));
+        await stores.runs.get(run.run_id);
+        assert.equal(returned, false, 'waits for its listener');
+        finish();
+        await waited;
+        assert.deepEqual(called, ['running', 'succeeded', 'running done', 'succeeded done']);
+      });
     });
   }
 });
