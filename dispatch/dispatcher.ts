@@ -130,8 +130,9 @@ export class Dispatcher {
     await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel);
     this.opts.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channels.queued) {
-        const [queue, count] = message.split(' ');
-        this.scheduler.wake(queue, Number(count) || 1);
+        const [queue, count, from] = message.split(' ');
+        // Its own announcements woke this instance's workers when they were made.
+        if (from !== this.opts.gatewayId) this.scheduler.wake(queue, Number(count) || 1);
       }
       else if (channel === this.channels.cancel) this.settlement.cancelLocal(message);
     });

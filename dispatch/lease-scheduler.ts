@@ -93,7 +93,11 @@ export class LeaseScheduler {
       entry.sent = new Promise<void>((resolve, reject) =>
         setImmediate(() => {
           this.pendingAnnouncements.delete(queue);
-          this.opts.redis.publish(this.opts.channel, `${queue} ${entry.count}`).then(() => resolve(), reject);
+          // This instance's workers are woken now, not when its own message comes back from
+          // Redis: a pub/sub hop fewer before a job's lease. The message names the sender, which
+          // skips it (older instances read only the first two words).
+          this.wake(queue, entry.count);
+          this.opts.redis.publish(this.opts.channel, `${queue} ${entry.count} ${this.opts.gatewayId}`).then(() => resolve(), reject);
         }),
       );
       this.pendingAnnouncements.set(queue, entry);

@@ -23,6 +23,7 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
   const started: string[] = [];
   const fetches: Array<{ queue: string; got: boolean }> = [];
   let looks = 0;
+  let wakes = 0;
 
   before(async () => {
     await gw.start();
@@ -32,6 +33,12 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
       const job = await fetch(queue, token);
       fetches.push({ queue, got: job !== undefined && job !== null });
       return job;
+    };
+    const scheduler = (gw.dispatcher as unknown as { scheduler: { wake(queue: string, count: number): void } }).scheduler;
+    const wake = scheduler.wake.bind(scheduler);
+    scheduler.wake = (queue, count) => {
+      wakes++;
+      wake(queue, count);
     };
     const holding = bull.holding.bind(bull);
     bull.holding = async (queues) => {
@@ -60,13 +67,25 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
 
   const idle = () => until('the fill is over', async () => !connected.filling);
 
-  it('leases one announced job with one fetch', async () => {
+  it('leases one announced job with one fetch, woken once: by the submission, not again by its own message', async () => {
     const { key } = await gw.account();
     fetches.length = 0;
-    assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'one' } })).status, 202);
-    await until('the worker runs it', async () => started.includes('one'));
+    wakes = 0;
+    // This listener comes after the dispatcher's on the same connection: once it has heard the
+    // announcement, the dispatcher has too (and skipped it, as its own).
+    let heard = false;
+    const listener = (_channel: string, message: string) => (heard ||= message.startsWith('inference.image.generate.open '));
+    gw.gateway.core.subscriber.on('message', listener);
+    try {
+      assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'one' } })).status, 202);
+      await until('the worker runs it', async () => started.includes('one'));
+      await until('the announcement comes back from Redis', async () => heard);
+    } finally {
+      gw.gateway.core.subscriber.off('message', listener);
+    }
     await idle();
     assert.deepEqual(fetches.map((f) => f.got), [true]);
+    assert.equal(wakes, 1);
   });
 
   it('leases jobs announced together with a fetch each, and fills while it is filling until the queue is empty', async () => {
