@@ -229,6 +229,15 @@ export class FleetCounters {
   }
 
   /**
+   * This instance's own counts, current (a pending write is issued first): what its connected
+   * workers serve, known without a round trip. The snapshot is shared: do not modify it.
+   */
+  localSnapshot(): FleetSnapshot {
+    this.flush();
+    return this.total;
+  }
+
+  /**
    * The fleet: every live instance's counts, summed. Reads made while one is in flight, with no
    * change on this instance since it began, share it (its round trips and its parsing): a burst
    * of chat completions checks the fleet once per round trip, not once per request. The

@@ -70,7 +70,7 @@ export interface LlmRunnerOptions {
   jobs: JobService;
   follower: RunFollower;
   /** The fleet's counts: which kinds and models connected workers serve. */
-  fleet: Pick<FleetCounters, 'read'>;
+  fleet: Pick<FleetCounters, 'read' | 'localSnapshot'>;
   /** The model catalogue: the llm models there are. */
   catalogue: Pick<ModelStore, 'list' | 'get'>;
   /** How long one LLM step may take before it is canceled. @defaultValue 120000 */
@@ -110,6 +110,11 @@ export class LlmRunner {
 
   /** `assertAvailable` and `availability` from one read of the fleet: one per request on the chat path. */
   async check(model: string): Promise<ModelCheck> {
+    // Served by a worker connected here: live, and known (a worker's models are catalogued before
+    // it is counted), with no round trip. Otherwise the whole fleet says.
+    const here = this.opts.fleet.localSnapshot().kinds[LLM_KIND];
+    const servedHere = (model === DEFAULT_MODEL ? here?.workers : here?.models[model]?.workers) ?? 0;
+    if (servedHere > 0) return { anyWorker: true, availability: 'live' };
     const [fleet, known] = await Promise.all([this.opts.fleet.read(), model === DEFAULT_MODEL ? null : this.opts.catalogue.get(LLM_KIND, model)]);
     const llm = fleet.kinds[LLM_KIND];
     const anyWorker = (llm?.workers ?? 0) > 0;
