@@ -6,6 +6,11 @@ import type { QueuedJobData } from '../queues/job-queues.js';
 export interface BullWorkersOptions {
   /** Connection for BullMQ workers (maxRetriesPerRequest: null), shared by all of them: nothing here blocks. */
   connection: Redis;
+  /**
+   * An auto-pipelined connection with no scripts defined on it, for the look at which queues
+   * hold jobs: a pipeline built on `connection` copies BullMQ's ~50 scripts into itself.
+   */
+  reads: Redis;
   prefix: string;
   /** Lock duration of a lease; extended by heartbeats. */
   lockMs: number;
@@ -69,15 +74,13 @@ export class BullWorkers {
    */
   async holding(queues: string[]): Promise<boolean[]> {
     if (this.closed) return queues.map(() => false);
-    const pipeline = this.opts.connection.pipeline();
-    for (const q of queues) {
-      // Made here, not at a first fetch: a queue's stalled checker runs from its Worker, and a
-      // queue that looks empty may hold a lapsed lease only that checker brings back.
-      const { keys } = this.worker(q);
-      pipeline.llen(keys.wait).zcard(keys.prioritized);
-    }
-    const replies = (await pipeline.exec()) ?? [];
-    return queues.map((_, i) => Number(replies[2 * i]?.[1] ?? 1) + Number(replies[2 * i + 1]?.[1] ?? 1) > 0);
+    // Made here, not at a first fetch: a queue's stalled checker runs from its Worker, and a
+    // queue that looks empty may hold a lapsed lease only that checker brings back.
+    const keys = queues.map((q) => this.worker(q).keys);
+    const { reads } = this.opts;
+    // Commands of one turn on an auto-pipelined connection go out as one write: one round trip.
+    const counts = await Promise.all(keys.flatMap((k) => [reads.llen(k.wait), reads.zcard(k.prioritized)]));
+    return queues.map((_, i) => counts[2 * i] + counts[2 * i + 1] > 0);
   }
 
   /** A job of `queue` read back by id, bound to this process's worker so it can be completed here. */

@@ -85,7 +85,7 @@ export class Dispatcher {
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
-    this.bull = new BullWorkers({ connection: opts.bullConnection, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
+    this.bull = new BullWorkers({ connection: opts.bullConnection, reads: opts.redis, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.settlement.leasesOf(w, kind, model), log: opts.log });
