@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { bearerToken } from '../services/auth/bearer.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -84,8 +85,23 @@ export class WorkerSocketServer {
   }
 
   private accept(ws: WebSocket, owner: TokenOwner): void {
+    // The frames sent to one worker in one turn (the acks of a batch of its leases' outputs, a
+    // lease) go out in one write: its socket is corked at the first and uncorked once the turn's
+    // promise callbacks have run, as node:http does with responses. One syscall per frame was a
+    // fifth of the gateway's socket writes in the stream benchmark.
+    const raw = (ws as unknown as { _socket?: Socket })._socket;
+    let corked = false;
     const send = (frame: GatewayFrame) => {
-      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+      if (ws.readyState !== ws.OPEN) return;
+      if (raw && !corked) {
+        corked = true;
+        raw.cork();
+        process.nextTick(() => {
+          corked = false;
+          raw.uncork();
+        });
+      }
+      ws.send(JSON.stringify(frame));
     };
     let worker: ConnectedWorker | null = null;
     let lastSeen = Date.now();
