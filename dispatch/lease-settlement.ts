@@ -271,6 +271,9 @@ export class LeaseSettlement {
     const set = { output: described ?? { urls: [] }, progress: 1, finished_at: new Date().toISOString(), error: null };
     const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'succeeded', set });
     if (t.ok) {
+      // The success is recorded: the worker's slot takes its next job while BullMQ's is finished
+      // (a job left unfinished by a crash here is dropped when next leased: the record wins).
+      this.free(lease);
       await this.endJob(run.run_id, lease.job, lease.token, 'succeeded', null, described);
       return null;
     }
@@ -370,10 +373,17 @@ export class LeaseSettlement {
     }
   }
 
-  private async release(lease: ActiveLease): Promise<void> {
+  /** Frees the lease's slot: no longer counted against its worker, which is filled again at once. */
+  private free(lease: ActiveLease): void {
+    if (!lease.worker.leases.has(lease.id)) return;
     this.untrack(lease);
-    await this.opts.leases.delete(lease.id).catch(() => {});
     void this.ctx.fill(lease.worker);
+  }
+
+  /** Ends the lease here: its slot freed (if not yet), then its record deleted, which the next lease need not wait for. */
+  private async release(lease: ActiveLease): Promise<void> {
+    this.free(lease);
+    await this.opts.leases.delete(lease.id).catch(() => {});
   }
 
   /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
