@@ -3,6 +3,7 @@ import { LLM_KIND } from '../api/services/llm/llm-runner.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
+import { gateCalls, scriptCalls } from './helpers/script-calls.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 /**
@@ -31,20 +32,10 @@ describe('the chat completion gate', function () {
 
   it('runs in the same Redis script as the create of the llm job', async () => {
     const { key } = await gw.account();
-    const calls: string[][] = [];
-    const redis = gw.redis as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> };
-    const original = redis.evalsha;
-    redis.evalsha = function (this: unknown, ...args: unknown[]) {
-      calls.push(args.map(String));
-      return original.apply(this, args);
-    };
-    try {
+    const gated = gateCalls(await scriptCalls(gw, async () => {
       const res = await gw.request('POST', '/v1/chat/completions', { key, body: hello });
       assert.equal(res.status, 200);
-    } finally {
-      redis.evalsha = original;
-    }
-    const gated = calls.filter((args) => args.some((x) => x.includes(':revoked:')));
+    }));
     assert.equal(gated.length, 1, 'the gate ran once');
     assert.ok(gated[0].some((x) => /:run:run_/.test(x)), 'in the call that creates the run');
   });

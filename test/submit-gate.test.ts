@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { gateCalls, scriptCalls } from './helpers/script-calls.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
 /**
@@ -24,19 +25,9 @@ describe('the submission gate', () => {
 
   it('runs in the same Redis script as the create of a plain submission', async () => {
     const { key } = await a.account();
-    const calls: string[][] = [];
-    const redis = a.redis as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> };
-    const original = redis.evalsha;
-    redis.evalsha = function (this: unknown, ...args: unknown[]) {
-      calls.push(args.map(String));
-      return original.apply(this, args);
-    };
-    try {
+    const gated = gateCalls(await scriptCalls(a, async () => {
       assert.equal((await a.submit(key)).status, 202);
-    } finally {
-      redis.evalsha = original;
-    }
-    const gated = calls.filter((args) => args.some((x) => x.includes(':revoked:')));
+    }));
     assert.equal(gated.length, 1, 'the gate ran once');
     assert.ok(gated[0].some((x) => /:run:run_/.test(x)), 'in the call that creates the run');
   });
