@@ -207,7 +207,7 @@ describe('Files API memory: a large upload is streamed, not held', function () {
     return { status: res.status, file: (await res.json()) as { size: number; sha256: string }, sha256: hash.digest('hex'), size };
   }
 
-  it('takes a 60 MB file with the gateway growing by less than 20 MB', async () => {
+  it('takes a 60 MB file with the gateway growing by less than half of it', async () => {
     gateway = await new GatewayProcess({ REDIS_PREFIX: prefix }).start();
     const res = await fetch(`${gateway.url}/v1/admin/accounts`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'mem', credits: 0 }) });
     const key = ((await res.json()) as { api_key: string }).api_key;
@@ -222,7 +222,9 @@ describe('Files API memory: a large upload is streamed, not held', function () {
     assert.equal(big.status, 201, JSON.stringify(big.file));
     assert.equal(big.file.size, big.size);
     assert.equal(big.file.sha256, big.sha256);
+    // A held file would add at least its 60 MB. Streamed, the growth is the young generation
+    // reaching its full size (about 20 MB on Node 20, a little over or under from run to run).
     const grown = peakRss(gateway.child.pid!) - before;
-    assert.ok(grown < 20 * 1024 * 1024, `the gateway's peak RSS grew by ${(grown / 1048576).toFixed(1)} MB`);
+    assert.ok(grown < 30 * 1024 * 1024, `the gateway's peak RSS grew by ${(grown / 1048576).toFixed(1)} MB`);
   });
 });
