@@ -179,7 +179,9 @@ describe('graceful shutdown: leases handed over to another instance', function (
         assert.equal(log.filter((e) => e.event === 'done').length, 1);
       }
 
-      // Each run completed once: on the workers, in BullMQ and in the books.
+      // Each run completed once: on the workers, in BullMQ and in the books. A worker hears of
+      // its completion after the record says so (the answer follows the transition).
+      await until('every completion answered to its worker', async () => completed.length >= accepted.length + 1);
       assert.equal(completed.length, accepted.length + 1);
       assert.equal(new Set(completed).size, completed.length, 'no run completed twice');
       const queues = { [IMAGE]: new Queue(queueName(IMAGE, 'open'), { connection: redis, prefix: `${prefix}:q` }), [LLM]: new Queue(queueName(LLM, 'open'), { connection: redis, prefix: `${prefix}:q` }) };
