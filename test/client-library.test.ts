@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import {
   SwitchyardApiError,
@@ -17,6 +17,7 @@ import {
 } from '../sdk/client/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
+import { CuttingProxy } from './helpers/cutting-proxy.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 const KIND = 'inference:image:generate';
@@ -40,68 +41,6 @@ async function localServer(handler: http.RequestListener): Promise<{ url: string
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
-}
-
-/**
- * A TCP proxy in front of the gateway that cuts the first SSE connection in the middle of its
- * first `progress` frame (bytes up to there are passed on, then both sockets are destroyed).
- * Every later connection passes through untouched.
- */
-class CuttingProxy {
-  cut = false;
-  eventConnections = 0;
-  /** The request head of each events connection. */
-  readonly eventRequests: string[] = [];
-  readonly open = new Set<net.Socket>();
-  /** Client sockets that carried an events request and are still open. */
-  readonly openEvents = new Set<net.Socket>();
-  private server!: net.Server;
-
-  constructor(private readonly targetPort: number) {}
-
-  async start(): Promise<string> {
-    this.server = net.createServer((client) => this.pipe(client));
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  private pipe(client: net.Socket): void {
-    const upstream = net.connect(this.targetPort, '127.0.0.1');
-    this.open.add(client);
-    client.once('close', () => (this.open.delete(client), this.openEvents.delete(client)));
-    let events = false;
-    let seen = ''; // latin1, so string offsets are byte offsets
-    client.on('data', (d: Buffer) => {
-      if (/^GET \/v1\/jobs\/[^ ]+\/events/.test(d.toString('latin1'))) {
-        events = true;
-        this.eventConnections++;
-        this.eventRequests.push(d.toString('latin1').split('\r\n\r\n')[0].toLowerCase());
-        if (!client.destroyed) this.openEvents.add(client);
-      }
-      upstream.write(d);
-    });
-    upstream.on('data', (d: Buffer) => {
-      if (!events || this.cut) return void client.write(d);
-      const before = seen.length;
-      seen += d.toString('latin1');
-      const at = seen.indexOf('event: progress');
-      if (at < 0) return void client.write(d);
-      this.cut = true;
-      client.write(d.subarray(0, Math.max(0, at + 8 - before)), () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    });
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  }
-
-  async stop(): Promise<void> {
-    for (const s of this.open) s.destroy();
-    await new Promise<void>((r) => this.server.close(() => r()));
-  }
 }
 
 async function collect(events: AsyncIterable<JobEvent>): Promise<JobEvent[]> {
@@ -292,12 +231,12 @@ describe('client library (sdk/client) against a real gateway and demo worker', (
   });
 
   it('stream() reconnects with Last-Event-ID after the connection is cut mid-frame: no gap, no duplicate', async () => {
-    const proxy = new CuttingProxy(Number(new URL(gw.url).port));
+    const proxy = new CuttingProxy(Number(new URL(gw.url).port), 'first');
     const proxied = new SwitchyardClient({ baseUrl: await proxy.start(), apiKey: key });
     try {
       const run = await client.submit({ kind: KIND, input: { prompt: 'cut me' } });
       const events = await collect(proxied.stream(run.run_id, { reconnectDelayMs: 10 }));
-      assert.equal(proxy.cut, true, 'the proxy cut the stream');
+      assert.equal(proxy.cuts, 1, 'the proxy cut the stream');
       assert.ok(proxy.eventConnections >= 2, 'the client connected again');
       assert.doesNotMatch(proxy.eventRequests[0], /last-event-id/);
       assert.match(proxy.eventRequests[1], /\r\nlast-event-id: \d+/);
@@ -317,8 +256,7 @@ describe('client library (sdk/client) against a real gateway and demo worker', (
   });
 
   it('leaving a stream early closes its connection', async () => {
-    const proxy = new CuttingProxy(Number(new URL(gw.url).port));
-    proxy.cut = true; // pass everything through
+    const proxy = new CuttingProxy(Number(new URL(gw.url).port), 'none');
     const proxied = new SwitchyardClient({ baseUrl: await proxy.start(), apiKey: key });
     try {
       const run = await client.submit({ kind: UNSERVED, input: { prompt: 'a door creaks' } });
