@@ -1,4 +1,5 @@
 import { LuaScript } from './lua-script.js';
+import { PRIOR_FIELDS } from './run-codec.js';
 
 /**
  * Lua scripts that keep a run, its account's credits and the run indexes consistent: each
@@ -62,8 +63,8 @@ if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply
 if ARGV[7] ~= '' and (cur[5] or '0') ~= ARGV[7] then return run_reply('refused', KEYS[1]) end
 local reply = { 'ok' }
 if ARGV[9] == '1' then
-  local prior = redis.call('HMGET', KEYS[1], 'status', 'worker_id', 'attempts', 'fence', 'started_at', 'progress')
-  for i = 1, 6 do reply[#reply + 1] = prior[i] or '' end
+  local prior = redis.call('HMGET', KEYS[1], ${PRIOR_FIELDS.map((f) => `'${f}'`).join(', ')})
+  for i = 1, ${PRIOR_FIELDS.length} do reply[#reply + 1] = prior[i] or '' end
 end
 local to = ARGV[2]
 local flat = {}
