@@ -88,7 +88,7 @@ export class LlmRunner {
 
   /** Throws 503 `unavailable` unless some connected worker serves the llm kind. */
   async assertAvailable(): Promise<void> {
-    if (!(await this.opts.fleet.read()).kinds[LLM_KIND]?.workers) throw noLlmWorker();
+    if (!(await this.check(DEFAULT_MODEL)).anyWorker) throw noLlmWorker();
   }
 
   /**
@@ -129,10 +129,10 @@ export class LlmRunner {
    */
   async run(accountId: string, request: LlmRequest, opts: LlmRunOptions = {}): Promise<LlmResult> {
     const { model, ...rest } = request;
-    const checked = opts.checked ?? (model === undefined ? null : await this.check(model));
-    if (!checked) await this.assertAvailable();
-    else if (!checked.anyWorker) throw noLlmWorker();
-    if (checked?.availability === 'no_worker') {
+    // No model: any llm worker will do (`default`).
+    const checked = opts.checked ?? (await this.check(model ?? DEFAULT_MODEL));
+    if (!checked.anyWorker) throw noLlmWorker();
+    if (checked.availability === 'no_worker') {
       throw new ApiError('unavailable', `no connected worker serves the model ${JSON.stringify(model)} right now; retry later (GET /v1/models lists those that are served)`, {
         headers: { 'Retry-After': '5' },
         details: { param: 'model' },
