@@ -150,7 +150,7 @@ export interface IdempotencyStore {
   release(accountId: string, key: string, runId: string): Promise<void>;
 }
 
-/** A custom tool as stored (api/tools/): its secrets sealed (AES-256-GCM) by the tool service, never in plain text. */
+/** A custom tool as stored (api/services/tools/): its secrets sealed (AES-256-GCM) by the tool service, never in plain text. */
 export interface StoredTool {
   /** `tool_` and a ULID, so ids sort by creation time. */
   id: string;
@@ -264,11 +264,11 @@ export interface Stores {
   workerTokens: WorkerTokenStore;
   runs: RunStore;
   idempotency: IdempotencyStore;
-  /** Custom tools (api/tools/). */
+  /** Custom tools (api/services/tools/). */
   tools: ToolStore;
-  /** Bots, their flows and secure-mode sessions (api/bots/). */
+  /** Bots, their flows and secure-mode sessions (api/services/bots/). */
   bots: BotStore;
-  /** Bot conversations (api/agents/). */
+  /** Bot conversations (the agent loop, api/services/bots/). */
   conversations: ConversationStore;
   /** Files accounts uploaded (`/v1/files`). */
   files: FileStore;

@@ -6,7 +6,9 @@ import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 /**
  * The README and docs/ are the whole manual: a reader who cloned the repository needs nothing
  * else. Every operation the gateway serves is in the API reference, every docs page is in the
- * index, every relative link leads to a file, and nothing points outside the repository.
+ * index, every relative link leads to a file, and nothing points outside the repository. The
+ * index and the README name every benchmark and every engine there is, so a new one cannot be
+ * left out of them.
  */
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -58,10 +60,53 @@ describe('documentation', () => {
     }
   });
 
-  it('lists every page of docs/ in its index, docs/README.md', () => {
+  it('lists every page of docs/ in its index, docs/README.md, and no other', () => {
     const index = read(path.join(DOCS, 'README.md'));
     const listed = new Set(links(index).map((l) => l.target.split('#')[0]));
-    for (const page of docFiles().filter((f) => f !== 'README.md')) assert.ok(listed.has(page), `docs/README.md does not link ${page}`);
+    const pages = docFiles().filter((f) => f !== 'README.md');
+    for (const page of pages) assert.ok(listed.has(page), `docs/README.md does not link ${page}`);
+    for (const page of listed) assert.ok(pages.includes(page), `docs/README.md links ${page}, which is not a page of docs/`);
+  });
+
+  describe('what the index and the README say the pages and folders hold', () => {
+    /** The line of `file` that starts with `start` (a list item), which must be there once. */
+    const itemOf = (file: string, start: string) => {
+      const found = read(file).split('\n').filter((l) => l.startsWith(start));
+      assert.equal(found.length, 1, `${path.relative(ROOT, file)}: expected one line starting ${start}`);
+      return found[0];
+    };
+    // What `npm run bench -- <name>` accepts: bench/run.ts takes every .ts file beside it but itself.
+    const benchmarks = readdirSync(path.join(ROOT, 'bench'))
+      .filter((f) => f.endsWith('.ts') && f !== 'run.ts')
+      .map((f) => f.slice(0, -3));
+    const engines = readdirSync(path.join(ROOT, 'sdk/engines'), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+
+    it('names every benchmark of `npm run bench` in the index, the README and docs/benchmarks.md', () => {
+      assert.ok(benchmarks.length > 0, 'no benchmark found in bench/');
+      const named = (line: string, name: string) => new RegExp(`[\\s\`]${name}\``).test(line);
+      const index = itemOf(path.join(DOCS, 'README.md'), '- [benchmarks.md](benchmarks.md)');
+      const readme = itemOf(path.join(ROOT, 'README.md'), '- `bench/`');
+      const page = read(path.join(DOCS, 'benchmarks.md'));
+      for (const name of benchmarks) {
+        assert.ok(named(index, name), `docs/README.md's line for benchmarks.md does not name the benchmark \`${name}\``);
+        assert.ok(named(readme, name), `README.md's \`bench/\` line does not name the benchmark \`${name}\``);
+        assert.ok(page.includes(`npm run bench -- ${name}`), `docs/benchmarks.md does not show \`npm run bench -- ${name}\``);
+      }
+    });
+
+    it('names every engine of sdk/engines/ in the README, the index and docs/engines.md', () => {
+      assert.ok(engines.length > 0, 'no engine folder found in sdk/engines/');
+      const architecture = read(path.join(ROOT, 'README.md')).split('## Architecture')[1] ?? '';
+      const index = itemOf(path.join(DOCS, 'README.md'), '- [engines.md](engines.md)');
+      const headings = read(path.join(DOCS, 'engines.md')).split('\n').filter((l) => l.startsWith('## '));
+      for (const name of engines) {
+        assert.ok(architecture.includes(`\`sdk/engines/${name}/\``), `README.md's Architecture does not name \`sdk/engines/${name}/\``);
+        assert.ok(new RegExp(`\\b${name}\\b`, 'i').test(index), `docs/README.md's line for engines.md does not name the ${name} engine`);
+        assert.ok(headings.includes(`## ${name}`), `docs/engines.md has no \`## ${name}\` section`);
+      }
+    });
   });
 
   describe('the API reference, docs/api.md', () => {

@@ -221,7 +221,7 @@ export type WebhookOutcome = 'delivered' | 'retrying' | 'gave_up' | 'failed';
 
 /**
  * One webhook delivery attempt of a run (GET /v1/jobs/{run_id}/webhooks, docs/webhooks.md).
- * The gateway records and serves attempts in exactly this shape (api/webhooks/).
+ * The gateway records and serves attempts in exactly this shape (api/services/webhooks/).
  */
 export interface WebhookAttempt {
   /** The `webhook-id` header sent: the same on every attempt of one event. */
@@ -273,7 +273,7 @@ export interface BotInput {
   allowedOrigins: string[];
 }
 
-/** A bot as the gateway answers it (its `view` in api/bots/ is typed by this). */
+/** A bot as the gateway answers it (its `view` in api/services/bots/ is typed by this). */
 export interface Bot extends BotInput {
   id: string;
   /** Refuses the embed token: only session tokens minted by the owner's backend are accepted. */

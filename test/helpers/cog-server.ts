@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
- * A stand-in for a Cog container's HTTP server, written from replicate/cog's docs/http.md and
+ * A stand-in for a Cog container's HTTP server, written from Cog's docs/http.md (replicate/cog) and
  * its server, crates/coglet/src/transport/http/routes.rs (request and response bodies, status
  * codes) and crates/coglet/src/prediction.rs (the prediction object sent to webhooks). The
  * model's behaviour is a script the test gives per prediction, so each test drives one case.
@@ -101,7 +101,7 @@ export class CogServer {
   readonly created: Recorded[] = [];
   readonly cancels: string[] = [];
   healthChecks = 0;
-  /** Files the server hands out by URL, as it does when run with --upload-url (docs/http.md "File uploads"). */
+  /** Files the server hands out by URL, as it does when run with --upload-url (Cog's docs/http.md "File uploads"). */
   readonly files = new Map<string, { type: string; data: Buffer }>();
   private readonly predictions = new Map<string, Prediction>();
   private readonly sockets = new Set<Socket>();
@@ -140,7 +140,7 @@ export class CogServer {
     const send = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (req.method === 'GET' && path === '/health-check') {
       this.healthChecks++;
-      // docs/http.md "GET /health-check": always 200; BUSY when every slot (one here) is taken.
+      // Cog's docs/http.md "GET /health-check": always 200; BUSY when every slot (one here) is taken.
       const status = this.health === 'READY' && this.running() > 0 ? 'BUSY' : this.health;
       const setupStatus = this.health === 'STARTING' ? 'starting' : this.health === 'SETUP_FAILED' ? 'failed' : 'succeeded';
       return send(200, { status, setup: { started_at: new Date().toISOString(), status: setupStatus, logs: this.setupLogs }, version: { coglet: '0.17.0', cog: '0.17.0', python: '3.12.0' } });
@@ -184,7 +184,7 @@ export class CogServer {
     const p: Prediction = { id, status: 'starting', input, logs: '', outputs: [], canceled: false, wake: () => {} };
     this.predictions.set(id, p);
     const run = this.run(p, this.scripts.shift() ?? { steps: [], output: 'ok' }, webhook);
-    // docs/http.md: `Prefer: respond-async` answers 202 at once; without it the answer is the finished prediction.
+    // Cog's docs/http.md: `Prefer: respond-async` answers 202 at once; without it the answer is the finished prediction.
     if (req.headers.prefer === 'respond-async') return send(202, { id, status: 'starting' });
     await run;
     return send(200, this.snapshot(p));

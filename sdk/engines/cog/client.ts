@@ -2,12 +2,12 @@ import { UpstreamError, errorOfFetch, errorOfResponse } from '../upstream-error.
 
 /**
  * The calls the engine makes to a Cog container's HTTP server, as Cog documents them
- * (replicate/cog docs/http.md; the server is crates/coglet/src/transport/http/routes.rs, and
+ * (Cog's docs/http.md, in replicate/cog; the server is crates/coglet/src/transport/http/routes.rs, and
  * python/cog/server/http.py in images built with cog <= 0.16). Each call has a time limit, so a
  * container that hangs fails the call instead of the lease waiting for ever.
  */
 
-/** `GET /health-check`'s `status` (docs/http.md): READY and BUSY serve, STARTING will. */
+/** `GET /health-check`'s `status` (Cog's docs/http.md): READY and BUSY serve, STARTING will. */
 export type CogHealth = 'STARTING' | 'READY' | 'BUSY' | 'SETUP_FAILED' | 'DEFUNCT' | 'UNHEALTHY' | string;
 
 export interface HealthCheck {
@@ -17,7 +17,7 @@ export interface HealthCheck {
   userHealthcheckError?: string;
 }
 
-/** Body of `PUT /predictions/{id}` (docs/http.md "Webhooks"; coglet's PredictionRequest). */
+/** Body of `PUT /predictions/{id}` (Cog's docs/http.md "Webhooks"; coglet's PredictionRequest). */
 export interface PredictionRequest {
   id: string;
   input: Record<string, unknown>;

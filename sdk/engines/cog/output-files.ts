@@ -4,7 +4,7 @@ import { UpstreamError } from '../upstream-error.js';
 /**
  * A finished prediction's output as the job's result. Cog returns a file output (`cog.Path`,
  * `cog.File`) as a base64 data URL by default, or as the URL it uploaded the file to when the
- * server runs with `--upload-url` (docs/http.md "File uploads"). Those become artifacts; the
+ * server runs with `--upload-url` (Cog's docs/http.md "File uploads"). Those become artifacts; the
  * rest of the output stays JSON, each file replaced by its artifact's name.
  */
 

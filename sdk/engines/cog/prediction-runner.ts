@@ -34,7 +34,7 @@ export const engineError = (code: string, message: string, retryable: boolean) =
  */
 export async function runPrediction(input: Record<string, unknown>, ctx: EngineContext, opts: RunnerOptions): Promise<unknown> {
   ctx.signal.throwIfAborted();
-  // Cog's recommended id: a random UUID, base32 without padding (docs/http.md); hex is as unique and as safe in a path.
+  // Cog's recommended id: a random UUID, base32 without padding (Cog's docs/http.md); hex is as unique and as safe in a path.
   const id = randomUUID().replaceAll('-', '');
   const { client, listener } = opts;
   let logsSeen = 0;

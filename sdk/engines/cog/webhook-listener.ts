@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * Where the Cog server reports each prediction. Cog's only way to tell a client how an async
- * prediction goes is a webhook (docs/http.md: "For JSON responses, the only supported way to
+ * prediction goes is a webhook (Cog's docs/http.md: "For JSON responses, the only supported way to
  * receive updates on the status of predictions started asynchronously is using webhooks.
  * Polling for prediction status is not currently supported."): it POSTs the whole prediction
  * object (`{id, status, output, logs, error, metrics}`) on start, output, logs and completion.
