@@ -157,7 +157,10 @@ describe('OpenAPI document', () => {
       assert.deepEqual(resolveRefs(component, doc), JSON.parse(JSON.stringify(spec.output.schema)), spec.kind);
       assert.deepEqual(component[ARTIFACTS_KEYWORD].map((a: { name: string }) => a.name), spec.output.artifacts.map((a) => a.name));
       const served = caps.body.kinds.find((k) => k.kind === spec.kind)!;
-      assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify(spec.output)), spec.kind);
+      assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify({ artifacts: spec.output.artifacts, schema: spec.output.schema })), spec.kind);
+      // What the gateway guarantees, and no more: urls, and the files it writes itself.
+      assert.deepEqual(component.required, ['urls', 'files'], spec.kind);
+      assert.equal(component.properties.files.items.$ref, '#/components/schemas/OutputFile');
     }
     // A job's output always has urls and the gateway's files.
     const output = doc.components.schemas.Job.properties.output.anyOf[0];
