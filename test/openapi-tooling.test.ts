@@ -121,6 +121,10 @@ type Accepted = operations['submitJob']['responses'][202]['content']['applicatio
 type Job = components['schemas']['Job'];
 export const done = (j: Job): boolean => j.terminal && (j.status === 'succeeded' || j.status === 'failed' || j.status === 'canceled');
 export const urls = (j: Job): string[] => j.output?.urls ?? [];
+// The kind tells the output apart too: an image job's width, a transcript's text, when its worker reported them.
+export const width = (j: Job): number | undefined => (j.kind === 'inference:image:generate' ? j.output?.width : undefined);
+export const transcript = (j: Job): string | undefined => (j.kind === 'inference:audio:transcribe' ? j.output?.text : undefined);
+export const sizes = (j: Job): Array<number | null> => (j.output?.files ?? []).map((f) => f.size);
 export const accepted = (a: Accepted): string => a.run_id + a.kind + a.class + a.confidentiality;
 export const code = (e: components['schemas']['Error']): components['schemas']['ErrorCode'] => e.error.code;
 // OpenAI's clients send fields the gateway does not name; the request takes them, as the server does.
@@ -136,13 +140,16 @@ export const chat: components['schemas']['ChatCompletionRequest'] = { model: 'm'
       assert.deepEqual(Object.fromEntries(errors), {});
     });
 
-    it('refuses a wrong field type, an unknown kind, a missing file field and an unknown class', async () => {
+    it('refuses a wrong field type, an unknown kind, a missing file field, an unknown class and another kind\'s output', async () => {
       const bad: Record<string, string> = {
         'wrong-field-type.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:image:generate', input: { prompt: 5 } };`,
         'unknown-kind.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:image:make', input: { prompt: 'x' } };`,
         'missing-file.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:rig', input: { skeleton: 'humanoid' } };`,
         'unknown-class.ts': `export const r: operations['submitJob']['requestBody']['content']['application/json'] = { kind: 'inference:rig', input: { mesh: 'file_x' }, class: 'urgent' };`,
         'neither-prompt-nor-image.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:video:generate', input: { fps: 12 } };`,
+        // A rig job's output has no width of a known type, and an image job's width is a number.
+        'output-of-another-kind.ts': `export const w = (j: components['schemas']['Job']): number | undefined => (j.kind === 'inference:rig' ? j.output?.width : undefined);`,
+        'output-field-type.ts': `export const w = (j: components['schemas']['Job']): string | undefined => (j.kind === 'inference:image:generate' ? j.output?.width : undefined);`,
       };
       for (const [name, body] of Object.entries(bad)) writeFileSync(path.join(dir, name), program(body));
       const errors = await typeErrors(dir, Object.keys(bad));
