@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,9 +9,10 @@ import { KINDS } from '../models/kinds.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 /**
- * The served document passes `redocly lint` (redocly.yaml: the recommended rules) and makes a
- * client with openapi-typescript that a program submitting every kind type-checks against, while
- * programs with a wrong field, kind or class do not. Everything runs offline from node_modules.
+ * The served document passes `redocly lint` with Redocly's defaults (the recommended rules, no
+ * configuration: as anyone who lints it gets them) and makes a client with openapi-typescript that
+ * a program submitting every kind type-checks against, while programs with a wrong field, kind or
+ * class do not. Everything runs offline from node_modules.
  */
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -30,8 +31,11 @@ async function attempt(file: string, args: string[], cwd = ROOT): Promise<{ code
   }
 }
 
+/** `redocly lint` of `file`, run in its directory, which holds no Redocly configuration: the default rules. */
 async function lint(file: string): Promise<{ totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> }> {
-  const { out } = await attempt(process.execPath, [path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--config', path.join(ROOT, 'redocly.yaml'), '--format=json', file]);
+  const dir = path.dirname(file);
+  assert.deepEqual(readdirSync(dir).filter((f) => /^(redocly|\.redocly)\./.test(f)), [], 'a Redocly configuration beside the document');
+  const { out } = await attempt(process.execPath, [path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--format=json', file], dir);
   const json = out.slice(out.indexOf('{'), out.lastIndexOf('}') + 1);
   return JSON.parse(json);
 }
@@ -70,7 +74,7 @@ describe('OpenAPI document and its tools', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('passes redocly lint with the recommended rules, without a warning', async () => {
+  it('passes redocly lint with its default (recommended) rules and no configuration, without a warning', async () => {
     const result = await lint(docFile);
     assert.deepEqual(result.problems.map((p) => `${p.ruleId}: ${p.message}`), []);
     assert.deepEqual(result.totals, { ...result.totals, errors: 0, warnings: 0 });
