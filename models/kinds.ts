@@ -22,12 +22,18 @@ export interface KindSpec {
  * What a succeeded run of a kind gives its caller: the files it produces, named and typed as
  * the reference (demo) engine makes them, and the JSON Schema of `output`. The schema is open
  * (`additionalProperties`), since other engines may report more; test/kind-outputs.test.ts runs
- * the demo engine for every kind against it, closed, so the two cannot drift apart.
+ * the demo engine for every kind against it, closed and with `reported` required, so the two
+ * cannot drift apart.
  */
 export interface KindOutputSpec {
   artifacts: KindOutputArtifact[];
-  /** JSON Schema (2020-12) of `output`; lists `artifacts` under ARTIFACTS_KEYWORD, so the OpenAPI document shows them. */
+  /**
+   * JSON Schema (2020-12) of `output`; lists `artifacts` under ARTIFACTS_KEYWORD, so the OpenAPI
+   * document shows them. It requires only `urls` and `files`, the fields the gateway guarantees.
+   */
   schema: Record<string, unknown>;
+  /** The kind's own fields the reference engine reports in every run (the schema's description names them). */
+  reported: string[];
 }
 
 const prompt = { type: 'string', minLength: 1, maxLength: 10_000 };
@@ -113,13 +119,25 @@ const inputInfo = (field: string, more: Record<string, unknown> = {}) => ({
 
 const artifact = (name: string, content_type: string, description: string, always = true): KindOutputArtifact => ({ name, content_type, description, always });
 
-/** A kind's output: its files, and its own fields besides `urls` and `files` (`required`: the ones always reported). */
-function output(artifacts: KindOutputArtifact[], properties: Record<string, unknown> = {}, required: string[] = []): KindOutputSpec {
+/**
+ * A kind's output: its files, and its own fields besides `urls` and `files` (`reported`: the ones
+ * the reference engine always reports). Only `urls` and `files` are required: the gateway takes a
+ * `complete` frame only with `urls` (dispatch/worker-frames.ts) and writes `files` itself, but
+ * checks no other field of it, so a caller can count on no other.
+ */
+function output(artifacts: KindOutputArtifact[], properties: Record<string, unknown> = {}, reported: string[] = []): KindOutputSpec {
+  const own = Object.keys(properties).length
+    ? ` The gateway checks none of the kind's other fields: they are described as the reference (demo) engine reports them (${
+        reported.length ? `always ${reported.map((f) => `\`${f}\``).join(', ')}` : 'each only in some runs'
+      }), and an engine may leave any out or report others.`
+    : ' Engines may report other fields, which the gateway does not check.';
   return {
     artifacts,
+    reported,
     schema: {
       type: 'object',
-      required: ['urls', 'files', ...required],
+      description: `A succeeded run's \`output\`. \`urls\` and \`files\` are always there: the gateway takes a worker's completion only with \`urls\`, and writes \`files\` itself.${own}`,
+      required: ['urls', 'files'],
       properties: { ...OUTPUT_COMMON_PROPERTIES, ...properties },
       additionalProperties: true,
       [ARTIFACTS_KEYWORD]: artifacts,
@@ -133,8 +151,8 @@ const WAV = 'audio/wav';
 const TEXT = 'text/plain; charset=utf-8';
 const positive = { type: 'integer', minimum: 1 };
 const seconds = { type: 'number', minimum: 0 };
-const meshOutput = (extra: Record<string, unknown>, required: string[]) =>
-  output([artifact('mesh.glb', GLB, 'the textured mesh (glTF binary)')], extra, required);
+const meshOutput = (extra: Record<string, unknown>, reported: string[]) =>
+  output([artifact('mesh.glb', GLB, 'the textured mesh (glTF binary)')], extra, reported);
 const audioOutput = (name: string, what: string) =>
   output([artifact(name, WAV, what)], { duration_s: { ...seconds, description: 'Length of the audio in seconds.' } }, ['duration_s']);
 

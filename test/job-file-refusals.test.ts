@@ -30,7 +30,7 @@ const TWO_FILES: KindSpec = {
     type: 'object',
     properties: { first: { type: 'string', [FILE_KEYWORD]: { accept: ['image/png'] } }, second: { type: 'string', [FILE_KEYWORD]: { accept: ['image/png'] } } },
   },
-  output: { artifacts: [], schema: { type: 'object' } },
+  output: { artifacts: [], schema: { type: 'object' }, reported: [] },
 };
 
 describe('refused submissions keep no staged file', function () {

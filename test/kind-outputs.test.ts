@@ -15,8 +15,9 @@ import { sampleGlb, samplePng, sampleWav } from './helpers/sample-files.js';
  * Each kind's output description (models/kinds.ts) against what the reference engine makes:
  * the demo engine runs every kind, on inputs that take each of its paths, and what it returns
  * must be what the catalogue says, file names and types, fields and their shapes. The check
- * closes the published schema (no field it does not name, at any depth) and asks, the other
- * way, that every file and field it names is made by some run, so neither side can drift.
+ * closes the published schema (no field it does not name, at any depth), requires the fields
+ * the catalogue says it always reports, and asks, the other way, that every file and field it
+ * names is made by some run, so neither side can drift.
  */
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -107,7 +108,11 @@ describe('kind outputs', () => {
         // What the gateway stores for a file of that name and type: the catalogue names the type callers get.
         assert.equal(artifactContentType(a.content_type, a.name), a.content_type, `${spec.kind} ${a.name}`);
       }
-      assert.deepEqual((schema.required as string[]).slice(0, 2), ['urls', 'files']);
+      // The gateway guarantees urls and files only: it checks no other field of a worker's output.
+      assert.deepEqual(schema.required, ['urls', 'files'], spec.kind);
+      const own = Object.keys(schema.properties as object);
+      assert.deepEqual(spec.output.reported.filter((f) => !own.includes(f) || f === 'urls' || f === 'files'), [], `${spec.kind}: reported fields the schema does not describe`);
+      for (const f of spec.output.reported) assert.ok(String(schema.description).includes(`\`${f}\``), `${spec.kind}: the description names ${f}`);
     }
   });
 
@@ -133,7 +138,7 @@ describe('kind outputs', () => {
     it(`${spec.kind}: the demo engine makes what the catalogue says`, async () => {
       const engine = createDemoEngine({ delayMs: 0, espeakNg: null, pocketsphinx: null });
       const declared = new Map(spec.output.artifacts.map((a) => [a.name, a]));
-      const validate = compile(closed(spec.output.schema) as object);
+      const validate = compile({ ...(closed(spec.output.schema) as object), required: ['urls', 'files', ...spec.output.reported] });
       const madeFiles = new Set<string>();
       const madeFields = new Set<string>();
       for (const input of VARIANTS[spec.kind]) {

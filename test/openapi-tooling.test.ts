@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,9 +9,10 @@ import { KINDS } from '../models/kinds.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 /**
- * The served document passes `redocly lint` (redocly.yaml: the recommended rules) and makes a
- * client with openapi-typescript that a program submitting every kind type-checks against, while
- * programs with a wrong field, kind or class do not. Everything runs offline from node_modules.
+ * The served document passes `redocly lint` with Redocly's defaults (the recommended rules, no
+ * configuration: as anyone who lints it gets them) and makes a client with openapi-typescript that
+ * a program submitting every kind type-checks against, while programs with a wrong field, kind or
+ * class do not. Everything runs offline from node_modules.
  */
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -30,8 +31,11 @@ async function attempt(file: string, args: string[], cwd = ROOT): Promise<{ code
   }
 }
 
+/** `redocly lint` of `file`, run in its directory, which holds no Redocly configuration: the default rules. */
 async function lint(file: string): Promise<{ totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> }> {
-  const { out } = await attempt(process.execPath, [path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--config', path.join(ROOT, 'redocly.yaml'), '--format=json', file]);
+  const dir = path.dirname(file);
+  assert.deepEqual(readdirSync(dir).filter((f) => /^(redocly|\.redocly)\./.test(f)), [], 'a Redocly configuration beside the document');
+  const { out } = await attempt(process.execPath, [path.join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--format=json', file], dir);
   const json = out.slice(out.indexOf('{'), out.lastIndexOf('}') + 1);
   return JSON.parse(json);
 }
@@ -70,7 +74,7 @@ describe('OpenAPI document and its tools', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('passes redocly lint with the recommended rules, without a warning', async () => {
+  it('passes redocly lint with its default (recommended) rules and no configuration, without a warning', async () => {
     const result = await lint(docFile);
     assert.deepEqual(result.problems.map((p) => `${p.ruleId}: ${p.message}`), []);
     assert.deepEqual(result.totals, { ...result.totals, errors: 0, warnings: 0 });
@@ -121,6 +125,10 @@ type Accepted = operations['submitJob']['responses'][202]['content']['applicatio
 type Job = components['schemas']['Job'];
 export const done = (j: Job): boolean => j.terminal && (j.status === 'succeeded' || j.status === 'failed' || j.status === 'canceled');
 export const urls = (j: Job): string[] => j.output?.urls ?? [];
+// The kind tells the output apart too: an image job's width, a transcript's text, when its worker reported them.
+export const width = (j: Job): number | undefined => (j.kind === 'inference:image:generate' ? j.output?.width : undefined);
+export const transcript = (j: Job): string | undefined => (j.kind === 'inference:audio:transcribe' ? j.output?.text : undefined);
+export const sizes = (j: Job): Array<number | null> => (j.output?.files ?? []).map((f) => f.size);
 export const accepted = (a: Accepted): string => a.run_id + a.kind + a.class + a.confidentiality;
 export const code = (e: components['schemas']['Error']): components['schemas']['ErrorCode'] => e.error.code;
 // OpenAI's clients send fields the gateway does not name; the request takes them, as the server does.
@@ -136,13 +144,16 @@ export const chat: components['schemas']['ChatCompletionRequest'] = { model: 'm'
       assert.deepEqual(Object.fromEntries(errors), {});
     });
 
-    it('refuses a wrong field type, an unknown kind, a missing file field and an unknown class', async () => {
+    it('refuses a wrong field type, an unknown kind, a missing file field, an unknown class and another kind\'s output', async () => {
       const bad: Record<string, string> = {
         'wrong-field-type.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:image:generate', input: { prompt: 5 } };`,
         'unknown-kind.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:image:make', input: { prompt: 'x' } };`,
         'missing-file.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:rig', input: { skeleton: 'humanoid' } };`,
         'unknown-class.ts': `export const r: operations['submitJob']['requestBody']['content']['application/json'] = { kind: 'inference:rig', input: { mesh: 'file_x' }, class: 'urgent' };`,
         'neither-prompt-nor-image.ts': `export const r: components['schemas']['JobRequest'] = { kind: 'inference:video:generate', input: { fps: 12 } };`,
+        // A rig job's output has no width of a known type, and an image job's width is a number.
+        'output-of-another-kind.ts': `export const w = (j: components['schemas']['Job']): number | undefined => (j.kind === 'inference:rig' ? j.output?.width : undefined);`,
+        'output-field-type.ts': `export const w = (j: components['schemas']['Job']): string | undefined => (j.kind === 'inference:image:generate' ? j.output?.width : undefined);`,
       };
       for (const [name, body] of Object.entries(bad)) writeFileSync(path.join(dir, name), program(body));
       const errors = await typeErrors(dir, Object.keys(bad));

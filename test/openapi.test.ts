@@ -1,18 +1,28 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { routeSpecs } from '../api/http/app.js';
 import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from '../api/http/openapi/examples.js';
+import { jobComponent } from '../api/http/openapi/job-objects.js';
 import { inputComponent, outputComponent, requestComponent } from '../api/http/openapi/job-requests.js';
 import { ERROR_STATUS } from '../models/errors.js';
 import { ARTIFACTS_KEYWORD, FILE_KEYWORD, JOB_CLASSES, KINDS, KIND_NAMES, TIERS, fileFields } from '../models/kinds.js';
 import { RUN_STATUSES } from '../models/types.js';
-import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
+import type { Engine } from '../sdk/engines/types.js';
+import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { docValidator, refsIn, resolveRefs } from './helpers/openapi-doc.js';
 import { kindInputs } from './helpers/kind-inputs.js';
 
 describe('OpenAPI document', () => {
   const prefix = uniquePrefix('openapi');
-  const gw = new TestGateway(prefix);
+  // The artifacts of the runs of every kind go here, not into the working directory's .data.
+  const dataDir = mkdtempSync(join(tmpdir(), 'openapi-'));
+  const gw = new TestGateway(prefix, { DATA_DIR: dataDir });
   let doc: any;
   let check: ReturnType<typeof docValidator>;
   /** The published schema of an operation's answer. */
@@ -27,6 +37,7 @@ describe('OpenAPI document', () => {
   after(async () => {
     await gw.stop();
     await cleanupPrefix(prefix);
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -42,7 +53,7 @@ describe('OpenAPI document', () => {
     assert.deepEqual([...documented].sort(), [...mounted].sort());
   });
 
-  it('names its schemas once, as components, and uses every one (but the kinds\' outputs, for readers)', () => {
+  it('names its schemas once, as components, and uses every one', () => {
     const schemas = doc.components.schemas;
     for (const name of ['Error', 'ErrorCode', 'Kind', 'RunStatus', 'JobClass', 'Confidentiality', 'JobRequest', 'Job', 'JobAccepted', 'JobList', 'Capabilities', 'Capacity', 'File', 'Tool', 'Bot', 'Account', 'Model']) {
       assert.ok(schemas[name], `no component ${name}`);
@@ -50,7 +61,7 @@ describe('OpenAPI document', () => {
     const refs = refsIn({ paths: doc.paths, components: doc.components });
     for (const ref of refs) assert.ok(ref.startsWith('#/components/schemas/') && ref.slice(21) in schemas, `dangling ${ref}`);
     const used = new Set(refs.map((r) => r.slice(21)));
-    const unused = Object.keys(schemas).filter((name) => !used.has(name) && !name.startsWith('output.'));
+    const unused = Object.keys(schemas).filter((name) => !used.has(name));
     assert.deepEqual(unused, [], 'components nothing refers to');
     assert.equal(responseSchema('/v1/jobs/{run_id}', 'get', 200).$ref, '#/components/schemas/Job');
     assert.equal(responseSchema('/v1/jobs', 'get', 200).$ref, '#/components/schemas/JobList');
@@ -65,9 +76,14 @@ describe('OpenAPI document', () => {
     assert.deepEqual(schemas.Confidentiality.enum, TIERS);
     assert.deepEqual(schemas.ErrorCode.enum, Object.keys(ERROR_STATUS));
     assert.equal(schemas.Error.properties.error.properties.code.$ref, '#/components/schemas/ErrorCode');
-    for (const [name, ref] of [['kind', 'Kind'], ['status', 'RunStatus'], ['class', 'JobClass'], ['confidentiality', 'Confidentiality']]) {
-      assert.equal(schemas.Job.properties[name].$ref, `#/components/schemas/${ref}`, name);
+    for (const spec of KINDS) {
+      const job = schemas[jobComponent(spec.kind)];
+      assert.equal(job.properties.kind.const, spec.kind);
+      for (const [name, ref] of [['status', 'RunStatus'], ['class', 'JobClass'], ['confidentiality', 'Confidentiality']]) {
+        assert.equal(job.properties[name].$ref, `#/components/schemas/${ref}`, `${spec.kind} ${name}`);
+      }
     }
+    assert.equal(schemas.JobAccepted.properties.kind.$ref, '#/components/schemas/Kind');
   });
 
   it("takes one job request per kind, told apart by kind, its input the kind's own schema with its file fields marked", () => {
@@ -157,13 +173,54 @@ describe('OpenAPI document', () => {
       assert.deepEqual(resolveRefs(component, doc), JSON.parse(JSON.stringify(spec.output.schema)), spec.kind);
       assert.deepEqual(component[ARTIFACTS_KEYWORD].map((a: { name: string }) => a.name), spec.output.artifacts.map((a) => a.name));
       const served = caps.body.kinds.find((k) => k.kind === spec.kind)!;
-      assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify(spec.output)), spec.kind);
+      assert.deepEqual({ artifacts: served.output_artifacts, schema: served.output_schema }, JSON.parse(JSON.stringify({ artifacts: spec.output.artifacts, schema: spec.output.schema })), spec.kind);
+      // What the gateway guarantees, and no more: urls, and the files it writes itself.
+      assert.deepEqual(component.required, ['urls', 'files'], spec.kind);
+      assert.equal(component.properties.files.items.$ref, '#/components/schemas/OutputFile');
     }
-    // A job's output always has urls and the gateway's files.
-    const output = doc.components.schemas.Job.properties.output.anyOf[0];
-    assert.deepEqual(output.required, ['urls', 'files']);
-    assert.deepEqual(Object.keys(output.properties), ['urls', 'files']);
-    assert.equal(output.properties.files.items.$ref, '#/components/schemas/OutputFile');
+  });
+
+  it("publishes one job object per kind, told apart by kind, its output the kind's output schema", () => {
+    const schemas = doc.components.schemas;
+    assert.deepEqual(schemas.Job.oneOf.map((r: { $ref: string }) => r.$ref), KINDS.map((k) => `#/components/schemas/${jobComponent(k.kind)}`));
+    assert.deepEqual(schemas.Job.discriminator, { propertyName: 'kind', mapping: Object.fromEntries(KINDS.map((k) => [k.kind, `#/components/schemas/${jobComponent(k.kind)}`])) });
+    for (const spec of KINDS) {
+      const job = schemas[jobComponent(spec.kind)];
+      assert.deepEqual(job.properties.output.anyOf, [{ $ref: `#/components/schemas/${outputComponent(spec.kind)}` }, { type: 'null' }], spec.kind);
+      assert.ok(job.required.includes('kind'), spec.kind);
+    }
+    for (const [path, method, status] of [['/v1/jobs/{run_id}', 'get', 200], ['/v1/jobs/{run_id}/cancel', 'post', 200], ['/v1/jobs', 'post', 201]] as const) {
+      assert.equal(responseSchema(path, method, status).$ref, '#/components/schemas/Job', `${method} ${path}`);
+    }
+  });
+
+  it('describes succeeded jobs of every kind: as the demo engine reports them, and from a worker that reports nothing but urls', async function () {
+    this.timeout(90_000);
+    const { key } = await gw.account(100_000);
+    const inputs = await kindInputs();
+    const runAll = async (handler: Engine) => {
+      const worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken('open', `op-${randomUUID()}`), kinds: 'all', slots: 4, handler, logger: silentLogger });
+      await worker.start();
+      try {
+        const ids = await Promise.all(KINDS.map(async (k) => (await gw.submit(key, { kind: k.kind, input: inputs[k.kind] })).body.run_id as string));
+        const job = async (id: string) => (await gw.request('GET', `/v1/jobs/${id}`, { key })).body;
+        return await Promise.all(ids.map((id) => until(`${id} to end`, async () => ((await job(id)).terminal ? job(id) : undefined), 30_000)));
+      } finally {
+        await worker.stop();
+      }
+    };
+    const demo = await runAll(createDemoEngine({ delayMs: 0, espeakNg: null, pocketsphinx: null }));
+    const bare = await runAll(async () => ({ artifacts: [] }));
+    for (const job of [...demo, ...bare]) {
+      assert.equal(job.status, 'succeeded', `${job.kind}: ${JSON.stringify(job.error)}`);
+      assert.equal(check(responseSchema('/v1/jobs/{run_id}', 'get', 200), job), null, `${job.kind}: ${JSON.stringify(job.output).slice(0, 300)}`);
+    }
+    assert.deepEqual(Object.keys(bare[0].output), ['urls', 'files'], 'the bare worker reported no field of its kind');
+    const list = await gw.request('GET', '/v1/jobs?limit=100', { key });
+    assert.equal(check(responseSchema('/v1/jobs', 'get', 200), list.body), null);
+    // The kind chooses the output schema: a field of the kind's, mistyped, is not an image job's.
+    const image = demo.find((j) => j.kind === 'inference:image:generate');
+    assert.notEqual(check(responseSchema('/v1/jobs/{run_id}', 'get', 200), { ...image, output: { ...image.output, width: 'wide' } }), null);
   });
 
   it('has examples for every operation, each valid against its schema', () => {

@@ -1,6 +1,6 @@
 import { openAiErrorType } from './openai/openai-error.js';
 import type { RouteSpec } from './route-spec.js';
-import { componentSchemas, withRefs } from './openapi/components.js';
+import { componentNames, componentSchemas, withRefs } from './openapi/components.js';
 import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from './openapi/examples.js';
 
 const ERROR_RESPONSES: Record<number, string> = {
@@ -14,7 +14,7 @@ const ERROR_RESPONSES: Record<number, string> = {
 /** Builds the OpenAPI 3.1 document from the route specs that the router mounts. */
 export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: string): Record<string, unknown> {
   const components = componentSchemas();
-  const named = new Map(Object.entries(components).map(([name, schema]) => [schema, name]));
+  const named = componentNames(components);
   const ref = (schema: unknown) => withRefs(schema, named);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {

@@ -7,6 +7,7 @@ import * as S from '../../contract/schemas.js';
 import * as T from '../../contract/tool-schemas.js';
 import { artifactUploaded } from '../routes/artifacts.js';
 import { workerAttestation } from '../routes/attestation.js';
+import { jobComponents } from './job-objects.js';
 import { jobRequestComponents } from './job-requests.js';
 
 /**
@@ -24,7 +25,7 @@ export function componentSchemas(): Record<string, object> {
     Confidentiality: S.confidentiality,
     ...jobRequestComponents(),
     OutputFile: OUTPUT_FILE_SCHEMA,
-    Job: S.job,
+    ...jobComponents(),
     JobAccepted: S.jobAccepted,
     JobList: S.jobList,
     WebhookAttemptList: S.webhookAttemptList,
@@ -70,6 +71,15 @@ export function componentSchemas(): Record<string, object> {
     ArtifactUploaded: artifactUploaded,
     WorkerAttestation: workerAttestation,
   };
+}
+
+/**
+ * The component name of each named schema, by identity, for `withRefs`. The gateway answers every
+ * kind with the one job object of `S.job`, which the document publishes as `Job`, one schema per
+ * kind (./job-objects.ts): wherever a route or schema holds `S.job`, the document refers to `Job`.
+ */
+export function componentNames(components: Record<string, object>): Map<object, string> {
+  return new Map<object, string>([[S.job, 'Job'], ...Object.entries(components).map(([name, schema]) => [schema, name] as [object, string])]);
 }
 
 /**
