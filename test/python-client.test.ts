@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ClientTestGateway } from './helpers/client-gateway.js';
 import { uniquePrefix } from './helpers/harness.js';
+import { INDEX_ATTEMPT, OfflinePip, treeOf } from './helpers/offline-pip.js';
 import { PYTHON, PYTHON_VENV, requireProgram } from './helpers/optional-program.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -15,8 +16,8 @@ const PACKAGE = path.join(ROOT, 'sdk', 'python');
  * The Python client (sdk/python/switchyard) is tested by its own pytest suite
  * (sdk/python/tests), against a real gateway with demo workers for every kind and a proxy
  * that cuts event streams mid-frame; this suite starts them and reads pytest's verdict. It
- * also installs the package with pip into a fresh venv, offline, and runs the README's quick
- * start with it as written.
+ * also installs the package with the README's `pip install ./sdk/python` into a fresh venv with
+ * no package index reachable, and runs the README's quick start with it as written.
  */
 describe('Python client (sdk/python): pytest against a real gateway and demo workers', function () {
   this.timeout(300_000);
@@ -45,25 +46,37 @@ describe('Python client (sdk/python): pytest against a real gateway and demo wor
 
   describe('installed with pip', function () {
     let venvPython: string;
+    const offline = new OfflinePip();
 
-    before(function () {
+    before(async function () {
       venvPython = requireProgram(this, PYTHON_VENV);
+      await offline.start();
+    });
+    after(async () => {
+      await offline.stop();
     });
 
-    it("pip installs the package offline, and the README's quick start runs with it as written", async () => {
+    /** A fresh venv (no system packages) in dir, and its python. */
+    async function freshVenv(dir: string): Promise<string> {
+      const venv = path.join(dir, 'venv');
+      const res = await run(venvPython, ['-m', 'venv', venv], {}, dir);
+      assert.equal(res.code, 0, `python3 -m venv failed:\n${res.output}`);
+      return venv;
+    }
+
+    it("`pip install ./sdk/python` in a fresh venv with no index reachable installs the client alone, and the README's quick start runs with it as written", async () => {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-py-quickstart-'));
       try {
-        // A copy of the package, so pip's in-tree build leaves nothing in the checkout.
-        const src = path.join(dir, 'src');
-        cpSync(path.join(PACKAGE, 'pyproject.toml'), path.join(src, 'pyproject.toml'));
-        cpSync(path.join(PACKAGE, 'README.md'), path.join(src, 'README.md'));
-        cpSync(path.join(PACKAGE, 'switchyard'), path.join(src, 'switchyard'), { recursive: true, filter: (f) => !f.includes('__pycache__') });
-        const venv = path.join(dir, 'venv');
-        let res = await run(venvPython, ['-m', 'venv', '--system-site-packages', venv], {}, dir);
-        assert.equal(res.code, 0, `python3 -m venv failed:\n${res.output}`);
+        const venv = await freshVenv(dir);
         const vpython = path.join(venv, 'bin', 'python');
-        res = await run(vpython, ['-m', 'pip', 'install', '--no-build-isolation', '--no-index', '--no-cache-dir', src], {}, dir);
+        // The README's command as written, from the checkout's root: it builds in the tree and
+        // must leave nothing there.
+        const before = treeOf(PACKAGE);
+        let res = await offline.pip(venv, ['install', './sdk/python'], ROOT);
         assert.equal(res.code, 0, `pip install failed:\n${res.output}`);
+        assert.equal(offline.connections, 0, `pip connected to the package index:\n${res.output}`);
+        assert.doesNotMatch(res.output, INDEX_ATTEMPT, 'pip reached for the package index');
+        assert.deepEqual(treeOf(PACKAGE), before, 'the install left files in sdk/python');
         res = await run(vpython, ['-c', 'import switchyard, os; print(switchyard.__file__); print(os.path.exists(os.path.join(os.path.dirname(switchyard.__file__), "py.typed")))'], {}, dir);
         assert.equal(res.code, 0, res.output);
         assert.ok(res.output.startsWith(venv), `switchyard is imported from the venv: ${res.output}`);
@@ -74,8 +87,10 @@ describe('Python client (sdk/python): pytest against a real gateway and demo wor
         const files = res.output.split('Files:')[1]?.trim().split(/\s+/) ?? [];
         assert.ok(files.includes('switchyard/client.py'), res.output);
         assert.deepEqual(files.filter((f) => !/^switchyard(-[\d.]+\.dist-info)?\//.test(f)), [], res.output);
+        assert.match(res.output, /^Requires: *$/m, 'the client has no dependencies');
 
         const readme = readFileSync(path.join(PACKAGE, 'README.md'), 'utf8');
+        assert.match(readme, /```sh\npip install \.\/sdk\/python\n```/, 'the README documents the command tested here');
         const quickStart = readme.split('## Quick start')[1]?.match(/```python\n([\s\S]*?)```/)?.[1];
         if (!quickStart) assert.fail('the quick start has a python block');
         writeFileSync(path.join(dir, 'quickstart.py'), quickStart);
@@ -86,6 +101,31 @@ describe('Python client (sdk/python): pytest against a real gateway and demo wor
         const urls = res.output.split('\n').filter((l) => l.startsWith(`${setup!.url}/v1/artifacts/`));
         assert.equal(urls.length, 1, res.output);
         assert.equal((await fetch(urls[0])).status, 200);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('its sdist and an editable install build offline too', async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-py-sdist-'));
+      try {
+        const venv = await freshVenv(dir);
+        const vpython = path.join(venv, 'bin', 'python');
+        // pip builds no sdist; the backend's own hook does, as `python -m build` would call it.
+        const hook = 'import sys, switchyard_build; print(switchyard_build.build_sdist(sys.argv[1]))';
+        let res = await run(vpython, ['-c', hook, dir], { PYTHONPATH: 'worker/build_backend' }, PACKAGE);
+        assert.equal(res.code, 0, res.output);
+        // The sdist carries the backend it names, so it builds on its own, outside the checkout.
+        res = await offline.pip(venv, ['install', path.join(dir, res.output.trim())], dir);
+        assert.equal(res.code, 0, `pip install of the sdist failed:\n${res.output}`);
+        assert.doesNotMatch(res.output, INDEX_ATTEMPT);
+        res = await offline.pip(venv, ['install', '--editable', './sdk/python'], ROOT);
+        assert.equal(res.code, 0, `pip install --editable failed:\n${res.output}`);
+        assert.doesNotMatch(res.output, INDEX_ATTEMPT);
+        assert.equal(offline.connections, 0, 'pip connected to the package index');
+        res = await run(vpython, ['-c', 'import switchyard; print(switchyard.__file__)'], {}, dir);
+        assert.equal(res.code, 0, res.output);
+        assert.equal(res.output.trim(), path.join(PACKAGE, 'switchyard', '__init__.py'), 'the editable install imports the checkout');
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
-import { PYTHON, requireProgram } from './helpers/optional-program.js';
+import { INDEX_ATTEMPT, OfflinePip, treeOf } from './helpers/offline-pip.js';
+import { PYTHON, PYTHON_WORKER_VENV, requireProgram } from './helpers/optional-program.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -121,6 +122,51 @@ describe('Python worker SDK against real gateways (pytest sdk/python/worker/test
       await lb.close();
       await cleanupPrefix(prefix);
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Python worker SDK installed with pip', function () {
+  this.timeout(120_000);
+  const offline = new OfflinePip();
+  let python: string;
+
+  before(async function () {
+    python = requireProgram(this, PYTHON_WORKER_VENV);
+    await offline.start();
+  });
+  after(async () => {
+    await offline.stop();
+  });
+
+  it('`pip install ./sdk/python/worker` with no index reachable installs the package, its websockets taken from the system', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sy-python-sdk-install-'));
+    try {
+      // A venv that sees the system's packages: websockets comes from Debian's python3-websockets.
+      const venv = path.join(dir, 'venv');
+      await promisify(execFile)(python, ['-m', 'venv', '--system-site-packages', venv]);
+      const readme = readFileSync(path.join(ROOT, 'sdk/python/worker/README.md'), 'utf8');
+      assert.match(readme, /^pip install \.\/sdk\/python\/worker /m, 'the README documents the command tested here');
+      const before = treeOf(path.join(ROOT, 'sdk/python'));
+      let res = await offline.pip(venv, ['install', './sdk/python/worker'], ROOT);
+      assert.equal(res.code, 0, `pip install failed:\n${res.output}`);
+      assert.equal(offline.connections, 0, `pip connected to the package index:\n${res.output}`);
+      assert.doesNotMatch(res.output, INDEX_ATTEMPT, 'pip reached for the package index');
+      assert.match(res.output, /Requirement already satisfied: websockets/, res.output);
+      assert.deepEqual(treeOf(path.join(ROOT, 'sdk/python')), before, 'the install left files in sdk/python');
+
+      const check = 'import os, switchyard_worker; d = os.path.dirname(switchyard_worker.__file__); print(d); print(os.path.exists(os.path.join(d, "py.typed")))';
+      const { stdout } = await promisify(execFile)(path.join(venv, 'bin', 'python'), ['-c', check], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+      assert.ok(stdout.startsWith(venv), `switchyard_worker is imported from the venv: ${stdout}`);
+      assert.match(stdout, /^True$/m, 'py.typed is installed');
+      res = await offline.pip(venv, ['show', '--files', 'switchyard-worker'], dir);
+      assert.match(res.output, /^Requires: websockets$/m, res.output);
+      const files = res.output.split('Files:')[1]?.trim().split(/\s+/) ?? [];
+      assert.ok(files.includes('switchyard_worker/worker.py'), res.output);
+      // The package alone: not its tests, not the build backend beside it.
+      assert.deepEqual(files.filter((f) => !/^switchyard_worker(-[\d.]+\.dist-info)?\//.test(f)), [], res.output);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -49,17 +49,36 @@ export const PYTHON: OptionalProgram = {
   },
 };
 /**
- * A python3 that can make a venv with pip and build a package offline (Debian splits venv,
- * ensurepip and setuptools into packages), for the check that `pip install ./sdk/python` works.
+ * A python3 that can make a venv with pip (Debian splits venv and ensurepip into python3-venv),
+ * for the checks that `pip install ./sdk/python` works offline in a fresh venv. Building the
+ * package needs nothing more: its build backend is in the tree (sdk/python/worker/build_backend/).
  */
 export const PYTHON_VENV: OptionalProgram = {
   name: 'python3',
   env: 'PYTHON_BIN',
-  install: 'apt-get install -y python3-venv python3-setuptools',
+  install: 'apt-get install -y python3-venv',
   candidates: ['/usr/bin/python3'],
   works: (file) => {
     try {
-      execFileSync(file, ['-c', 'import venv, ensurepip, setuptools'], { stdio: 'ignore', timeout: 20_000 });
+      execFileSync(file, ['-c', 'import venv, ensurepip'], { stdio: 'ignore', timeout: 20_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
+/**
+ * A python3 that can make a venv with pip and already has websockets (Debian's), for the check
+ * that `pip install ./sdk/python/worker` works offline in a venv that sees the system's packages.
+ */
+export const PYTHON_WORKER_VENV: OptionalProgram = {
+  name: 'python3',
+  env: 'PYTHON_BIN',
+  install: 'apt-get install -y python3-venv python3-websockets',
+  candidates: ['/usr/bin/python3'],
+  works: (file) => {
+    try {
+      execFileSync(file, ['-c', 'import venv, ensurepip, websockets'], { stdio: 'ignore', timeout: 20_000 });
       return true;
     } catch {
       return false;
