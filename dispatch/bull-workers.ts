@@ -69,7 +69,7 @@ export class BullWorkers {
   }
 
   /**
-   * Which of these queues hold waiting jobs, in one round trip (two O(1) reads per queue), so a
+   * Which of these queues hold waiting jobs, in one round trip (three cheap reads per queue), so a
    * worker serving many models does not run a fetch script on each empty queue.
    */
   async holding(queues: string[]): Promise<boolean[]> {
@@ -79,8 +79,11 @@ export class BullWorkers {
     const keys = queues.map((q) => this.worker(q).keys);
     const { reads } = this.opts;
     // Commands of one turn on an auto-pipelined connection go out as one write: one round trip.
-    const counts = await Promise.all(keys.flatMap((k) => [reads.llen(k.wait), reads.zcard(k.prioritized)]));
-    return queues.map((_, i) => counts[2 * i] + counts[2 * i + 1] > 0);
+    // A delayed retry that is due counts too: the fetch promotes it. Its score is BullMQ's
+    // (timestamp * 0x1000 + a counter), the bound its promoteDelayedJobs.lua uses.
+    const due = (Date.now() + 1) * 0x1000 - 1;
+    const counts = await Promise.all(keys.flatMap((k) => [reads.llen(k.wait), reads.zcard(k.prioritized), reads.zcount(k.delayed, 0, due)]));
+    return queues.map((_, i) => counts[3 * i] + counts[3 * i + 1] + counts[3 * i + 2] > 0);
   }
 
   /** A job of `queue` read back by id, bound to this process's worker so it can be completed here. */

@@ -34,11 +34,41 @@ export interface ConnectedWorker {
   /** Private workers: the connection's attestation; private work only while its evidence is valid. */
   attestation?: AttestationSession;
   /**
+   * Protocol 5: the worker's identity, scoped to its token's owner (`workerIdentityKey`): another
+   * connection registering under it retires this one, on any instance.
+   */
+  identity?: string;
+  /** Protocol 5: its backend does not answer (its `backend` frame): connected, but offered no lease. */
+  backendDown?: { message: string; since: string };
+  /**
+   * Queues it does not fetch from until the time given (ms): an attempt of one of their jobs just
+   * failed on it and another worker may take the retry first (docs/architecture.md, "Retries").
+   */
+  cooldowns?: Map<string, number>;
+  /**
    * Tiers it takes work from, strongest first, parallel to `queues`. Default: its tier and every
    * weaker one; a private worker's lower tiers are those its token's trust allows.
    */
   tiers?: Tier[];
 }
+
+/** Whether the worker is offered leases at all: not leaving, and its backend answers. */
+export const offersLeases = (worker: ConnectedWorker): boolean => !worker.draining && !worker.backendDown;
+
+/** Whether the worker is cooling off `queue` at `now` (a retry of that queue's job failed on it). */
+export function coolingOff(worker: ConnectedWorker, queue: string, now = Date.now()): boolean {
+  const until = worker.cooldowns?.get(queue);
+  if (until === undefined) return false;
+  if (until > now) return true;
+  worker.cooldowns!.delete(queue);
+  return false;
+}
+
+/**
+ * The key a worker identity is known by in the fleet: its token's owner and the name it gave,
+ * so one operator's worker can never retire another's by naming itself the same.
+ */
+export const workerIdentityKey = (owner: { type: string; id: string }, identity: string): string => `${owner.type}:${owner.id}:${identity}`;
 
 /** Whether the worker may be given a private run at `at`: its evidence is valid then (not merely was). */
 export const attestedAt = (worker: ConnectedWorker, at = Date.now()): boolean => worker.attestation?.validAt(at) ?? false;

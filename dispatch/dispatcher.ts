@@ -14,6 +14,8 @@ import type { LeaseStore } from './lease-store.js';
 import type { ReceiptChecker } from './receipt-check.js';
 import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
+import { RetryPolicy } from './retry-policy.js';
+import { WorkerIdentities } from './worker-identities.js';
 import { WorkerPool } from './worker-pool.js';
 
 export type { WorkerReportSink } from './lease-settlement.js';
@@ -28,7 +30,7 @@ export interface DispatcherOptions {
   prefix: string;
   queuePrefix: string;
   runs: RunStore;
-  /** A dead instance's workers leave the fleet counts this long after its last refresh. @defaultValue 15000 */
+  /** A dead instance's workers leave the fleet counts this long after its last refresh. @defaultValue 5000 */
   fleetTtlMs?: number;
   leases: LeaseStore;
   log: Logger;
@@ -36,6 +38,9 @@ export interface DispatcherOptions {
   publicUrl: () => string;
   /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
   maxAttempts: number;
+  /** After a worker's retryable failure: the first backoff (doubling per attempt) and its cap (RetryPolicy). */
+  retryBackoffMs?: number;
+  retryBackoffMaxMs?: number;
   /** The artifacts workers upload: a succeeded run's `output.files` is read from their records. */
   artifacts: ArtifactStore;
   gatewayId: string;
@@ -56,7 +61,7 @@ export interface DispatcherOptions {
 /** Channels shared by all gateway instances. */
 export const dispatchChannels = (prefix: string) => {
   const keys = new RedisKeys(prefix);
-  return { queued: keys.queuedChannel(), cancel: keys.cancelChannel() };
+  return { queued: keys.queuedChannel(), cancel: keys.cancelChannel(), workers: keys.workersChannel() };
 };
 
 /**
@@ -75,22 +80,31 @@ export class Dispatcher {
   readonly fleet: FleetCounters;
   readonly leaseTtlMs: number;
   readonly heartbeatMs: number;
+  private readonly fleetTtlMs: number;
   private readonly bull: BullWorkers;
   private readonly settlement: LeaseSettlement;
   private readonly scheduler: LeaseScheduler;
   private readonly pool: WorkerPool;
-  private readonly channels: { queued: string; cancel: string };
+  private readonly identities: WorkerIdentities;
+  private readonly channels: ReturnType<typeof dispatchChannels>;
   private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
+    this.fleetTtlMs = opts.fleetTtlMs ?? 5_000;
     this.bull = new BullWorkers({ connection: opts.bullConnection, reads: opts.redis, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
-    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: opts.fleetTtlMs ?? 15_000, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.settlement.leasesOf(w, kind, model), log: opts.log });
+    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.settlement.leasesOf(w, kind, model), log: opts.log });
     this.settlement = new LeaseSettlement(
-      { fill: (w) => this.scheduler.fill(w), announce: (q) => this.scheduler.announce(q), attached: (id) => this.pool.get(id) },
+      {
+        fill: (w) => this.scheduler.fill(w),
+        announce: (q) => this.scheduler.announce(q),
+        announceAt: (q, at) => this.scheduler.announceAt(q, at),
+        coolOff: (w, q, ms) => this.scheduler.coolOff(w, q, ms),
+        attached: (id) => this.pool.get(id),
+      },
       {
         runs: opts.runs,
         leases: opts.leases,
@@ -105,6 +119,7 @@ export class Dispatcher {
         events: opts.events,
         metrics: opts.metrics,
         receipts: opts.receipts,
+        retries: new RetryPolicy({ fleet: this.fleet, firstDelayMs: opts.retryBackoffMs, maxDelayMs: opts.retryBackoffMaxMs }),
       },
     );
     this.scheduler = new LeaseScheduler(
@@ -124,10 +139,19 @@ export class Dispatcher {
       },
     );
     this.pool = new WorkerPool({ scheduler: this.scheduler, settlement: this.settlement }, { fleet: this.fleet, log: opts.log });
+    this.identities = new WorkerIdentities({
+      redis: opts.redis,
+      channel: this.channels.workers,
+      gatewayId: opts.gatewayId,
+      fleet: this.fleet,
+      workers: () => this.pool.all(),
+      detach: (w, code, reason) => this.pool.detach(w, code, reason, 'disconnect'),
+      log: opts.log,
+    });
   }
 
   async start(): Promise<void> {
-    await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel);
+    await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel, this.channels.workers);
     this.opts.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channels.queued) {
         const [queue, count, from] = message.split(' ');
@@ -135,11 +159,13 @@ export class Dispatcher {
         if (from !== this.opts.gatewayId) this.scheduler.wake(queue, Number(count) || 1);
       }
       else if (channel === this.channels.cancel) this.settlement.cancelLocal(message);
+      else if (channel === this.channels.workers) this.identities.heard(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
     const sweep = setInterval(() => this.scheduler.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
-    const refresh = setInterval(() => this.pool.refresh(), Math.max(500, Math.floor((this.opts.fleetTtlMs ?? 15_000) / 3)));
+    // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.
+    const refresh = setInterval(() => void this.pool.refresh().catch((err: unknown) => this.opts.log.warn({ err }, 'could not refresh the fleet counts')), Math.max(100, Math.floor(this.fleetTtlMs / 4)));
     this.timers = [sweep, refresh];
     for (const t of this.timers) t.unref();
   }
@@ -156,7 +182,7 @@ export class Dispatcher {
     for (const t of this.timers) clearInterval(t);
     await this.pool.stop(drainMs, handoverMs);
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
-    await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel).catch(() => {});
+    await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel, this.channels.workers).catch(() => {});
     await this.fleet.stop();
     await this.bull.close();
   }
@@ -167,6 +193,19 @@ export class Dispatcher {
   async attach(worker: ConnectedWorker): Promise<void> {
     await this.advertise(worker.info.models);
     return this.pool.attach(worker);
+  }
+
+  /**
+   * Protocol 5: retires the older connections of the worker's identity, here and on every
+   * instance, before it is told `registered` and counted (`WorkerIdentities`).
+   */
+  claimIdentity(worker: ConnectedWorker): Promise<void> {
+    return this.identities.claim(worker);
+  }
+
+  /** Protocol 5: the worker's backend went down (no lease is offered it) or answers again (it is filled). */
+  setBackend(worker: ConnectedWorker, available: boolean, message?: string): void {
+    this.pool.setBackend(worker, available, message);
   }
 
   /** Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue, then routing by it. */

@@ -1,86 +1,53 @@
 import { RedisKeys } from '../models/redis/keys.js';
+import { LuaScript } from '../models/redis/lua-script.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { TIERS, type Tier } from '../models/kinds.js';
 import type { ConnectedWorker } from './connected-worker.js';
+import { addSnapshot, emptySnapshot, workerShare, type FleetSnapshot } from './fleet-snapshot.js';
 import { effectiveTier } from './worker-info.js';
 
-export type ByTier = Record<Tier, number>;
-const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
+export { workersServing, availableServing, type ByTier, type FleetSnapshot, type KindCounts, type ModelCounts } from './fleet-snapshot.js';
 
-/** The workers serving one model of a kind (docs/models.md). */
-export interface ModelCounts {
-  workers: number;
-  by_tier: ByTier;
-  slots: number;
-  /** Slots that could take a job of this model now: free slots, within the model's `max_concurrency`. */
-  free: number;
-}
+/**
+ * An instance's counts, less the shares of its workers that registered again elsewhere, in one
+ * atomic read: `{total, share...}`, or nil once the instance's record expired.
+ * KEYS: counts hash, retired set.
+ */
+const READ_COUNTS = new LuaScript(`
+local total = redis.call('HGET', KEYS[1], 'total')
+if not total then return false end
+local out = { total }
+for _, w in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local share = redis.call('HGET', KEYS[1], 's:' .. w)
+  if share then out[#out + 1] = share end
+end
+return out
+`);
 
-/** Workers and slots under one kind (a worker counts under every kind it serves). */
-export interface KindCounts {
-  workers: number;
-  by_tier: ByTier;
-  slots: number;
-  busy: number;
-  /** The models its workers advertise (protocol 3), by id. */
-  models: Record<string, ModelCounts>;
-  /** Workers that advertise no model for it: they serve its default queue only. */
-  without_models: number;
-}
+/**
+ * Marks the worker an instance counts under an identity as retired (it registered again
+ * elsewhere): readers take its share off that instance's counts until the instance, if alive,
+ * lets the old connection go; a dead one's record just expires. The set lives as long as the
+ * counts. KEYS: counts hash, retired set. ARGV: identity field, fallback TTL. Returns the worker id.
+ */
+const RETIRE = new LuaScript(`
+local w = redis.call('HGET', KEYS[1], ARGV[1])
+if not w then return false end
+redis.call('SADD', KEYS[2], w)
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('PEXPIRE', KEYS[2], ttl > 0 and ttl or tonumber(ARGV[2]))
+return w
+`);
 
-/** What the fleet holds right now, summed over every live gateway instance. */
-export interface FleetSnapshot {
-  workers: number;
-  by_tier: ByTier;
-  slots: number;
-  busy: number;
-  kinds: Record<string, KindCounts>;
-}
-
-const TIER_RANK: Record<Tier, number> = { open: 0, trusted: 1, private: 2 };
-/** Workers of `byTier` that may take a job of `tier`: those of that tier or a stronger one. */
-export const workersServing = (byTier: ByTier, tier: Tier): number => TIERS.reduce((n, t) => n + (TIER_RANK[t] >= TIER_RANK[tier] ? byTier[t] : 0), 0);
-
-const emptySnapshot = (): FleetSnapshot => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, kinds: {} });
-const emptyKind = (): KindCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, busy: 0, models: {}, without_models: 0 });
-const emptyModel = (): ModelCounts => ({ workers: 0, by_tier: zeroByTier(), slots: 0, free: 0 });
-
-const addTiers = (to: ByTier, from: ByTier, sign: number): void => {
-  for (const t of TIERS) to[t] += sign * from[t];
-};
-
-/** Adds (`sign` 1) or takes away (-1) one worker's share; kinds and models left with no worker go. */
-function addSnapshot(to: FleetSnapshot, part: FleetSnapshot, sign: 1 | -1): void {
-  to.workers += sign * part.workers;
-  to.slots += sign * part.slots;
-  to.busy += sign * part.busy;
-  addTiers(to.by_tier, part.by_tier, sign);
-  for (const [kind, k] of Object.entries(part.kinds)) {
-    const sum = (to.kinds[kind] ??= emptyKind());
-    sum.workers += sign * k.workers;
-    sum.slots += sign * k.slots;
-    sum.busy += sign * k.busy;
-    sum.without_models += sign * k.without_models;
-    addTiers(sum.by_tier, k.by_tier, sign);
-    for (const [id, m] of Object.entries(k.models)) {
-      const c = (sum.models[id] ??= emptyModel());
-      c.workers += sign * m.workers;
-      c.slots += sign * m.slots;
-      c.free += sign * m.free;
-      addTiers(c.by_tier, m.by_tier, sign);
-      if (c.workers === 0) delete sum.models[id];
-    }
-    if (sum.workers === 0) delete to.kinds[kind];
-  }
-}
+/** How far behind a reader's clock an index entry may be and still be read (its record's own expiry decides). */
+const INDEX_SKEW_MS = 60_000;
 
 export interface FleetCountersOptions {
   /** The connection the API reads with too: a write issued before a read on it is seen by that read. */
   redis: Redis;
   prefix: string;
   gatewayId: string;
-  /** A dead instance's counts vanish this long after its last write. */
+  /** A dead instance's counts vanish this long after its last write or refresh (one heartbeat interval). */
   ttlMs: number;
   /** The workers attached to this instance now. */
   workers: () => Iterable<ConnectedWorker>;
@@ -90,12 +57,18 @@ export interface FleetCountersOptions {
 }
 
 /**
- * The fleet's counts (workers, slots, busy slots, by kind and tier) as one small record per
- * gateway instance. An instance rewrites its record after every change it makes (attach,
- * detach, lease, release, tier change; at most once per event-loop turn) and at its registry
- * refresh, with an expiry, so a dead
- * instance's workers drop out by themselves; readers sum the live instances' records: a read
- * costs two commands whatever the number of workers.
+ * The fleet's counts (workers, slots, busy slots, by kind and tier) as one small hash per
+ * gateway instance: `total`, its counts, and for each worker that gave an identity (protocol 5)
+ * its share (`s:<worker id>`) and `i:<identity>` naming it. An instance rewrites its hash after
+ * every change it makes (attach, detach, lease, release, tier change; at most once per
+ * event-loop turn), only the fields that changed, and refreshes its expiry (one heartbeat
+ * interval) several times per interval, so a dead instance's workers drop out by themselves.
+ *
+ * A worker that registers again under its identity (its instance died, or its socket did)
+ * retires its old entry first (`retireElsewhere`): readers take a retired worker's share off
+ * its instance's total, so no worker is counted twice even while the dead instance's hash
+ * lives. Readers sum the live instances' totals: a read costs one script per instance,
+ * whatever the number of workers.
  */
 export class FleetCounters {
   private lapseTimer?: NodeJS.Timeout;
@@ -106,6 +79,12 @@ export class FleetCounters {
   /** Workers whose share changed since the last write; `recountAll`: count every worker again. */
   private readonly dirty = new Set<ConnectedWorker>();
   private recountAll = true;
+  /** The share and identity fields of this instance's hash, as last written (all but `total`). */
+  private readonly written = new Map<string, string>();
+  /** The index entry must be written again (first write, after a lapse). */
+  private indexStale = true;
+  /** A write failed: the next refresh writes the whole hash and the index entry again. */
+  private lost = false;
   private flushing?: NodeJS.Immediate;
   /** Bumped by every change on this instance: a read may join one in flight only if none came since it began. */
   private generation = 0;
@@ -117,14 +96,6 @@ export class FleetCounters {
     this.keys = new RedisKeys(opts.prefix);
   }
 
-  private get index(): string {
-    return this.keys.fleetInstances();
-  }
-
-  private record(gatewayId: string): string {
-    return this.keys.fleetInstance(gatewayId);
-  }
-
   /** This instance's counts, from its attached workers as they are now (each one's share kept for later changes). */
   private local(now = Date.now()): FleetSnapshot {
     const s = emptySnapshot();
@@ -132,39 +103,11 @@ export class FleetCounters {
     let nextLapse = Infinity;
     for (const w of this.opts.workers()) {
       if (w.info.tier === 'private' && effectiveTier(w.info, now) === 'private') nextLapse = Math.min(nextLapse, Date.parse(w.info.attested_until!));
-      const part = this.count(w, now);
+      const part = workerShare(w, now, this.opts.leasesOf);
       this.parts.set(w, part);
       addSnapshot(s, part, 1);
     }
     this.scheduleLapse(nextLapse - now);
-    return s;
-  }
-
-  /** One worker's share of the counts. */
-  private count(w: ConnectedWorker, now: number): FleetSnapshot {
-    const s = emptySnapshot();
-    const tier = effectiveTier(w.info, now);
-    const busy = Math.min(w.leases.size, w.info.slots);
-    s.workers = 1;
-    s.by_tier[tier] = 1;
-    s.slots = w.info.slots;
-    s.busy = busy;
-    for (const kind of w.info.kinds) {
-      const k = (s.kinds[kind] ??= emptyKind());
-      k.workers = 1;
-      k.by_tier[tier] = 1;
-      k.slots = w.info.slots;
-      k.busy = busy;
-      if (!w.info.models[kind]?.length) k.without_models = 1;
-      for (const m of w.info.models[kind] ?? []) {
-        const c = (k.models[m.id] ??= emptyModel());
-        const held = m.max_concurrency === undefined ? 0 : (this.opts.leasesOf?.(w, kind, m.id) ?? 0);
-        c.workers++;
-        c.by_tier[tier]++;
-        c.slots += Math.min(w.info.slots, m.max_concurrency ?? Infinity);
-        c.free += Math.max(0, Math.min(w.info.slots - busy, (m.max_concurrency ?? Infinity) - held));
-      }
-    }
     return s;
   }
 
@@ -192,23 +135,99 @@ export class FleetCounters {
     this.flushing = undefined;
     if (this.stopped) return;
     const now = Date.now();
-    if (this.recountAll) this.total = this.local(now);
-    else {
+    const set: string[] = [];
+    const gone: string[] = [];
+    if (this.recountAll) {
+      this.total = this.local(now);
+      const fields = new Map<string, string>();
+      for (const [w, part] of this.parts) {
+        if (!w.identity) continue;
+        fields.set(`s:${w.info.worker_id}`, JSON.stringify(part));
+        fields.set(`i:${w.identity}`, w.info.worker_id);
+      }
+      for (const [field, value] of fields) if (this.written.get(field) !== value) set.push(field, value);
+      for (const field of this.written.keys()) if (!fields.has(field)) gone.push(field);
+    } else {
       for (const w of this.dirty) {
-        const part = this.count(w, now);
+        const part = workerShare(w, now, this.opts.leasesOf);
         addSnapshot(this.total, this.parts.get(w)!, -1);
         addSnapshot(this.total, part, 1);
         this.parts.set(w, part);
+        if (!w.identity) continue;
+        const field = `s:${w.info.worker_id}`;
+        const value = JSON.stringify(part);
+        if (this.written.get(field) !== value) set.push(field, value);
       }
     }
     this.recountAll = false;
     this.dirty.clear();
-    // Two plain commands, not a MULTI: they join the connection's auto-pipeline (a MULTI is a
-    // socket write of its own, per change). Not atomic, and need not be: a reader skips an
-    // index entry without a record, and a record without an entry is not read.
-    const failed = (err: unknown) => this.opts.log.warn({ err }, 'could not write the fleet counts; the registry refresh writes them again');
-    this.opts.redis.set(this.record(this.opts.gatewayId), JSON.stringify(this.total), 'PX', this.opts.ttlMs).catch(failed);
-    this.opts.redis.zadd(this.index, now + this.opts.ttlMs, this.opts.gatewayId).catch(failed);
+    for (let i = 0; i < set.length; i += 2) this.written.set(set[i], set[i + 1]);
+    for (const field of gone) this.written.delete(field);
+    this.write(now, set, gone);
+  }
+
+  /**
+   * `total` and the changed shares go in one HSET, so a reader never sees a total and a share
+   * that disagree. Plain commands join the connection's auto-pipeline (a MULTI is a socket write
+   * of its own); only a write that removes a worker's fields is a MULTI, since a reader seeing
+   * the new total with the old share still marked retired would take it off twice.
+   */
+  private write(now: number, set: string[], gone: string[]): void {
+    const { redis, ttlMs, gatewayId } = this.opts;
+    const counts = this.keys.fleetCounts(gatewayId);
+    const failed = (err: unknown) => {
+      // What Redis holds is unknown now: the next refresh writes everything again.
+      this.lost = true;
+      this.opts.log.warn({ err }, 'could not write the fleet counts; the registry refresh writes them again');
+    };
+    const fields = ['total', JSON.stringify(this.total), ...set];
+    if (gone.length > 0) {
+      const retiredIds = gone.filter((f) => f.startsWith('s:')).map((f) => f.slice(2));
+      const tx = redis.multi().hset(counts, ...fields).hdel(counts, ...gone);
+      if (retiredIds.length > 0) tx.srem(this.keys.fleetRetired(gatewayId), ...retiredIds);
+      tx.pexpire(counts, ttlMs).exec().catch(failed);
+    } else {
+      redis.hset(counts, ...fields).catch(failed);
+      redis.pexpire(counts, ttlMs).catch(failed);
+    }
+    if (this.indexStale) {
+      this.indexStale = false;
+      redis.zadd(this.keys.fleetInstances(), now + ttlMs, gatewayId).catch(failed);
+    }
+  }
+
+  /**
+   * Keeps this instance's counts alive: their expiry and index entry pushed out by one TTL. Run
+   * several times per TTL. Counts that lapsed meanwhile (an event loop stalled past the TTL, a
+   * Redis restart) are written again whole.
+   */
+  async refresh(): Promise<void> {
+    if (this.stopped) return;
+    const { redis, ttlMs, gatewayId } = this.opts;
+    const [alive] = await Promise.all([
+      redis.pexpire(this.keys.fleetCounts(gatewayId), ttlMs),
+      redis.pexpire(this.keys.fleetRetired(gatewayId), ttlMs),
+      redis.zadd(this.keys.fleetInstances(), Date.now() + ttlMs, gatewayId),
+    ]);
+    if ((alive === 0 || this.lost) && !this.stopped) {
+      this.lost = false;
+      this.written.clear();
+      this.indexStale = true;
+      this.changed();
+    }
+  }
+
+  /**
+   * A worker registers under `identity`: any other instance counting a worker under it stops
+   * being read as counting it, at once, whether that instance is alive or dead. Resolves once
+   * done, so the new registration can be counted here without counting the worker twice.
+   */
+  async retireElsewhere(identity: string): Promise<void> {
+    const { redis, ttlMs, gatewayId } = this.opts;
+    const ids = await redis.zrangebyscore(this.keys.fleetInstances(), Date.now() - INDEX_SKEW_MS, '+inf');
+    await Promise.all(
+      ids.filter((id) => id !== gatewayId).map((id) => RETIRE.run(redis, [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [`i:${identity}`, ttlMs])),
+    );
   }
 
   /** A private worker's evidence lapsing changes its tier without any event: count it again then. */
@@ -225,7 +244,13 @@ export class FleetCounters {
     clearTimeout(this.lapseTimer);
     if (this.flushing) clearImmediate(this.flushing);
     this.flushing = undefined;
-    await this.opts.redis.multi().del(this.record(this.opts.gatewayId)).zrem(this.index, this.opts.gatewayId).exec().catch(() => {});
+    const { gatewayId } = this.opts;
+    await this.opts.redis
+      .multi()
+      .del(this.keys.fleetCounts(gatewayId), this.keys.fleetRetired(gatewayId))
+      .zrem(this.keys.fleetInstances(), gatewayId)
+      .exec()
+      .catch(() => {});
   }
 
   /**
@@ -256,33 +281,21 @@ export class FleetCounters {
   }
 
   private async readNow(): Promise<FleetSnapshot> {
+    const { redis } = this.opts;
     const now = Date.now();
-    const ids = await this.opts.redis.zrangebyscore(this.index, now, '+inf');
-    void this.opts.redis.zremrangebyscore(this.index, '-inf', now - 1).catch(() => {});
+    const index = this.keys.fleetInstances();
+    // Liveness is each record's own expiry, kept by Redis's clock: the index only lists who may be alive.
+    const ids = await redis.zrangebyscore(index, now - INDEX_SKEW_MS, '+inf');
+    void redis.zremrangebyscore(index, '-inf', now - INDEX_SKEW_MS).catch(() => {});
     const total = emptySnapshot();
     if (ids.length === 0) return total;
-    for (const raw of await this.opts.redis.mget(ids.map((id) => this.record(id)))) {
-      if (raw === null) continue;
-      const s = JSON.parse(raw) as FleetSnapshot;
-      total.workers += s.workers;
-      total.slots += s.slots;
-      total.busy += s.busy;
-      for (const t of TIERS) total.by_tier[t] += s.by_tier[t];
-      for (const [kind, k] of Object.entries(s.kinds)) {
-        const sum = (total.kinds[kind] ??= emptyKind());
-        sum.workers += k.workers;
-        sum.slots += k.slots;
-        sum.busy += k.busy;
-        sum.without_models += k.without_models ?? 0;
-        for (const t of TIERS) sum.by_tier[t] += k.by_tier[t];
-        for (const [id, m] of Object.entries(k.models)) {
-          const c = (sum.models[id] ??= emptyModel());
-          c.workers += m.workers;
-          c.slots += m.slots;
-          c.free += m.free;
-          for (const t of TIERS) c.by_tier[t] += m.by_tier[t];
-        }
-      }
+    const replies = await Promise.all(ids.map((id) => READ_COUNTS.run<string[] | null>(redis, [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [])));
+    for (const reply of replies) {
+      if (!reply) continue;
+      const [counts, ...retired] = reply;
+      const s = JSON.parse(counts) as FleetSnapshot;
+      for (const share of retired) addSnapshot(s, JSON.parse(share) as FleetSnapshot, -1);
+      addSnapshot(total, s, 1);
     }
     return total;
   }

@@ -12,7 +12,7 @@ import type { QueuedJobData } from '../queues/job-queues.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
-import { attestedAt, type ConnectedWorker } from './connected-worker.js';
+import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver } from './dispatch-observer.js';
 import { ownerKey } from './lease-handover.js';
 import type { ActiveLease, LeaseSettlement } from './lease-settlement.js';
@@ -116,7 +116,7 @@ export class LeaseScheduler {
   wake(queue: string, count: number): void {
     const now = Date.now();
     const candidates = [...this.ctx.workers()].filter(
-      (w) => !w.draining && w.leases.size < w.info.slots && w.served?.has(queue) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
+      (w) => offersLeases(w) && w.leases.size < w.info.slots && w.served?.has(queue) && !coolingOff(w, queue, now) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
     // One job at a time to each candidate in turn, up to its free slots.
     const shares = candidates.map(() => 0);
@@ -140,6 +140,17 @@ export class LeaseScheduler {
     }
   }
 
+  /** Announces `queue` once a job put back delayed until `at` is due (another instance's sweep finds it if this one dies first). */
+  announceAt(queue: string, at: number): void {
+    setTimeout(() => void this.announce(queue).catch((err: unknown) => this.opts.log.warn({ err, queue }, 'could not announce a delayed retry; the safety sweep finds it')), Math.max(0, at - Date.now())).unref();
+  }
+
+  /** The worker leaves `queue` to the other workers for `ms`, then is offered work again. */
+  coolOff(worker: ConnectedWorker, queue: string, ms: number): void {
+    (worker.cooldowns ??= new Map()).set(queue, Date.now() + ms);
+    setTimeout(() => void this.fill(worker), ms + 1).unref();
+  }
+
   wakeAll(): void {
     for (const w of this.ctx.workers()) void this.fill(w);
   }
@@ -158,7 +169,7 @@ export class LeaseScheduler {
       let share = announced?.count ?? Infinity;
       do {
         worker.refill = false;
-        while (!worker.draining && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
+        while (offersLeases(worker) && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
           // Not woken for announced jobs (a lease ended, a sweep): look before fetching, since an
           // empty fetch is a BullMQ script and a look is two O(1) reads.
           const queue = await this.leaseOne(worker, share === Infinity);
@@ -169,7 +180,7 @@ export class LeaseScheduler {
         }
         // Asked again while filling (a release, another announcement): fill until no queue has work.
         share = Infinity;
-      } while (worker.refill && !worker.draining);
+      } while (worker.refill && offersLeases(worker));
     } catch (err) {
       this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
     } finally {
@@ -191,9 +202,11 @@ export class LeaseScheduler {
       // With many queues, or when there may well be no work, one round trip says which queues
       // hold work, instead of a fetch per queue.
       const holding = look || n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
-      for (let i = 0; i < n && !worker.draining; i++) {
+      const now = Date.now();
+      for (let i = 0; i < n && offersLeases(worker); i++) {
         const k = (worker.cursor + i) % n;
         if (holding && !holding[k]) continue;
+        if (coolingOff(worker, queues[k], now)) continue;
         if (this.atModelLimit(worker, queues[k])) continue;
         const token = randomUUID();
         const job = await this.opts.bull.fetch(queues[k], token);

@@ -15,6 +15,7 @@ import { LeaseHandover } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
 import { OutputFiles } from './output-files.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
+import type { RetryPolicy } from './retry-policy.js';
 import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 
 /** What the dispatcher does with a worker's live reports once their lease checks out. */
@@ -49,6 +50,10 @@ export interface SettlementContext {
   fill(worker: ConnectedWorker): Promise<void>;
   /** A run went back to its queue: every instance may lease it. */
   announce(queue: string): Promise<void>;
+  /** A run was put back delayed until `at`: announced then. */
+  announceAt(queue: string, at: number): void;
+  /** The worker leaves `queue` to the others for `ms` (an attempt of its job just failed on it). */
+  coolOff(worker: ConnectedWorker, queue: string, ms: number): void;
   /** The worker attached under this id now, if any. */
   attached(workerId: string): ConnectedWorker | undefined;
 }
@@ -69,6 +74,8 @@ export interface LeaseSettlementOptions {
   events?: WorkerReportSink;
   metrics?: DispatchObserver;
   receipts?: ReceiptChecker;
+  /** Where a worker's retryable failure goes: elsewhere at once, or after a backoff. */
+  retries: RetryPolicy;
 }
 
 type Refusal = { code: string; message: string };
@@ -314,8 +321,12 @@ export class LeaseSettlement {
     }
   }
 
-  /** A retryable end: back to the queue while attempts remain, else a final failure. */
-  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError): Promise<void> {
+  /**
+   * A retryable end: back to the queue while attempts remain, else a final failure. A failure
+   * the worker reported (not a lost worker) goes back by the retry policy: at once with the
+   * worker cooling off the queue when another worker could take it, else after a backoff.
+   */
+  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError, reported = true): Promise<void> {
     if (run.cancel_requested_at) {
       await this.finish(run, lease.fence, lease.job, lease.token, 'canceled', { code: 'canceled', message: 'canceled by the caller', retryable: false });
       return;
@@ -328,7 +339,17 @@ export class LeaseSettlement {
     const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
     if (!back.ok) return;
     this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
+    const plan = reported ? await this.opts.retries.plan(lease.worker, lease.queue, lease.fence) : null;
     try {
+      if (plan?.kind === 'delayed') {
+        const at = Date.now() + plan.delayMs;
+        await lease.job.moveToDelayed(at, lease.token);
+        this.opts.log.info({ runId: run.run_id, code: error.code, delayMs: plan.delayMs }, 'retry delayed: no other worker could take it');
+        this.ctx.announceAt(lease.queue, at);
+        return;
+      }
+      // Set before the lease's slot is freed, which fills it at once.
+      if (plan && plan.coolOffMs > 0) this.ctx.coolOff(lease.worker, lease.queue, plan.coolOffMs);
       await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
     } catch (err) {
       // Lock gone: the stalled checker requeues the job instead.
@@ -396,7 +417,7 @@ export class LeaseSettlement {
       if (!run || run.fence !== lease.fence || run.status !== 'running') return;
       this.opts.log.info({ runId: run.run_id, leaseId, why }, 'lease lost');
       this.opts.metrics?.leaseLost(reason);
-      await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true });
+      await this.requeueOrFail(run, lease, { code: 'worker_lost', message: `the worker was lost: ${why}`, retryable: true }, false);
     } catch (err) {
       this.opts.log.warn({ err, runId: lease.runId, leaseId }, 'could not hand back a lost lease; its lock will lapse and the stalled checker requeues it');
     } finally {

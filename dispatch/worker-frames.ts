@@ -9,6 +9,8 @@ import {
   MODEL_ID_PATTERN,
   MAX_OUTPUT_DELTA,
   MAX_PROGRESS_MESSAGE,
+  MAX_BACKEND_MESSAGE,
+  WORKER_IDENTITY_PATTERN,
   type WorkerFrame,
 } from '../sdk/protocol/index.js';
 
@@ -73,6 +75,8 @@ const frameSchemas = {
         not: { required: ['d'] },
       },
       models: workerModels,
+      // Protocol 5: the worker's name for itself across its reconnections.
+      identity: { type: 'string', pattern: WORKER_IDENTITY_PATTERN },
       // Protocol 2: leases the worker still runs after a `reconnect`, proven by their upload tokens.
       resume: {
         type: 'array',
@@ -112,6 +116,13 @@ const frameSchemas = {
     additionalProperties: false,
     required: ['type', 'models'],
     properties: { type: { const: 'models' }, models: workerModels },
+  },
+  // Protocol 5: the worker's backend went down (no leases for it) or answers again.
+  backend: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'available'],
+    properties: { type: { const: 'backend' }, available: { type: 'boolean' }, message: { type: 'string', maxLength: MAX_BACKEND_MESSAGE } },
   },
   heartbeat: {
     type: 'object',

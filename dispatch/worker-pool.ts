@@ -90,6 +90,16 @@ export class WorkerPool {
     void this.ctx.scheduler.fill(worker);
   }
 
+  /** Protocol 5: while its backend is down the worker is counted but offered no lease; once it answers, it is filled. */
+  setBackend(worker: ConnectedWorker, available: boolean, message = ''): void {
+    if (available === !worker.backendDown) return;
+    worker.backendDown = available ? undefined : { message, since: new Date().toISOString() };
+    this.opts.log.info({ workerId: worker.info.worker_id, available, message: message || undefined }, available ? 'worker backend available again' : 'worker backend unavailable');
+    if (this.workers.get(worker.info.worker_id) !== worker) return;
+    this.opts.fleet.changed(worker);
+    if (available) void this.ctx.scheduler.fill(worker);
+  }
+
   offer(worker: ConnectedWorker): void {
     if (this.workers.get(worker.info.worker_id) !== worker) return;
     // The fleet views (capabilities, capacity) count it as private again at once.
@@ -122,10 +132,17 @@ export class WorkerPool {
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
   }
 
-  /** Rewrites this instance's fleet counts before they expire (and with any evidence renewed meanwhile). */
-  refresh(): void {
-    for (const w of this.workers.values()) if (w.attestation) w.info.attested_until = w.attestation.current?.expires_at ?? null;
-    this.opts.fleet.changed();
+  /** Keeps this instance's fleet counts alive, counting again any worker whose evidence was renewed meanwhile. */
+  async refresh(): Promise<void> {
+    let renewed = false;
+    for (const w of this.workers.values()) {
+      if (!w.attestation) continue;
+      const until = w.attestation.current?.expires_at ?? null;
+      if (w.info.attested_until !== until) renewed = true;
+      w.info.attested_until = until;
+    }
+    if (renewed) this.opts.fleet.changed();
+    await this.opts.fleet.refresh();
   }
 
   /** Lets every worker go (`Dispatcher.stop` says how), then detaches those still here. */

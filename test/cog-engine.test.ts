@@ -323,6 +323,46 @@ describe('switchyard worker --engine cog', function () {
     }
   });
 
+  it('a container that dies mid-prediction: the worker takes no lease until its health-check says READY again, and the run waits with its attempts unspent', async () => {
+    const server = await new CogServer(imageModelSchema()).start();
+    const port = Number(new URL(server.url).port);
+    let back: CogServer | undefined;
+    const video = async () => (await gw.request('GET', '/v1/capabilities', { key })).body.kinds.find((k: { kind: string }) => k.kind === VIDEO) as { workers: number; workers_unavailable: number };
+    try {
+      server.scripts.push({ steps: [{ log: 'denoising\n' }, { wait: new Promise(() => {}) }] });
+      const { code, stderr } = await runWorker(['--cog-url', server.url, '--kinds', VIDEO], async () => {
+        await until('the worker serves the kind', async () => (await video()).workers === 1, 60_000);
+        const res = await gw.submit(key, { kind: VIDEO, input: { prompt: 'a cat', image: dataUri('image/png', png) } });
+        assert.equal(res.status, 202, res.text);
+        const runId = res.body.run_id as string;
+        await until('the prediction runs', async () => server.running() === 1, 30_000);
+        await server.kill();
+        await until('the worker says its backend is down', async () => (await video()).workers_unavailable === 1, 30_000);
+        // The container comes back, still starting: its health-check is asked and says no.
+        back = await new CogServer(imageModelSchema()).start(port);
+        back.health = 'STARTING';
+        back.scripts.push({ steps: [{ yield: dataUri('image/png', samplePng(4, 9)) }] });
+        await until('two health checks while it starts', async () => back!.healthChecks >= 2, 60_000);
+        const waiting = (await gw.request('GET', `/v1/jobs/${runId}`, { key })).body;
+        assert.equal(waiting.status, 'queued', JSON.stringify(waiting));
+        assert.equal(waiting.attempts, 1, 'no attempt spent while the backend is down');
+        assert.equal((await video()).workers_unavailable, 1);
+        back.health = 'READY';
+        const job = await until('the job ends', async () => {
+          const j = (await gw.request('GET', `/v1/jobs/${runId}`, { key })).body;
+          return j.terminal ? j : undefined;
+        }, 60_000);
+        assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+        assert.equal(job.attempts, 2);
+        assert.equal((await video()).workers_unavailable, 0);
+      });
+      assert.equal(code, 0, stderr);
+    } finally {
+      await server.stop().catch(() => {});
+      await back?.stop();
+    }
+  });
+
   it('refuses, exit 2, a command line without --cog-url or with more than one kind', async () => {
     const exitOf = async (args: string[]) => {
       const child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'worker', '--gateway', gw.url, '--token', token, '--engine', 'cog', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });

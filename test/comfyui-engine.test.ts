@@ -119,9 +119,10 @@ describe('ComfyUI engine', function () {
         const run = await gw.stores.runs.get(runId);
         return run && ['succeeded', 'failed', 'canceled'].includes(run.status) ? run : null;
       });
-    const startWorker = async (url: string) => {
+    const startWorker = async (url: string, probe?: () => Promise<void>) => {
       const engine = createComfyUiEngine({ url, workflows: dir });
-      const w = new SwitchyardWorker({ gateway: gw.url, token, kinds: engine.kinds, handler: engine.handler, models: engine.models, slots: 2, logger: silentLogger });
+      const backend = probe ? { backend: { probe, firstDelayMs: 50, maxDelayMs: 200 } } : {};
+      const w = new SwitchyardWorker({ gateway: gw.url, token, kinds: engine.kinds, handler: engine.handler, models: engine.models, slots: 2, logger: silentLogger, ...backend });
       w.on('failed', (_lease, error) => failures.push(error));
       await w.start();
       return { w, engine };
@@ -224,10 +225,21 @@ describe('ComfyUI engine', function () {
       assert.equal((comfy.history.get(runningId) as any).status.status_str, 'error');
     });
 
-    it('fails the lease retryable when the server goes away mid-prompt', async () => {
+    it('a server that goes away mid-prompt: the lease fails retryable, the worker takes no lease until the server answers again, and the run waits with its attempts unspent', async () => {
       const doomed = await new FakeComfyUi().start();
-      const { w, engine } = await startWorker(doomed.url);
+      const port = Number(new URL(doomed.url).port);
+      let probes = 0;
+      let engineProbe!: () => Promise<void>;
+      const { w, engine } = await startWorker(doomed.url, async () => {
+        probes++;
+        await engineProbe();
+      });
+      engineProbe = engine.probe;
+      const states: Array<{ available: boolean; message?: string }> = [];
+      w.on('backend', (state) => states.push(state));
       await worker.stop({ timeoutMs: 0 });
+      const image = async () => ((await gw.request('GET', '/v1/capabilities', { key })).body.kinds as Array<{ kind: string; workers: number; workers_unavailable: number }>).find((k) => k.kind === IMAGE)!;
+      let back: FakeComfyUi | undefined;
       try {
         failures.length = 0;
         const hold = doomed.holdAt('KSampler', 1);
@@ -238,14 +250,32 @@ describe('ComfyUI engine', function () {
         assert.equal(failures[0].code, 'upstream_unavailable');
         assert.equal(failures[0].retryable, true);
         assert.match(failures[0].message, /WebSocket to ComfyUI at http:\/\/127\.0\.0\.1:\d+ closed .* the server went away/);
-        // The second attempt finds nothing listening.
+        assert.equal(states[0]?.available, false);
+        // The gateway counts the worker, as connected but not free, and leases it nothing.
+        await until('capabilities to show the worker unavailable', async () => (await image()).workers_unavailable === 1);
+        assert.equal((await image()).workers, 1);
+        const capacity = (await gw.request('GET', '/v1/network/capacity')).body;
+        assert.equal(capacity.workers.unavailable, 1);
+        assert.equal(capacity.by_kind.find((k: { kind: string }) => k.kind === IMAGE).slots_free, 0);
+        // While probes find nothing listening, the run waits: its second (and last) attempt is not spent.
+        await until('three probes of the dead server', async () => probes >= 3);
+        const waiting = (await gw.request('GET', `/v1/jobs/${runId}`, { key })).body;
+        assert.equal(waiting.status, 'queued');
+        assert.equal(waiting.attempts, 1);
+        assert.ok(['backend_unavailable', 'retry_backoff'].includes(waiting.waiting_reason), waiting.waiting_reason);
+        assert.equal(failures.length, 1);
+
+        // The server answers again on its address: the next probe puts the worker back to work.
+        back = await new FakeComfyUi().start(port);
         const run = await finished(runId);
-        assert.equal(run.status, 'failed');
+        assert.equal(run.status, 'succeeded');
         assert.equal(run.attempts, 2);
-        assert.match(run.error!.message, /could not be (reached|opened).*ECONNREFUSED/);
+        assert.deepEqual(states.map((st) => st.available), [false, true]);
+        assert.equal((await image()).workers_unavailable, 0);
       } finally {
         await w.stop({ timeoutMs: 0 });
         await engine.close();
+        await back?.stop();
       }
     });
   });

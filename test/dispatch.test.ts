@@ -316,25 +316,25 @@ describe('dispatch to remote workers', function () {
     assert.equal(during.find((k) => k.kind === 'inference:video:generate')!.workers, 0);
     const capacity = async () => (await gw.request('GET', '/v1/network/capacity')).body;
     const before = await capacity();
-    assert.deepEqual(before.workers, { total: 2, by_tier: { open: 1, trusted: 1, private: 0 } });
-    assert.deepEqual(before.slots, { total: 5, busy: 0, free: 5 });
+    assert.deepEqual(before.workers, { total: 2, by_tier: { open: 1, trusted: 1, private: 0 }, unavailable: 0 });
+    assert.deepEqual(before.slots, { total: 5, busy: 0, free: 5, unavailable: 0 });
     assert.equal(before.by_kind.find((k: { kind: string }) => k.kind === 'inference:rig').workers, 2);
 
     // A lease counts as busy from the moment it is sent, and is free again once its report is acknowledged.
     await gw.submit(key, image('busy'));
     const lease = await a.lease();
     const running = await capacity();
-    assert.deepEqual(running.slots, { total: 5, busy: 1, free: 4 });
+    assert.deepEqual(running.slots, { total: 5, busy: 1, free: 4, unavailable: 0 });
     assert.equal(running.by_kind.find((k: { kind: string }) => k.kind === 'inference:image:generate').slots_free, 2);
     await a.complete(lease);
-    assert.deepEqual((await capacity()).slots, { total: 5, busy: 0, free: 5 });
+    assert.deepEqual((await capacity()).slots, { total: 5, busy: 0, free: 5, unavailable: 0 });
 
     // A worker that drops out leaves both views together.
     b.terminate();
     await until('the killed worker to leave /v1/capabilities', async () => (await caps()).find((k) => k.kind === 'inference:rig')!.workers === 1);
     const after = await capacity();
-    assert.deepEqual(after.workers, { total: 1, by_tier: { open: 1, trusted: 0, private: 0 } });
-    assert.deepEqual(after.slots, { total: 3, busy: 0, free: 3 });
+    assert.deepEqual(after.workers, { total: 1, by_tier: { open: 1, trusted: 0, private: 0 }, unavailable: 0 });
+    assert.deepEqual(after.slots, { total: 3, busy: 0, free: 3, unavailable: 0 });
     a.close();
     await until('the workers to leave the registry', async () => (await caps()).every((k) => k.workers === 0));
     assert.equal((await gw.request('GET', '/v1/capabilities')).status, 401, 'capabilities need a key');
@@ -342,12 +342,12 @@ describe('dispatch to remote workers', function () {
 
   it('a fleet-count write failing at register leaves the worker attached and working (not a ghost told not_registered)', async () => {
     const redis = gw.redis;
-    const set = redis.set;
+    const set = redis.hset;
     let failed = 0;
     // The next write of the fleet counts (the new worker's attach) fails, as if Redis had blipped then.
-    redis.set = function (this: typeof redis, ...args: unknown[]) {
-      if (String(args[0]).includes(':fleet:instance:')) {
-        redis.set = set;
+    redis.hset = function (this: typeof redis, ...args: unknown[]) {
+      if (String(args[0]).includes(':fleet:{')) {
+        redis.hset = set;
         failed++;
         return Promise.reject(new Error('simulated Redis failure'));
       }
@@ -364,7 +364,7 @@ describe('dispatch to remote workers', function () {
       assert.equal(w.frames.filter((f) => f.type === 'error').length, 0, JSON.stringify(w.frames));
       assert.equal(failed, 1, 'the fleet-count write was not the one that failed');
     } finally {
-      redis.set = set;
+      redis.hset = set;
     }
   });
 

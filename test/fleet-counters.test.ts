@@ -5,12 +5,13 @@ import { FleetCounters, type FleetSnapshot } from '../dispatch/fleet-counters.js
 import { RedisKeys } from '../models/redis/keys.js';
 import { createRedis } from '../models/redis-connection.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 
 const KIND = 'inference:image:generate';
 
-function worker(id: string, slots: number, models: WorkerModels = {}): ConnectedWorker {
+function worker(id: string, slots: number, models: WorkerModels = {}, identity?: string): ConnectedWorker {
   return {
+    ...(identity ? { identity } : {}),
     info: { worker_id: id, kinds: [KIND], tier: 'open', slots, busy: 0, gateway_id: 'gw', owner: { type: 'operator', id: 'op' }, hardware: {}, software: {}, models, connected_at: new Date().toISOString() },
     queues: [],
     send: () => {},
@@ -52,14 +53,14 @@ describe('FleetCounters', function () {
     redis.disconnect();
   });
 
-  const written = async (): Promise<FleetSnapshot> => JSON.parse((await redis.get(new RedisKeys(prefix).fleetInstance('gw_a')))!);
+  const written = async (): Promise<FleetSnapshot> => JSON.parse((await redis.hget(new RedisKeys(prefix).fleetCounts('gw_a'), 'total'))!);
 
   it('a read made right after a change sees it, though the write is deferred', async () => {
     const a = worker('w_a', 4);
     attached.push(a);
     fleet.changed();
     // The record is not written in this turn...
-    assert.equal(await redis.exists(new RedisKeys(prefix).fleetInstance('gw_a')), 0);
+    assert.equal(await redis.exists(new RedisKeys(prefix).fleetCounts('gw_a')), 0);
     fleet.changed();
     a.leases.add('l1');
     fleet.changed(a);
@@ -142,7 +143,7 @@ describe('FleetCounters', function () {
     const full = await written();
     assert.deepEqual(incremental, full);
     assert.equal(full.busy, 5);
-    assert.deepEqual(full.kinds[KIND].models.m1, { workers: 1, by_tier: { open: 1, trusted: 0, private: 0 }, slots: 2, free: 1 });
+    assert.deepEqual(full.kinds[KIND].models.m1, { workers: 1, by_tier: { open: 1, trusted: 0, private: 0 }, slots: 2, free: 1, unavailable: 0, unavailable_by_tier: { open: 0, trusted: 0, private: 0 } });
     assert.equal(full.kinds[KIND].models.m2.free, 1);
     assert.equal(full.kinds[KIND].without_models, 1);
   });
@@ -156,5 +157,110 @@ describe('FleetCounters', function () {
     assert.equal(seen.workers, 2);
     assert.equal(seen.kinds[KIND].models.m3, undefined);
     assert.equal(seen.kinds[KIND].models.m2.workers, 1);
+  });
+});
+
+/**
+ * A worker whose gateway instance died registers again on another one before the dead
+ * instance's counts expire: the fleet must count it once, from the moment it registers again.
+ */
+describe('FleetCounters: a worker registering again under its identity', function () {
+  const prefix = uniquePrefix('fleet-identity');
+  const redis = createRedis(REDIS_URL, { name: 'test-fleet-identity' });
+  const log = pino({ level: 'silent' });
+  const keys = new RedisKeys(prefix);
+  const counters: FleetCounters[] = [];
+  const instance = (gatewayId: string, workers: ConnectedWorker[], ttlMs = 60_000) => {
+    const c = new FleetCounters({ redis, prefix, gatewayId, ttlMs, workers: () => workers, log });
+    counters.push(c);
+    return c;
+  };
+  const reader = instance('gw_reader', []);
+
+  after(async () => {
+    for (const c of counters) await c.stop();
+    await cleanupPrefix(prefix);
+    redis.disconnect();
+  });
+
+  it('is counted once while the dead instance it left still has counts, with its busy slots and models', async () => {
+    // gw_dead counts x (busy, serving m1) and y; then it "dies": it never writes again.
+    const x = worker('wkr_01A', 2, { [KIND]: [{ id: 'm1' }] as WorkerModels[string] }, 'operator:op:x');
+    const y = worker('wkr_01B', 1, {}, 'operator:op:y');
+    x.leases.add('l_x');
+    const dead = instance('gw_dead', [x, y]);
+    dead.changed();
+    await dead.read();
+    assert.equal((await reader.read()).workers, 2);
+
+    // x registers again on gw_alive: its old entry is retired first, then the new one counted.
+    const again = worker('wkr_01C', 2, { [KIND]: [{ id: 'm1' }] as WorkerModels[string] }, 'operator:op:x');
+    const alive = instance('gw_alive', [again]);
+    await alive.retireElsewhere('operator:op:x');
+    const between = await reader.read();
+    assert.equal(between.workers, 1, 'retired before the new connection is counted: never counted twice');
+    alive.changed();
+    await alive.read();
+    const seen = await reader.read();
+    assert.equal(seen.workers, 2);
+    assert.equal(seen.slots, 3);
+    assert.equal(seen.busy, 0, 'the dead connection\'s lease is not counted busy');
+    assert.equal(seen.kinds[KIND].workers, 2);
+    assert.equal(seen.kinds[KIND].models.m1.workers, 1);
+    assert.equal(seen.kinds[KIND].models.m1.free, 2);
+  });
+
+  it('a live instance still holding the old connection is read without it until it lets it go, then counts nothing for it', async () => {
+    const old = worker('wkr_02A', 1, {}, 'operator:op:z');
+    const heldBy = [old];
+    const live = instance('gw_live', heldBy);
+    live.changed();
+    await live.read();
+    const before = (await reader.read()).workers;
+    const fresh = worker('wkr_02B', 1, {}, 'operator:op:z');
+    const other = instance('gw_other', [fresh]);
+    await other.retireElsewhere('operator:op:z');
+    other.changed();
+    await other.read();
+    assert.equal((await reader.read()).workers, before, 'the old connection is not counted beside the new one');
+    // The live instance changes the old connection's share (a lease) before hearing of it: still once.
+    old.leases.add('l_old');
+    live.changed(old);
+    await live.read();
+    const during = await reader.read();
+    assert.equal(during.workers, before);
+    assert.equal(during.busy, 0);
+    // It lets the old connection go: its share and retirement mark leave its counts together.
+    heldBy.pop();
+    live.changed();
+    await live.read();
+    assert.equal((await reader.read()).workers, before);
+    assert.equal(await redis.scard(keys.fleetRetired('gw_live')), 0);
+    assert.equal(await redis.hexists(keys.fleetCounts('gw_live'), 's:wkr_02A'), 0);
+  });
+
+  it('an instance\'s counts and retirement marks expire one TTL after its last write or refresh', async () => {
+    const w = worker('wkr_03A', 1, {}, 'operator:op:w');
+    const short = instance('gw_short', [w], 1_000);
+    short.changed();
+    await short.read();
+    await instance('gw_taker', []).retireElsewhere('operator:op:w');
+    for (const key of [keys.fleetCounts('gw_short'), keys.fleetRetired('gw_short')]) {
+      const ttl = await redis.pttl(key);
+      assert.ok(ttl > 0 && ttl <= 1_000, `${key} expires within the TTL (${ttl} ms)`);
+    }
+    await short.refresh();
+    assert.ok((await redis.pttl(keys.fleetRetired('gw_short'))) > 0, 'a refresh keeps the marks as long as the counts');
+  });
+
+  it('counts that lapsed under a live instance are written again whole at its next refresh', async () => {
+    const w = worker('wkr_04A', 3, {}, 'operator:op:v');
+    const lapsing = instance('gw_lapsing', [w]);
+    lapsing.changed();
+    await lapsing.read();
+    await redis.del(keys.fleetCounts('gw_lapsing'));
+    await lapsing.refresh();
+    await until('the counts written again', async () => (await redis.hget(keys.fleetCounts('gw_lapsing'), 's:wkr_04A')) !== null);
+    assert.equal(JSON.parse((await redis.hget(keys.fleetCounts('gw_lapsing'), 'total'))!).slots, 3);
   });
 });

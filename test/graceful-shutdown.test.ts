@@ -143,7 +143,8 @@ describe('graceful shutdown: leases handed over to another instance', function (
 
       const signaledAt = Date.now();
       a.signal('SIGTERM');
-      const exit = await Promise.race([a.exited, sleep(30_000).then(() => null)]);
+      // An unref'd deadline: it must not hold the test process open once A has exited.
+      const exit = await Promise.race([a.exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000).unref())]);
       assert.deepEqual(exit, { code: 0, signal: null }, 'A exits 0 within 30 s of SIGTERM');
       assert.ok(Date.now() - signaledAt < 30_000);
       assert.ok(a.logged('gateway stopped').length === 1, 'A closed its Redis connections and said so');

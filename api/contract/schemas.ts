@@ -103,8 +103,9 @@ export const job = {
     attempts: { type: 'integer', minimum: 0 },
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
-      enum: ['no_worker_for_kind', 'no_worker_for_model'],
-      description: 'Why a queued run is not leased, when no live worker of its tier or a stronger one serves its kind or its model; null otherwise.',
+      enum: ['no_worker_for_kind', 'no_worker_for_model', 'backend_unavailable', 'retry_backoff'],
+      description:
+        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`). Null otherwise.',
     }),
     output: nullable({
       type: 'object',
@@ -287,13 +288,14 @@ export const capabilities = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'input_schema', 'output_artifacts', 'output_schema', 'models'],
+        required: ['kind', 'rollout', 'workers', 'workers_by_tier', 'workers_unavailable', 'input_schema', 'output_artifacts', 'output_schema', 'models'],
         properties: {
           kind: kindName,
           rollout: { enum: ['live', 'rolling_out'] },
           description: { type: 'string' },
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
+          workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend (inference server) does not answer: connected, but offered no lease until it answers again (docs/worker-protocol.md, `backend`).' },
           input_schema: { type: 'object', additionalProperties: true, description: 'JSON Schema (2020-12) that `input` must satisfy.' },
           output_artifacts: {
             type: 'array',
@@ -315,12 +317,13 @@ export const capabilities = {
             description: "The kind's models of the catalogue (docs/models.md), served now or not.",
             items: {
               type: 'object',
-              required: ['id', 'description', 'workers', 'workers_by_tier', 'input_schema'],
+              required: ['id', 'description', 'workers', 'workers_by_tier', 'workers_unavailable', 'input_schema'],
               properties: {
                 id: { type: 'string' },
                 description: nullable({ type: 'string' }),
                 workers: { type: 'integer', description: 'Workers connected now that serve this model.' },
                 workers_by_tier: byTier,
+                workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend does not answer.' },
                 input_schema: nullable({ type: 'object', additionalProperties: true, description: "JSON Schema (2020-12) extending the kind's, or null." }),
               },
             },
@@ -335,27 +338,46 @@ export const capacity = {
   type: 'object',
   required: ['workers', 'slots', 'jobs', 'by_kind', 'updated_at'],
   properties: {
-    workers: { type: 'object', required: ['total', 'by_tier'], properties: { total: { type: 'integer' }, by_tier: byTier } },
-    slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+    workers: {
+      type: 'object',
+      required: ['total', 'by_tier', 'unavailable'],
+      properties: {
+        total: { type: 'integer', description: 'Workers connected now, on any gateway instance; each counted once, even while it registers again after losing its gateway.' },
+        by_tier: byTier,
+        unavailable: { type: 'integer', description: 'Of `total`, those whose backend does not answer: connected, offered no lease.' },
+      },
+    },
+    slots: {
+      type: 'object',
+      required: ['total', 'busy', 'free', 'unavailable'],
+      properties: {
+        total: { type: 'integer' },
+        busy: { type: 'integer' },
+        free: { type: 'integer', description: 'Slots that could take a job now: not busy, on workers whose backend answers.' },
+        unavailable: { type: 'integer', description: 'Slots neither busy nor free: those of workers whose backend does not answer.' },
+      },
+    },
     jobs: { type: 'object', required: ['queued', 'running'], properties: { queued: { type: 'integer' }, running: { type: 'integer' } } },
     by_kind: {
       type: 'array',
       items: {
         type: 'object',
-        required: ['kind', 'workers', 'slots_free', 'queued', 'models'],
+        required: ['kind', 'workers', 'workers_unavailable', 'slots_free', 'queued', 'models'],
         properties: {
           kind: kindName,
           workers: { type: 'integer' },
-          slots_free: { type: 'integer' },
+          workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend does not answer.' },
+          slots_free: { type: 'integer', description: 'Free slots of the workers serving it whose backend answers.' },
           queued: { type: 'integer', description: "The kind's queued jobs, its models' included." },
           models: {
             type: 'array',
             items: {
               type: 'object',
-              required: ['id', 'workers', 'slots_free', 'queued'],
+              required: ['id', 'workers', 'workers_unavailable', 'slots_free', 'queued'],
               properties: {
                 id: { type: 'string' },
                 workers: { type: 'integer' },
+                workers_unavailable: { type: 'integer' },
                 slots_free: { type: 'integer', description: "Free slots of the workers serving it, within each one's max_concurrency." },
                 queued: { type: 'integer' },
               },

@@ -53,6 +53,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       slots: { type: 'string' },
       engine: { type: 'string' },
       models: { type: 'string' },
+      identity: { type: 'string' },
       'attestation-key': { type: 'string' },
       ...ENGINE_FLAGS,
       // dev

@@ -153,6 +153,8 @@ export const settings = {
   }),
   runRetentionSeconds: setting({ env: 'RUN_RETENTION_DAYS', schema: days, default: 30, doc: 'how long finished runs are kept', read: (d: number) => Math.round(d * 86400) }),
   jobMaxAttempts: integer('JOB_MAX_ATTEMPTS', { minimum: 1, maximum: 100 }, 3, 'leases a run may use before it fails for good'),
+  retryBackoffMs: integer('RETRY_BACKOFF_MS', { minimum: 0, maximum: 3_600_000 }, 1000, "after a worker's retryable failure, how long that worker leaves the job's queue to other workers, or, when no other worker could take the job, how long the retry waits; doubles with each attempt (docs/architecture.md, \"Retries\")"),
+  retryBackoffMaxMs: integer('RETRY_BACKOFF_MAX_MS', { minimum: 0, maximum: 3_600_000 }, 30000, 'the longest `RETRY_BACKOFF_MS` grows to'),
   jsonBodyLimitBytes: bytes('JSON_BODY_LIMIT', 'b|kb|mb', '3mb', 'largest JSON body (`b`, `kb`, `mb`); larger ones get 413. Large enough for a job input holding a `data:` URI of `DATA_URI_MAX_BYTES` (base64 adds a third)'),
   dataUriMaxBytes: bytes('DATA_URI_MAX_BYTES', 'b|kb|mb', '2mb', 'largest file a job input may carry inline as a `data:` URI (decoded); larger files go through `/v1/files` or an https URL'),
   jsonMaxDepth: integer('JSON_MAX_DEPTH', { minimum: 2, maximum: 1000 }, 64, 'deepest nesting accepted in a JSON body'),

@@ -11,12 +11,12 @@ import { errorFrame, isUnexpected, refuseUpgrade } from './socket-errors.js';
 import type { OperatorStore, WorkerTokenStore } from '../../models/stores.js';
 import type { OperatorTrust } from '../../models/types.js';
 import { KIND_NAMES } from '../../models/kinds.js';
-import { TIER_RANK, type ConnectedWorker } from '../../dispatch/connected-worker.js';
+import { TIER_RANK, workerIdentityKey, type ConnectedWorker } from '../../dispatch/connected-worker.js';
 import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
+import { BACKEND_STATE_PROTOCOL, BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, IDENTITY_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
 import { checkWorkerModels, WorkerModelsError } from '../../dispatch/worker-models.js';
 import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
 import { PendingOutputs } from './pending-outputs.js';
@@ -192,6 +192,14 @@ export class WorkerSocketServer {
       await this.onModels(worker, frame.models, send);
       return null;
     }
+    if (frame.type === 'backend') {
+      if ((worker.protocol ?? 1) < BACKEND_STATE_PROTOCOL) {
+        send({ type: 'error', code: 'bad_frame', of: 'backend', message: `the backend frame needs protocol ${BACKEND_STATE_PROTOCOL}; this connection agreed on ${worker.protocol ?? 1}` });
+        return null;
+      }
+      this.opts.dispatcher.setBackend(worker, frame.available, frame.message);
+      return null;
+    }
     if (frame.type === 'heartbeat') {
       // Heartbeats get no answer; one lost to a datastore outage is made up by the next.
       await this.opts.dispatcher.heartbeat(worker).catch((err: unknown) => {
@@ -313,6 +321,11 @@ export class WorkerSocketServer {
       ws.close(4400, 'bad register frame');
       return null;
     }
+    if (frame.identity !== undefined && version < IDENTITY_PROTOCOL) {
+      send({ type: 'error', code: 'bad_frame', message: `identity needs protocol ${IDENTITY_PROTOCOL}; offer it in protocol, or leave identity out` });
+      ws.close(4400, 'bad register frame');
+      return null;
+    }
     const kinds = frame.kinds.includes('all') ? [...KIND_NAMES] : frame.kinds;
     let models: WorkerModels = {};
     try {
@@ -359,6 +372,7 @@ export class WorkerSocketServer {
       refill: false,
       draining: false,
       protocol: version,
+      ...(frame.identity !== undefined ? { identity: workerIdentityKey(owner.owner, frame.identity) } : {}),
     };
     if (frame.tier === 'private') {
       worker.tiers = privateWorkerTiers(owner.trust);
@@ -368,6 +382,8 @@ export class WorkerSocketServer {
         return 'attesting';
       }
     }
+    // Protocol 5: its older connection, here or on any instance, is retired before this one counts.
+    await this.opts.dispatcher.claimIdentity(worker);
     // Protocol 2: leases brought from a stopping instance are adopted before any new one is offered.
     const moved = version >= HANDOVER_PROTOCOL ? await this.opts.dispatcher.adopt(worker, frame.resume ?? []) : null;
     send({

@@ -62,14 +62,21 @@ export class RedisKeys {
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */
   lease = (leaseId: string) => `${this.prefix}:lease:${leaseId}`;
-  /** The gateway instances with workers attached (a sorted set scored by expiry). */
+  /** The gateway instances that may have workers attached (a sorted set scored by expiry). */
   fleetInstances = () => `${this.prefix}:fleet:instances`;
-  /** One instance's fleet counts, rewritten on attach, lease, release and detach; expires on its own. */
-  fleetInstance = (gatewayId: string) => `${this.prefix}:fleet:instance:${gatewayId}`;
+  /**
+   * One instance's fleet counts (a hash: `total`, and per worker with an identity its share and
+   * `i:<identity>`), rewritten on attach, lease, release and detach; expires on its own. Its
+   * retired set (same hash tag) lists its workers that registered again elsewhere.
+   */
+  fleetCounts = (gatewayId: string) => `${this.prefix}:fleet:{${gatewayId}}:counts`;
+  fleetRetired = (gatewayId: string) => `${this.prefix}:fleet:{${gatewayId}}:retired`;
   /** Channel: a queue has new jobs (payload: the queue name). */
   queuedChannel = () => `${this.prefix}:chan:queued`;
   /** Channel: a run was canceled (payload: the run id), so the instance holding its lease ends it. */
   cancelChannel = () => `${this.prefix}:chan:cancel`;
+  /** Channel: a worker registered under an identity (payload: identity key, worker id, instance); older connections under it go. */
+  workersChannel = () => `${this.prefix}:chan:workers`;
   /** Channel: an operator's trust changed; every instance closes its own workers of that operator. */
   operatorsChannel = () => `${this.prefix}:chan:operators`;
   /** A nonce handed to a private worker, spent by the evidence that answers it. */

@@ -23,3 +23,7 @@ export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$';
 export const MAX_MODEL_SCHEMA_BYTES = 64 * 1024;
 /** A model's description, in UTF-16 units. */
 export const MAX_MODEL_DESCRIPTION = 1_000;
+/** A worker identity (`register.identity`): letters, digits and `._:-`, starting with a letter or digit, 1-128 long. */
+export const WORKER_IDENTITY_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$';
+/** `backend.message`, in UTF-16 units. */
+export const MAX_BACKEND_MESSAGE = 1_000;

@@ -2,7 +2,7 @@
  * The worker protocol versions (docs/worker-protocol.md). One list for both ends: the SDK offers
  * it in `register` and the gateway picks the highest version it shares, so the two cannot drift.
  */
-export const PROTOCOL_VERSIONS = [1, 2, 3, 4] as const;
+export const PROTOCOL_VERSIONS = [1, 2, 3, 4, 5] as const;
 
 export type ProtocolVersion = (typeof PROTOCOL_VERSIONS)[number];
 
@@ -17,3 +17,19 @@ export const BATCH_ACK_PROTOCOL = 4;
 
 /** The first version whose `output` frames carry a per-lease `seq` the gateway dedupes by. */
 export const DELTA_SEQ_PROTOCOL = 4;
+
+/**
+ * The first version with `identity` in `register` (a worker registering again retires its old
+ * connection at once, on every instance) and the `backend` frame (a worker whose inference
+ * server is down takes no leases until it answers again).
+ */
+export const IDENTITY_PROTOCOL = 5;
+export const BACKEND_STATE_PROTOCOL = 5;
+
+/**
+ * The close code (and `error` code) of a connection retired because the same worker identity
+ * registered again, here or on another instance. A worker hearing it on its current socket has
+ * a twin: another live process registered with its identity, so it stops rather than fight it.
+ */
+export const SUPERSEDED_CLOSE = 4409;
+export const SUPERSEDED_CODE = 'superseded';

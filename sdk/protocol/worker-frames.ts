@@ -57,6 +57,12 @@ export interface RegisterFrame {
   resume?: ResumeClaim[];
   /** Protocol 3: the models it serves, by kind. A worker listing none serves its kinds' default model only. */
   models?: WorkerModels;
+  /**
+   * Protocol 5: the worker's own name for itself, the same on every connection of one worker
+   * process (the SDK makes one at start). Registering again under it retires the old connection
+   * at once, wherever it is, so the fleet never counts the worker twice.
+   */
+  identity?: string;
 }
 
 /** Protocol 3: replaces the worker's model list without reconnecting (after loading or unloading a model). */
@@ -71,6 +77,17 @@ export interface AttestationFrame {
   /** The nonce answered (optional for older workers). */
   nonce?: string;
   evidence: Evidence;
+}
+
+/**
+ * Protocol 5: whether the worker's backend (its inference server) answers. Unavailable, the
+ * worker stays connected but is offered no lease until it says available again.
+ */
+export interface BackendFrame {
+  type: 'backend';
+  available: boolean;
+  /** Why it is unavailable, for operators. */
+  message?: string;
 }
 
 export interface HeartbeatFrame {
@@ -121,7 +138,7 @@ export interface FailFrame extends LeaseRef {
 /** The frames about one lease: each is answered, in order, by an `ack` or an `error` naming it. */
 export type LeaseReport = ProgressFrame | LogFrame | OutputFrame | CompleteFrame | FailFrame;
 
-export type WorkerFrame = RegisterFrame | AttestationFrame | HeartbeatFrame | ModelsFrame | LeaseReport;
+export type WorkerFrame = RegisterFrame | AttestationFrame | HeartbeatFrame | ModelsFrame | BackendFrame | LeaseReport;
 
 /** A frame without the lease it is about: what a worker makes before it addresses (or holds) it. */
 export type Unaddressed<F> = F extends LeaseRef ? Omit<F, keyof LeaseRef> : F;

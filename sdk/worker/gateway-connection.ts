@@ -1,10 +1,11 @@
 import WebSocket, { type RawData } from 'ws';
-import { MAX_HEARTBEAT_LEASES, type RegisterFrame, type WorkerFrame } from '../protocol/index.js';
+import { MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, type RegisterFrame, type WorkerFrame } from '../protocol/index.js';
 import { isRecord } from './is-record.js';
 import { WorkerRefusedError, type EmitWorkerEvent } from './worker-events.js';
 import type { WorkerSettings } from './worker-options.js';
 
-const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403]);
+// 4409: another live process registered with this worker's identity; reconnecting would retire it in turn.
+const FATAL_CLOSE_CODES = new Set([4400, 4401, 4403, SUPERSEDED_CLOSE]);
 /** Error codes that, before registration, mean "try again later" rather than "you are refused". */
 const TRANSIENT_ERROR_CODES = new Set(['internal', 'unavailable', 'attestation_timeout']);
 /** A registration that lasted this long resets the reconnect backoff. */
@@ -34,6 +35,8 @@ export interface Connection {
   moving: boolean;
   /** The register frame claimed leases (`resume`). */
   claimed: boolean;
+  /** The register frame carried an `identity` (protocol 5). */
+  identified: boolean;
   /** The protocol version `registered` agreed on (0 before). */
   protocol: number;
 }
@@ -54,6 +57,8 @@ export interface GatewayConnectionContext {
   onSocketClosed(conn: Connection): void;
   /** An instance of protocol 1 refused the `resume` claims: the moving leases cannot be taken back. */
   onClaimRefused(): void;
+  /** An instance older than protocol 5 refused the register's `identity`: the next register leaves it out. */
+  onIdentityRefused(): void;
   /** Leases waiting to be claimed on the next connection: while there are any, retries are quick. */
   movingLeases(): number;
   nextMoveDelay(): number;
@@ -88,13 +93,14 @@ export class GatewayConnection {
       ...webSocket,
       headers: { ...(webSocket?.headers ?? {}), authorization: `Bearer ${token}` },
     });
-    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false, moving: false, claimed: false, protocol: 0 };
+    const conn: Connection = { ws, registered: false, closed: false, draining: false, heartbeatMs: 5_000, timers: [], lastPong: Date.now(), leases: new Set(), reconnectNow: false, moving: false, claimed: false, identified: false, protocol: 0 };
     this.current = conn;
     log.debug('connecting', { url });
 
     ws.on('open', () => {
       const frame = this.ctx.registerFrame();
       conn.claimed = (frame.resume?.length ?? 0) > 0;
+      conn.identified = frame.identity !== undefined;
       this.send(conn, frame);
     });
     ws.on('unexpected-response', (_req, res) => {
@@ -201,11 +207,13 @@ export class GatewayConnection {
 
     const { log } = this.settings;
     const refusal = conn.refusal;
-    // An instance of protocol 1 refuses `resume` as a bad register: the leases cannot move
-    // there (they lapse and are requeued); register again without them.
-    const claimRefused = conn.claimed && !conn.registered && refusal?.code === 'bad_frame';
+    // An older instance refuses a register with fields it does not know as a bad frame:
+    // `identity` (before protocol 5) is left out of the next register first, then `resume`
+    // (protocol 1): those leases cannot move there (they lapse and are requeued).
+    const claimRefused = (conn.claimed || conn.identified) && !conn.registered && refusal?.code === 'bad_frame';
     if (claimRefused) {
-      this.ctx.onClaimRefused();
+      if (conn.identified) this.ctx.onIdentityRefused();
+      else this.ctx.onClaimRefused();
       conn.reconnectNow = true;
     }
     const fatal =

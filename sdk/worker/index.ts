@@ -3,7 +3,7 @@
  * See README.md ("Running a worker") and docs/worker-protocol.md.
  */
 export { SwitchyardWorker } from './switchyard-worker.js';
-export { SDK_VERSION, type SwitchyardWorkerOptions, type WorkerHandler, type KindHandler, type ReconnectOptions } from './worker-options.js';
+export { SDK_VERSION, type SwitchyardWorkerOptions, type WorkerHandler, type KindHandler, type ReconnectOptions, type BackendWatchOptions, type BackendProbe } from './worker-options.js';
 export { WorkerRefusedError, type SwitchyardWorkerEvents, type DisconnectInfo, type GatewayErrorFrame } from './worker-events.js';
 export { workerSocketUrl, PROTOCOL_VERSIONS, WORKER_PATH, type Tier, type LeaseInfo, type LeaseInputFile, type RegisteredInfo, type FailureReport, type WorkerModel, type WorkerModels } from '../protocol/index.js';
 export { uploadArtifact, UploadError, type UploadedArtifact, type UploadOptions } from './upload.js';

@@ -21,6 +21,9 @@ export interface LeaseRunnerContext {
   answeredWhileMoving(conn: Connection): void;
   /** A lease ended: the socket may now close (stopping, drained) and the worker stop. */
   settled(): void;
+  /** A lease failed because the backend did not answer (`upstream_unavailable`), or one succeeded. */
+  backendFailed(message: string): void;
+  backendAnswered(): void;
   emit: EmitWorkerEvent;
 }
 
@@ -114,6 +117,10 @@ export class LeaseRunner {
     } finally {
       await inputs.dispose();
       this.runningNow--;
+    }
+    if (!lease.cause) {
+      if (outcome.type === 'complete') this.ctx.backendAnswered();
+      else if (outcome.error.code === 'upstream_unavailable') this.ctx.backendFailed(outcome.error.message);
     }
     this.flushProgress(lease, false);
     this.flushOutput(lease);

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { MODELS_PROTOCOL, PROTOCOL_VERSIONS, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame, type WorkerModels } from '../protocol/index.js';
+import { BACKEND_STATE_PROTOCOL, IDENTITY_PROTOCOL, MODELS_PROTOCOL, PROTOCOL_VERSIONS, SUPERSEDED_CODE, type RegisterFrame, type RegisteredInfo, type Tier, type WorkerFrame, type WorkerModels } from '../protocol/index.js';
 import { ReceiptSigner } from './attestation.js';
+import { BackendWatch } from './backend-watch.js';
 import { GatewayConnection, type Connection, type IncomingFrame } from './gateway-connection.js';
 import { isRecord } from './is-record.js';
 import { LeaseMover } from './lease-mover.js';
@@ -50,6 +51,9 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private readonly runner: LeaseRunner;
   private readonly mover: LeaseMover;
   private readonly attestation: WorkerAttestation;
+  private readonly backend: BackendWatch;
+  /** A gateway older than protocol 5 refused `identity` in the register: it is left out from then on. */
+  private identityRefused = false;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private started?: { resolve: () => void; reject: (err: Error) => void };
   private stopping?: { promise: Promise<void>; resolve: () => void; abortTimer?: NodeJS.Timeout; giveUpTimer?: NodeJS.Timeout; forced: boolean };
@@ -79,6 +83,16 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
         this.checkIdle();
         this.checkStopped();
       },
+      backendFailed: (message) => this.backend.unavailable(message),
+      backendAnswered: () => this.backend.succeeded(),
+      emit,
+    });
+    this.backend = new BackendWatch(settings.backend, {
+      log: settings.log,
+      send: (frame) => {
+        const conn = this.connection.current;
+        if (conn?.registered && !conn.closed && conn.protocol >= BACKEND_STATE_PROTOCOL) this.connection.send(conn, frame);
+      },
       emit,
     });
     this.mover = new LeaseMover(this.runner, { log: settings.log, resignReceipt: (lease) => this.attestation.resignReceipt(lease), checkStopped });
@@ -89,6 +103,10 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       onFrame: (conn, frame) => this.onFrame(conn, frame),
       onSocketClosed: (conn) => this.onSocketClosed(conn),
       onClaimRefused: () => this.mover.loseMoves('the gateway instance cannot take leases back (protocol 1)'),
+      onIdentityRefused: () => {
+        this.identityRefused = true;
+        this.settings.log.info('the gateway instance predates worker identities (protocol 5): registering without one');
+      },
       movingLeases: () => this.mover.size,
       nextMoveDelay: () => this.mover.nextDelay(),
       onRefused: (err) => this.onRefused(err),
@@ -227,6 +245,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       ...(this.settings.models ? { models: this.settings.models } : {}),
       ...(tier === 'private' ? { receipt_key: this.attestation.receiptKey } : {}),
       ...(resume.length ? { resume } : {}),
+      ...(this.identityRefused ? {} : { identity: this.settings.identity }),
     };
   }
 
@@ -279,6 +298,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     const attested = isRecord(frame.attestation) ? { attestation_expires_at: frame.attestation.expires_at } : {};
     this.settings.log.info('registered', { worker_id: info.worker_id, kinds: this.kinds.join(','), tier: this.tier, slots: this.slots, ...attested });
     if (this.mover.size > 0) this.mover.settle(conn, frame);
+    this.backend.registered();
     this.emit('registered', info);
     this.started?.resolve();
     this.started = undefined;
@@ -290,6 +310,8 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     if (typeof frame.lease_id === 'string') error.lease_id = frame.lease_id;
     this.emit('gateway-error', error);
     if (!conn.registered) return this.connection.refused(conn, { code: error.code, message: error.message });
+    // Another live process registered under this worker's identity: the gateway closes this connection (4409) for good.
+    if (error.code === SUPERSEDED_CODE) return this.connection.refused(conn, { code: error.code, message: error.message });
     if (error.lease_id) return this.runner.onAnswer(error.lease_id, { ok: false, code: error.code, message: error.message });
     this.settings.log.warn('error frame from the gateway', { code: error.code, message: error.message });
   }
@@ -339,6 +361,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
   private finishStop(err?: Error): void {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
+    this.backend.stop();
     this.connection.cancelReconnect();
     if (this.stopping) {
       clearTimeout(this.stopping.abortTimer);

@@ -22,6 +22,8 @@ export interface SwitchyardWorkerEvents {
   disconnected: [info: DisconnectInfo];
   /** The gateway refused this worker for good (bad token, tier not allowed, bad register); the worker has stopped. */
   refused: [error: WorkerRefusedError];
+  /** The backend stopped answering (no leases taken) or answers again (`backend` option). */
+  backend: [state: { available: boolean; message?: string }];
   /** An `error` frame from the gateway. */
   'gateway-error': [frame: GatewayErrorFrame];
   stopped: [];
@@ -38,9 +40,9 @@ export class WorkerRefusedError extends Error {
   override readonly name = 'WorkerRefusedError';
   constructor(
     message: string,
-    /** The gateway's error code (`unauthorized`, `forbidden`, `bad_frame`...). */
+    /** The gateway's error code (`unauthorized`, `forbidden`, `bad_frame`, `superseded`...). */
     readonly code: string,
-    /** The WebSocket close code (4400, 4401, 4403) or the HTTP status of a refused upgrade (401). */
+    /** The WebSocket close code (4400, 4401, 4403, 4409) or the HTTP status of a refused upgrade (401). */
     readonly status: number,
   ) {
     super(message);

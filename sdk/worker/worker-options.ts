@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { ClientOptions } from 'ws';
 import type { Engine } from '../engines/types.js';
-import { workerSocketUrl, type Tier, type WorkerModels } from '../protocol/index.js';
+import { WORKER_IDENTITY_PATTERN, workerSocketUrl, type Tier, type WorkerModels } from '../protocol/index.js';
 import type { WorkerAttestationOptions } from './attestation.js';
 import { isRecord } from './is-record.js';
 import { consoleLogger, type WorkerLogger } from './logger.js';
@@ -24,6 +25,20 @@ export interface ReconnectOptions {
   maxDelayMs?: number;
   /** Growth of the wait at each failed try. @defaultValue 2 */
   factor?: number;
+}
+
+/** Answers (resolves) when the backend answers; rejects or times out while it is down. */
+export type BackendProbe = (signal: AbortSignal) => Promise<unknown>;
+
+export interface BackendWatchOptions {
+  /** How the backend is asked whether it answers again; without one, the worker tries again after each wait. */
+  probe?: BackendProbe;
+  /** First wait before asking; doubles after each failed probe. @defaultValue 1000 */
+  firstDelayMs?: number;
+  /** Longest wait between two probes. @defaultValue 30000 */
+  maxDelayMs?: number;
+  /** A probe not answered within this is a failure. @defaultValue 10000 */
+  probeTimeoutMs?: number;
 }
 
 export interface SwitchyardWorkerOptions {
@@ -63,6 +78,21 @@ export interface SwitchyardWorkerOptions {
    * `worker.setModels()` (e.g. after loading a model).
    */
   models?: WorkerModels;
+  /**
+   * The worker's name for itself, the same on every connection this process makes (protocol 5):
+   * registering again under it retires the old connection at once, on any gateway instance, so
+   * the fleet never counts this worker twice. Letters, digits and `._:-`, 1-128 long. Give each
+   * worker process its own (two live processes sharing one: the older is refused). @defaultValue
+   * a random one per `SwitchyardWorker`
+   */
+  identity?: string;
+  /**
+   * What the worker does when its backend (inference server) stops answering: a lease that fails
+   * with code `upstream_unavailable` stops the worker taking leases until `probe` resolves (or,
+   * without a probe, until a wait that doubles each time is over). The built-in engines give a
+   * probe of their server.
+   */
+  backend?: BackendWatchOptions;
 }
 
 /**
@@ -87,6 +117,8 @@ export interface WorkerSettings {
   webSocket?: ClientOptions;
   /** The current model list (checked, copied); `setModels` replaces it. */
   models?: WorkerModels;
+  identity: string;
+  backend: BackendWatchOptions;
 }
 
 function defaultHardware(): Record<string, unknown> {
@@ -149,7 +181,13 @@ export function resolveWorkerOptions(opts: SwitchyardWorkerOptions): WorkerSetti
     inputFiles: opts.inputFiles,
     webSocket: opts.webSocket,
     ...(opts.models !== undefined ? { models: checkWorkerModels(opts.models, kinds, slots) } : {}),
+    identity: opts.identity ?? `sdk-${randomBytes(12).toString('hex')}`,
+    backend: opts.backend ?? {},
   };
+  if (typeof settings.identity !== 'string' || !new RegExp(WORKER_IDENTITY_PATTERN).test(settings.identity)) {
+    throw new TypeError(`identity must be 1-128 letters, digits and ._:- starting with a letter or digit, not ${JSON.stringify(opts.identity)}`);
+  }
+  if (settings.backend.probe !== undefined && typeof settings.backend.probe !== 'function') throw new TypeError('backend.probe must be a function (signal) => Promise');
   if (tier === 'private' && !opts.attestation) throw new TypeError("a private worker needs attestation: { evidence: (eatNonce) => Promise<{token, gpus}> }");
   return settings;
 }

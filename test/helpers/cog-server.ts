@@ -115,8 +115,9 @@ export class CogServer {
     });
   }
 
-  async start(): Promise<this> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+  /** Listens on `port` (another server's, to stand for a container that came back), or any free one. */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(port, '127.0.0.1', r));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }

@@ -174,10 +174,11 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
             description: imageKind.description,
             workers: 3,
             workers_by_tier: byTier(2, 1, 0),
+            workers_unavailable: 0,
             input_schema: imageKind.inputSchema,
             output_artifacts: imageKind.output.artifacts,
             output_schema: imageKind.output.schema,
-            models: [{ id: model.id, description: model.description, workers: 1, workers_by_tier: byTier(1, 0, 0), input_schema: model.input_schema }],
+            models: [{ id: model.id, description: model.description, workers: 1, workers_by_tier: byTier(1, 0, 0), workers_unavailable: 0, input_schema: model.input_schema }],
           },
         ],
       },
@@ -186,10 +187,10 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   getCapacity: {
     responses: {
       200: {
-        workers: { total: 3, by_tier: byTier(2, 1, 0) },
-        slots: { total: 6, busy: 2, free: 4 },
+        workers: { total: 3, by_tier: byTier(2, 1, 0), unavailable: 1 },
+        slots: { total: 6, busy: 2, free: 3, unavailable: 1 },
         jobs: { queued: 1, running: 2 },
-        by_kind: [{ kind: imageKind.kind, workers: 3, slots_free: 4, queued: 1, models: [{ id: model.id, workers: 1, slots_free: 1, queued: 0 }] }],
+        by_kind: [{ kind: imageKind.kind, workers: 3, workers_unavailable: 1, slots_free: 3, queued: 1, models: [{ id: model.id, workers: 1, workers_unavailable: 0, slots_free: 1, queued: 0 }] }],
         updated_at: T2,
       },
     },

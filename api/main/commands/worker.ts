@@ -12,6 +12,7 @@ export interface WorkerFlags extends EngineFlags {
   slots?: string;
   engine?: string;
   models?: string;
+  identity?: string;
   'attestation-key'?: string;
 }
 
@@ -66,6 +67,8 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
   const slots = flags.slots === undefined ? 1 : Number(flags.slots);
   if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw new UsageError('--slots must be a whole number from 1 to 64');
   if ((tier === 'private') !== (flags['attestation-key'] !== undefined)) throw new UsageError('--tier private and --attestation-key go together: a private worker must attest');
+  const { WORKER_IDENTITY_PATTERN } = await import('../../../sdk/protocol/index.js');
+  if (flags.identity !== undefined && !new RegExp(WORKER_IDENTITY_PATTERN).test(flags.identity)) throw new UsageError('--identity must be 1-128 letters, digits and ._:- starting with a letter or digit');
   const attestation = flags['attestation-key'] === undefined ? undefined : await testAttestation(flags['attestation-key']);
   const { close, kinds: engineKinds, ...engine } = await spec.create({ flags, env, kinds: served, models: modelList(flags.models) });
 
@@ -79,6 +82,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
     tier,
     slots,
     ...engine,
+    ...(flags.identity !== undefined ? { identity: flags.identity } : {}),
     logger: consoleLogger(level),
     ...(attestation ? { attestation } : {}),
   });

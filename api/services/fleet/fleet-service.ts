@@ -41,6 +41,7 @@ export class FleetService {
           description: spec.description,
           workers: k?.workers ?? 0,
           workers_by_tier: k ? { ...k.by_tier } : zeroByTier(),
+          workers_unavailable: k?.unavailable ?? 0,
           input_schema: spec.inputSchema,
           output_artifacts: spec.output.artifacts,
           output_schema: spec.output.schema,
@@ -51,6 +52,7 @@ export class FleetService {
               description: m.description,
               workers: live?.workers ?? 0,
               workers_by_tier: live ? { ...live.by_tier } : zeroByTier(),
+              workers_unavailable: live?.unavailable ?? 0,
               input_schema: m.input_schema,
             };
           }),
@@ -64,8 +66,8 @@ export class FleetService {
     const byKind = groupByKind(catalogue);
     const queued = (kind: string, model: string | null) => TIERS.reduce((n, tier) => n + (counts.get(countKey(kind, tier, model))?.queued ?? 0), 0);
     return {
-      workers: { total: fleet.workers, by_tier: fleet.by_tier },
-      slots: { total: fleet.slots, busy: fleet.busy, free: fleet.slots - fleet.busy },
+      workers: { total: fleet.workers, by_tier: fleet.by_tier, unavailable: fleet.unavailable },
+      slots: { total: fleet.slots, busy: fleet.busy, free: fleet.slots - fleet.busy - fleet.unavailable_slots, unavailable: fleet.unavailable_slots },
       jobs: {
         queued: [...counts.values()].reduce((n, c) => n + c.queued, 0),
         running: [...counts.values()].reduce((n, c) => n + c.running, 0),
@@ -73,7 +75,14 @@ export class FleetService {
       by_kind: KINDS.map(({ kind }) => {
         const k = fleet.kinds[kind];
         const queuedForModels = (byKind.get(kind) ?? []).reduce((n, m) => n + queued(kind, m.id), 0);
-        return { kind, workers: k?.workers ?? 0, slots_free: k ? k.slots - k.busy : 0, queued: queued(kind, null) + queuedForModels, models: modelCapacity(kind, byKind.get(kind) ?? [], fleet, queued) };
+        return {
+          kind,
+          workers: k?.workers ?? 0,
+          workers_unavailable: k?.unavailable ?? 0,
+          slots_free: k ? k.slots - k.busy - k.unavailable_slots : 0,
+          queued: queued(kind, null) + queuedForModels,
+          models: modelCapacity(kind, byKind.get(kind) ?? [], fleet, queued),
+        };
       }),
       updated_at: new Date().toISOString(),
     };
@@ -114,6 +123,6 @@ function groupByKind(models: ModelRecord[]): Map<string, ModelRecord[]> {
 function modelCapacity(kind: string, models: ModelRecord[], fleet: FleetSnapshot, queued: (kind: string, model: string) => number) {
   return models.map((m) => {
     const live = fleet.kinds[kind]?.models[m.id];
-    return { id: m.id, workers: live?.workers ?? 0, slots_free: live?.free ?? 0, queued: queued(kind, m.id) };
+    return { id: m.id, workers: live?.workers ?? 0, workers_unavailable: live?.unavailable ?? 0, slots_free: live?.free ?? 0, queued: queued(kind, m.id) };
   });
 }

@@ -228,8 +228,11 @@ export class JobService {
   /** A queued run's place in its queue and why it waits; null for a run that is not queued. */
   async queueState(run: RunRecord): Promise<QueueState | null> {
     if (run.status !== 'queued') return null;
-    const [position, fleet] = await Promise.all([this.opts.queues.position(run), this.opts.fleet?.read()]);
-    return { position, waiting_reason: fleet ? waitingReason(run, fleet) : null };
+    const [place, fleet] = await Promise.all([this.opts.queues.place(run), this.opts.fleet?.read()]);
+    // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
+    // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
+    if (place.delayedUntil !== null && place.delayedUntil > Date.now()) return { position: null, waiting_reason: 'retry_backoff' };
+    return { position: place.position, waiting_reason: fleet ? waitingReason(run, fleet) : null };
   }
 
   async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {

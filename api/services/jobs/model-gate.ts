@@ -1,4 +1,4 @@
-import { workersServing, type FleetSnapshot } from '../../../dispatch/fleet-counters.js';
+import { availableServing, workersServing, type FleetSnapshot } from '../../../dispatch/fleet-counters.js';
 import { ApiError, ValidationError } from '../../../models/errors.js';
 import type { KindSpec } from '../../../models/kinds.js';
 import { modelInputCheck, nearest } from '../../../models/model-schema.js';
@@ -7,7 +7,7 @@ import type { InputWarning, RunRecord } from '../../../models/types.js';
 import { routedModel } from '../../../queues/queue-names.js';
 
 /** Why a queued run has not been leased yet, when the fleet says why (docs/models.md). */
-export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model';
+export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'backend_unavailable' | 'retry_backoff';
 
 /** At most this many model ids are listed in an `unknown_model` error. */
 const MAX_LISTED = 100;
@@ -52,12 +52,15 @@ export class ModelGate {
   }
 }
 
-/** Why `run` (queued) waits, from the fleet as it is now; null when some live worker could take it. */
+/**
+ * Why `run` (queued) waits, from the fleet as it is now; null when some live worker could take
+ * it. `backend_unavailable`: workers serve it, but every one of them reports its backend down.
+ */
 export function waitingReason(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>, fleet: FleetSnapshot): WaitingReason | null {
   const kind = fleet.kinds[run.kind];
   if (!kind || workersServing(kind.by_tier, run.confidentiality) === 0) return 'no_worker_for_kind';
   const id = routedModel(run.input);
-  if (id === null) return null;
-  const model = kind.models[id];
-  return !model || workersServing(model.by_tier, run.confidentiality) === 0 ? 'no_worker_for_model' : null;
+  const model = id === null ? null : kind.models[id];
+  if (id !== null && (!model || workersServing(model.by_tier, run.confidentiality) === 0)) return 'no_worker_for_model';
+  return availableServing(model ?? kind, run.confidentiality) === 0 ? 'backend_unavailable' : null;
 }

@@ -112,14 +112,16 @@ export class LlmRunner {
   async check(model: string): Promise<ModelCheck> {
     // Served by a worker connected here: live, and known (a worker's models are catalogued before
     // it is counted), with no round trip. Otherwise the whole fleet says.
+    // Workers whose backend does not answer are offered no step: they do not count as serving.
+    const serving = (c: { workers: number; unavailable?: number } | undefined) => (c ? c.workers - (c.unavailable ?? 0) : 0);
     const here = this.opts.fleet.localSnapshot().kinds[LLM_KIND];
-    const servedHere = (model === DEFAULT_MODEL ? here?.workers : here?.models[model]?.workers) ?? 0;
+    const servedHere = serving(model === DEFAULT_MODEL ? here : here?.models[model]);
     if (servedHere > 0) return { anyWorker: true, availability: 'live' };
     const [fleet, known] = await Promise.all([this.opts.fleet.read(), model === DEFAULT_MODEL ? null : this.opts.catalogue.get(LLM_KIND, model)]);
     const llm = fleet.kinds[LLM_KIND];
-    const anyWorker = (llm?.workers ?? 0) > 0;
+    const anyWorker = serving(llm) > 0;
     if (model !== DEFAULT_MODEL && !known) return { anyWorker, availability: 'unknown' };
-    const workers = model === DEFAULT_MODEL ? (llm?.workers ?? 0) : (llm?.models[model]?.workers ?? 0);
+    const workers = serving(model === DEFAULT_MODEL ? llm : llm?.models[model]);
     return { anyWorker, availability: workers > 0 ? 'live' : 'no_worker' };
   }
 
@@ -200,7 +202,7 @@ type FinishedStep = Pick<RunRecord, 'run_id' | 'status' | 'output' | 'error'>;
 
 /** The 503 while no connected worker serves the llm kind. */
 export function noLlmWorker(): ApiError {
-  return new ApiError('unavailable', 'no LLM worker is connected right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
+  return new ApiError('unavailable', 'no LLM worker is connected with a backend that answers right now; retry later (see GET /v1/capabilities)', { headers: { 'Retry-After': '5' } });
 }
 
 function resultOf(run: FinishedStep): LlmResult {

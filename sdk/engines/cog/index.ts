@@ -43,6 +43,8 @@ export interface CogEngine {
   /** Cog inputs the model has but jobs cannot set, with why. */
   dropped: Array<{ field: string; why: string }>;
   close(): Promise<void>;
+  /** Resolves while the server is READY (or BUSY); the worker asks it after a lease found the server gone (`backend.probe`). */
+  probe(): Promise<void>;
 }
 
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
@@ -85,5 +87,9 @@ export async function createCogEngine(opts: CogEngineOptions): Promise<CogEngine
     }
   };
 
-  return { handler, model, dropped: input.dropped, close: () => listener.close() };
+  const probe = async () => {
+    const health = await client.health();
+    if (health.status !== 'READY' && health.status !== 'BUSY') throw new Error(`the Cog server at ${client.base} is ${health.status}`);
+  };
+  return { handler, model, dropped: input.dropped, close: () => listener.close(), probe };
 }

@@ -35,6 +35,8 @@ export interface ComfyUiEngine {
   check(): Promise<{ comfyui_version?: string; missingNodes: Array<{ file: string; classTypes: string[] }> }>;
   /** Closes the WebSocket. */
   close(): Promise<void>;
+  /** Resolves while the server answers `GET /system_stats`; the worker asks it after a lease found the server gone (`backend.probe`). */
+  probe(): Promise<void>;
 }
 
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
@@ -100,7 +102,10 @@ export function createComfyUiEngine(opts: ComfyUiEngineOptions): ComfyUiEngine {
       .filter((m) => m.classTypes.length > 0);
     return { comfyui_version, missingNodes };
   };
-  return { handler, kinds: templates.kinds(), models, check, close: () => socket.close() };
+  const probe = async () => {
+    await client.systemStats();
+  };
+  return { handler, kinds: templates.kinds(), models, check, close: () => socket.close(), probe };
 }
 
 const EXTENSIONS: Record<string, string> = { 'image/png': '.png', 'image/jpeg': '.jpg', 'image/webp': '.webp', 'model/gltf-binary': '.glb', 'audio/wav': '.wav', 'audio/mpeg': '.mp3', 'audio/ogg': '.ogg', 'audio/flac': '.flac' };

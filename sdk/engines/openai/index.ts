@@ -33,6 +33,8 @@ export interface OpenAiEngine {
   handler: Engine;
   /** The models to advertise: the `models` option, or those the backend lists (ids the protocol refuses are left out). */
   listModels(): Promise<WorkerModel[]>;
+  /** Resolves while the backend answers `GET /models`; the worker asks it after a lease found the backend gone (`backend.probe`). */
+  probe(signal?: AbortSignal): Promise<void>;
 }
 
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
@@ -129,7 +131,10 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
     return { artifacts: [], extra: { ...output } };
   };
 
-  return { handler, listModels };
+  const probe = async (signal?: AbortSignal) => {
+    await call('/models', { headers: headers({ accept: 'application/json' }) }, signal, (res) => res.json());
+  };
+  return { handler, listModels, probe };
 }
 
 /** The base URL without its trailing slash; only http(s). */

@@ -66,6 +66,6 @@ export const cogEngine: WorkerEngine = {
     for (const d of engine.dropped) console.error(`switchyard worker: the Cog input "${d.field}" is not offered to jobs: ${d.why}`);
     const fields = Object.keys((engine.model.input_schema!.properties ?? {}) as object);
     console.error(`switchyard worker: serving ${kind.kind} with the Cog model at ${cogUrl} as ${engine.model.id}; inputs: ${fields.join(', ') || 'none'}`);
-    return { handler: engine.handler, models: { [kind.kind]: [engine.model] }, software: { name: 'switchyard-cog-engine', engine: 'cog' }, close: engine.close };
+    return { handler: engine.handler, models: { [kind.kind]: [engine.model] }, software: { name: 'switchyard-cog-engine', engine: 'cog' }, close: engine.close, backend: { probe: engine.probe } };
   },
 };

@@ -63,6 +63,7 @@ export const comfyUiEngine: WorkerEngine = {
       models,
       software: { name: 'switchyard-comfyui-engine', engine: 'comfyui', ...(stats.comfyui_version ? { comfyui_version: stats.comfyui_version } : {}) },
       close: engine.close,
+      backend: { probe: engine.probe },
     };
   },
 };

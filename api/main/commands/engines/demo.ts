@@ -11,7 +11,7 @@ export const demoEngine: WorkerEngine = {
   name: 'demo',
   flags: { 'demo-delay-ms': { type: 'string' } },
   usage: `worker --gateway URL --token T --kinds k1,k2|all [--tier open|trusted|private] [--slots N]
-         [--engine demo] [--demo-delay-ms N] [--models m1,m2] [--attestation-key FILE]
+         [--engine demo] [--demo-delay-ms N] [--models m1,m2] [--attestation-key FILE] [--identity ID]
                                          run a worker that connects to a gateway and runs its jobs with
                                          an engine (defaults: tier open, 1 slot, engine demo, 1000 ms);
                                          --models: the models it serves for each of its kinds, listed
@@ -21,7 +21,10 @@ export const demoEngine: WorkerEngine = {
                                          (a second signal aborts running jobs); --tier private needs
                                          --attestation-key: a local verifier's ES384 private JWK (kid,
                                          optional iss) that signs TEST evidence, which proves nothing
-                                         about the hardware (docs/confidentiality.md)`,
+                                         about the hardware (docs/confidentiality.md); --identity: the
+                                         worker's name across reconnections (default: a random one per
+                                         process), which retires its old connection when it registers
+                                         again (docs/worker-protocol.md)`,
   async create({ flags, kinds, models: ids }) {
     const delay = stringFlag(flags, 'demo-delay-ms');
     const delayMs = delay === undefined ? 1000 : Number(delay);

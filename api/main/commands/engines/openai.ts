@@ -36,6 +36,6 @@ export const openAiEngine: WorkerEngine = {
       throw new Error(`cannot list the models of the backend at ${backendUrl}: ${err.message}. Start the server, check --backend-url (it ends in /v1) and --backend-key, or name its models with --models`);
     });
     console.error(`switchyard worker: serving ${LLM_KIND} with the backend at ${backendUrl}; models: ${models.map((m) => m.id).join(', ')}`);
-    return { handler: engine.handler, models: { [LLM_KIND]: models }, software: { name: 'switchyard-openai-engine', engine: 'openai' } };
+    return { handler: engine.handler, models: { [LLM_KIND]: models }, software: { name: 'switchyard-openai-engine', engine: 'openai' }, backend: { probe: engine.probe } };
   },
 };

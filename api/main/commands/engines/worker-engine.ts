@@ -14,6 +14,8 @@ export interface EngineSetup {
   kinds?: string[];
   /** Released when the worker stops (a child process, a socket to the backend). */
   close?: () => Promise<void>;
+  /** Engines in front of a backend server: how the worker asks whether it answers again after a lease found it gone. */
+  backend?: { probe: (signal: AbortSignal) => Promise<unknown> };
 }
 
 /** The worker command's flags as parsed, with the values of every engine's own flags. */
