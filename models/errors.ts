@@ -27,9 +27,13 @@ export const ERROR_STATUS = {
   quota_exceeded: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** A `Range` wholly past the end of stored bytes (artifacts, files); the answer's `Content-Range` gives their size. */
+  range_not_satisfiable: 416,
   /** A bot's agent loop used its LLM steps without reaching an answer (docs/bots.md). */
   max_steps: 422,
   rate_limited: 429,
+  /** The request line and headers passed Node's limit; answered before any route sees the request. */
+  headers_too_large: 431,
   internal: 500,
   unavailable: 503,
 } as const;

@@ -51,6 +51,19 @@ describe('Files API /v1/files', function () {
     assert.deepEqual(Buffer.from(await content.arrayBuffer()), bytes);
   });
 
+  it('serves a range of a file, and answers a range past its end 416 range_not_satisfiable with its size', async () => {
+    const bytes = png(8, 4);
+    const f = (await rawUpload(gw, key, bytes, 'image/png')).body;
+    const part = await fetch(`${f.url}/content`, { headers: { authorization: `Bearer ${key}`, range: 'bytes=0-3' } });
+    assert.equal(part.status, 206);
+    assert.deepEqual(Buffer.from(await part.arrayBuffer()), bytes.subarray(0, 4));
+    const res = await gw.request('GET', `/v1/files/${f.id}/content`, { key, headers: { range: `bytes=${bytes.length}-` } });
+    assert.equal(res.status, 416);
+    assert.equal(errorCode(res), 'range_not_satisfiable');
+    assert.equal(res.headers.get('content-range'), `bytes */${bytes.length}`);
+    assert.deepEqual(res.body.error.details, { size: bytes.length });
+  });
+
   it("answers 404 for another account's file, whatever the route", async () => {
     const f = (await rawUpload(gw, key, png(4, 5), 'image/png')).body;
     for (const [method, path] of [['GET', `/v1/files/${f.id}`], ['GET', `/v1/files/${f.id}/content`], ['DELETE', `/v1/files/${f.id}`]] as const) {

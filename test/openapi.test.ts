@@ -58,7 +58,10 @@ describe('OpenAPI document', () => {
     for (const name of ['Error', 'ErrorCode', 'Kind', 'RunStatus', 'JobClass', 'Confidentiality', 'JobRequest', 'Job', 'JobAccepted', 'JobList', 'Capabilities', 'Capacity', 'File', 'Tool', 'Bot', 'Account', 'Model']) {
       assert.ok(schemas[name], `no component ${name}`);
     }
-    const refs = refsIn({ paths: doc.paths, components: doc.components });
+    // Schemas, and the response headers shared by many answers (the rate-limit fields).
+    const all = refsIn({ paths: doc.paths, components: doc.components });
+    for (const ref of all.filter((r) => r.startsWith('#/components/headers/'))) assert.ok(ref.slice(21) in doc.components.headers, `dangling ${ref}`);
+    const refs = all.filter((r) => !r.startsWith('#/components/headers/'));
     for (const ref of refs) assert.ok(ref.startsWith('#/components/schemas/') && ref.slice(21) in schemas, `dangling ${ref}`);
     const used = new Set(refs.map((r) => r.slice(21)));
     const unused = Object.keys(schemas).filter((name) => !used.has(name));

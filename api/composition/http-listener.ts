@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { ApiError } from '../../models/errors.js';
+import { rawErrorAnswer } from '../http/middleware/error-handler.js';
 import { ConfigError } from '../main/config.js';
 
 /** At shutdown, how long in-flight requests may take before their connections are cut. */
@@ -28,15 +30,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy();
     return;
   }
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
-  const body = JSON.stringify({
-    error: { code: 'invalid_request', message: tooLarge ? 'the request headers are too large' : 'the HTTP request is malformed' },
-  });
-  socket.end(
-    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  const answer =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError('headers_too_large', 'the request line and headers are too large')
+      : new ApiError('invalid_request', 'the HTTP request is malformed');
+  socket.end(rawErrorAnswer(answer, { 'X-Request-Id': randomUUID() }));
 }
 
 /** The process's HTTP server: requests to the app, upgrades to the socket servers, and a stop that cannot hang. */

@@ -11,6 +11,26 @@ const ERROR_RESPONSES: Record<number, string> = {
   429: 'Rate limited; see Retry-After',
 };
 
+/**
+ * The rate-limit header fields of account-key answers (docs/api.md "Rate limit header fields"),
+ * declared once under components.headers and referred to by every such answer.
+ */
+const RATE_LIMIT_HEADERS: Record<string, { description: string; schema: object }> = {
+  'RateLimit-Limit': { description: 'The burst (RATE_LIMIT_BURST): the most requests the key may make at once, the `q` of RateLimit-Policy. Absent, as all four, when rate limiting is off.', schema: { type: 'integer', minimum: 1 } },
+  'RateLimit-Remaining': { description: 'Requests the key may still make at once, after this one (0 on a 429).', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Policy': {
+    description:
+      'The key\'s token bucket, in the syntax of draft-ietf-httpapi-ratelimit-headers: `"key";q=<burst>;w=<seconds an emptied bucket takes to fill>;switchyard-rate=<RATE_LIMIT_PER_SEC>`, e.g. `"key";q=100;w=2;switchyard-rate=50`.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The key\'s service limit, in the same draft\'s syntax: `"key";r=<RateLimit-Remaining>;t=<whole seconds until one request more>`; on a 429, `t` is Retry-After.',
+    schema: { type: 'string' },
+  },
+};
+const rateLimitRefs = Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+const RETRY_AFTER = { 'Retry-After': { description: 'Whole seconds to wait before trying again', schema: { type: 'integer', minimum: 1 } } };
+
 /** Builds the OpenAPI 3.1 document from the route specs that the router mounts. */
 export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: string): Record<string, unknown> {
   const components = componentSchemas();
@@ -43,6 +63,13 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
     }
     const generic = [...(r.body ? [400, 413, 415] : [400]), ...(r.auth === 'none' ? [] : [401]), ...(r.auth === 'account' ? [429] : [])];
     for (const status of generic) responses[String(status)] ??= { description: ERROR_RESPONSES[status], content: errorContent(status) };
+    if (r.auth === 'account') {
+      // Every answer of a request the key's gate admitted carries the rate-limit fields, and its 429 too.
+      for (const [status, res] of Object.entries(responses) as Array<[string, { headers?: object }]>) {
+        const n = Number(status);
+        if (n < 400 || n === 429) res.headers = { ...res.headers, ...(n === 429 ? RETRY_AFTER : {}), ...rateLimitRefs };
+      }
+    }
     const requestExamples = examples.requests ? { examples: examples.requests } : examples.request !== undefined ? { example: examples.request } : {};
     const parameters: unknown[] = [];
     for (const m of r.path.matchAll(/\{([a-z_]+)\}/g)) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
@@ -77,6 +104,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, version: st
       // Each kind's input schema has its file fields marked with x-switchyard-file (docs/files.md);
       // each kind's output schema lists its files under x-switchyard-artifacts.
       schemas: Object.fromEntries(Object.entries(components).map(([name, schema]) => [name, withRefs(schema, named, schema)])),
+      headers: RATE_LIMIT_HEADERS,
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'Account API key' },
         serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key', description: 'Account API key' },

@@ -2,22 +2,28 @@ import type { IncomingMessage } from 'node:http';
 import type { ArtifactMeta, ArtifactStore, ByteRange } from '../../models/artifact-store.js';
 import { ApiError } from '../../models/errors.js';
 import type { Ctx } from './context.js';
+import type { ResponseSpec } from './route-spec.js';
 
 /**
  * Serving stored bytes (run artifacts, account files) with ETag, Last-Modified, one Range and
  * conditional requests, and reading an upload's body as it arrives.
  */
 
-/** 416, with the envelope of `invalid_request` and the `Content-Range` RFC 9110 asks for. */
+/** 416 `range_not_satisfiable`, with the `Content-Range` RFC 9110 asks for: the size the range missed. */
 export class RangeNotSatisfiableError extends ApiError {
-  override readonly status = 416;
   constructor(size: number) {
-    super('invalid_request', `the requested range is not satisfiable; the artifact has ${size} bytes`, {
+    super('range_not_satisfiable', `the requested range is not satisfiable; the content has ${size} bytes`, {
       details: { size },
       headers: { 'Content-Range': `bytes */${size}` },
     });
   }
 }
+
+/** The 416 answer of every route that serves stored bytes through `sendStored`, for its OpenAPI responses. */
+export const RANGE_NOT_SATISFIABLE: ResponseSpec = {
+  description: 'Range not satisfiable: it starts past the end (error code range_not_satisfiable)',
+  headers: { 'Content-Range': 'bytes */size: the size of the content' },
+};
 
 /**
  * The single range a `Range` header asks for; null to serve the whole body (no header, not

@@ -39,6 +39,8 @@ interface Session {
   subscriptions: Map<string, () => void>;
   /** Messages are handled one after another, in the order sent (a subscribe's replay runs on its own). */
   queue: Promise<void>;
+  /** Aborts when the socket closes: a submit still staging its files then creates nothing. */
+  closed: AbortController;
 }
 
 /** Close codes beyond RFC 6455's: 4401 no valid key, 4408 no auth in time. 1013 = too slow. */
@@ -108,7 +110,7 @@ export class CallerSocketServer {
   }
 
   private accept(ws: WebSocket, principal?: Principal): void {
-    const session: Session = { ws, principal, subscriptions: new Map(), queue: Promise.resolve() };
+    const session: Session = { ws, principal, subscriptions: new Map(), queue: Promise.resolve(), closed: new AbortController() };
     this.sessions.add(session);
     const timer = principal ? undefined : setTimeout(() => ws.close(CLOSE_AUTH_TIMEOUT, 'send {"type":"auth","key":"..."} first'), this.opts.authTimeoutMs ?? 10_000);
     ws.on('message', (data: RawData, isBinary: boolean) => {
@@ -117,6 +119,7 @@ export class CallerSocketServer {
       });
     });
     ws.on('close', () => {
+      session.closed.abort();
       clearTimeout(timer);
       this.sessions.delete(session);
       for (const stop of session.subscriptions.values()) stop();
@@ -167,7 +170,7 @@ export class CallerSocketServer {
           throw new ApiError('invalid_request', '`idempotency_key` must be a string of 1 to 255 characters');
         }
         assertValid(S.submitJobBody, body, 'the job');
-        const { run, replayed } = await this.opts.jobs.submit(session.principal.accountId, body as unknown as SubmitJobBody, idem as string | undefined);
+        const { run, replayed } = await this.opts.jobs.submit(session.principal.accountId, body as unknown as SubmitJobBody, idem as string | undefined, undefined, session.closed.signal);
         return this.send(session, { type: 'accepted', ...echo, ...acceptedView(run), ...(replayed ? { replayed: true } : {}) });
       }
       case 'subscribe':

@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApiError, toApiError } from '../../models/errors.js';
+import { rawErrorAnswer } from '../http/middleware/error-handler.js';
 
 /**
  * Errors on the three sockets, mapped as HTTP maps them (`toApiError`): the same failure gets
@@ -9,11 +9,7 @@ import { ApiError, toApiError } from '../../models/errors.js';
 
 /** Ends a refused WebSocket upgrade with the HTTP error envelope and the status of the error's code. */
 export function refuseUpgrade(socket: Duplex, err: ApiError): void {
-  const body = JSON.stringify({ error: { code: err.code, message: err.message } });
-  const headers = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(
-    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawErrorAnswer(err));
 }
 
 export interface ErrorFrame {

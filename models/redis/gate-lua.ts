@@ -6,11 +6,13 @@
  * Uses KEYS[rk] (revoked marker) and KEYS[lk] (limiter), ARGV[a] (emission interval ms),
  * ARGV[a+1] (burst tolerance ms) and ARGV[a+2] (limiting on, '1'/'0'). Returns early with
  * {-1, 0, 0} (revoked) or {0, retry after ms, 0} (limited); otherwise leaves `gate_remaining`
- * (-1 when limiting is off).
+ * (-1 when limiting is off) and `gate_next_ms`, the wait until the key may make one request
+ * more than `gate_remaining` (the limited answer's retry after, one request later).
  */
 export function gateLua(rk: number, lk: number, a: number): string {
   return `
 local gate_remaining = -1
+local gate_next_ms = 0
 if redis.call('EXISTS', KEYS[${rk}]) == 1 then return { -1, 0, 0 } end
 if ARGV[${a + 2}] == '1' then
   local interval = tonumber(ARGV[${a}])
@@ -22,7 +24,9 @@ if ARGV[${a + 2}] == '1' then
   local new_tat = tat + interval
   if new_tat - tolerance > now then return { 0, math.ceil(new_tat - tolerance - now), 0 } end
   redis.call('SET', KEYS[${lk}], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
-  gate_remaining = math.floor((tolerance - (new_tat - now)) / interval)
+  local room = tolerance - (new_tat - now)
+  gate_remaining = math.floor(room / interval)
+  gate_next_ms = math.ceil((gate_remaining + 1) * interval - room)
 end
 `;
 }
@@ -33,11 +37,15 @@ export interface GateCheck {
   args: [intervalMs: number, toleranceMs: number, limiting: '1' | '0'];
 }
 
-/** The gate's answer, as both scripts return it: {1 allowed | 0 limited | -1 revoked, retry after ms, remaining}. */
-export type GateVerdict = { outcome: 'allowed'; remaining: number } | { outcome: 'limited'; retryAfterMs: number } | { outcome: 'revoked' };
+/**
+ * The gate's answer, as both scripts return it: {1 allowed | 0 limited | -1 revoked, wait ms, remaining}.
+ * The wait is the limited request's retry after, or the allowed one's `nextMs`: when the key may
+ * make one request more than `remaining` (-1 remaining: limiting is off).
+ */
+export type GateVerdict = { outcome: 'allowed'; remaining: number; nextMs: number } | { outcome: 'limited'; retryAfterMs: number } | { outcome: 'revoked' };
 
-export function gateVerdict([verdict, retryAfterMs, remaining]: [number, number, number]): GateVerdict {
+export function gateVerdict([verdict, waitMs, remaining]: [number, number, number]): GateVerdict {
   if (verdict === -1) return { outcome: 'revoked' };
-  if (verdict === 0) return { outcome: 'limited', retryAfterMs };
-  return { outcome: 'allowed', remaining };
+  if (verdict === 0) return { outcome: 'limited', retryAfterMs: waitMs };
+  return { outcome: 'allowed', remaining, nextMs: waitMs };
 }

@@ -9,13 +9,15 @@ import { CREATE_RUN_LUA } from './run-scripts.js';
  * KEYS: CREATE_RUN's four, then the revoked marker and the limiter.
  * ARGV: CREATE_RUN's nine, then the gate's three (gate-lua.ts).
  * Returns the gate's refusal ({-1, 0, 0} or {0, retry after ms, 0}: a number first), or
- * CREATE_RUN's reply with the limiter's remaining requests appended.
+ * CREATE_RUN's reply with the limiter's wait for one more request (ms) and its remaining
+ * requests appended.
  */
 export const GATED_CREATE_RUN = new LuaScript(`${gateLua(5, 6, 10)}
 local function create()
 ${CREATE_RUN_LUA}
 end
 local reply = create()
+reply[#reply + 1] = gate_next_ms
 reply[#reply + 1] = gate_remaining
 return reply
 `);

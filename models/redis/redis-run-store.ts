@@ -52,7 +52,8 @@ export class RedisRunStore implements RunStore {
     const reply = await GATED_CREATE_RUN.run<Reply | [number, number, number]>(this.redis, [...keys, ...gate.keys], [...args, ...gate.args]);
     if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
     const remaining = Number(reply.pop());
-    return { gate: { outcome: 'allowed', remaining }, result: createdFrom(reply as Reply, doc) };
+    const nextMs = Number(reply.pop());
+    return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(reply as Reply, doc) };
   }
 
   /** CREATE_RUN's keys and arguments, and the immutable fields it stores. */

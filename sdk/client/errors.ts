@@ -19,7 +19,9 @@ export type SwitchyardErrorCode =
   | 'already_terminal'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'range_not_satisfiable'
   | 'rate_limited'
+  | 'headers_too_large'
   | 'internal'
   | 'unavailable'
   /** The answer was not the JSON the contract promises (a proxy's HTML page, say). */

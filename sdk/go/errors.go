@@ -38,8 +38,10 @@ var (
 	ErrQuotaExceeded        = errors.New("switchyard: quota_exceeded")
 	ErrPayloadTooLarge      = errors.New("switchyard: payload_too_large")
 	ErrUnsupportedMediaType = errors.New("switchyard: unsupported_media_type")
+	ErrRangeNotSatisfiable  = errors.New("switchyard: range_not_satisfiable")
 	ErrMaxSteps             = errors.New("switchyard: max_steps")
 	ErrRateLimited          = errors.New("switchyard: rate_limited")
+	ErrHeadersTooLarge      = errors.New("switchyard: headers_too_large")
 	ErrInternal             = errors.New("switchyard: internal")
 	ErrUnavailable          = errors.New("switchyard: unavailable")
 	// ErrInvalidResponse is the code of an answer that is not what the contract promises:
@@ -75,8 +77,10 @@ var errorsByCode = map[string]error{
 	"quota_exceeded":         ErrQuotaExceeded,
 	"payload_too_large":      ErrPayloadTooLarge,
 	"unsupported_media_type": ErrUnsupportedMediaType,
+	"range_not_satisfiable":  ErrRangeNotSatisfiable,
 	"max_steps":              ErrMaxSteps,
 	"rate_limited":           ErrRateLimited,
+	"headers_too_large":      ErrHeadersTooLarge,
 	"internal":               ErrInternal,
 	"unavailable":            ErrUnavailable,
 	CodeInvalidResponse:      ErrInvalidResponse,

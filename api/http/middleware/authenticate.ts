@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { ApiError, UnauthorizedError } from '../../../models/errors.js';
 import type { ApiKeyAuthenticator, Principal } from '../../services/auth/api-key-authenticator.js';
-import type { GateVerdict, RequestGate } from '../../services/auth/request-gate.js';
+import { waitSeconds, type GateVerdict, type RequestGate } from '../../services/auth/request-gate.js';
 import { bearerToken, presentedKey } from '../../services/auth/bearer.js';
 import type { RequestState } from '../context.js';
 
@@ -66,16 +66,13 @@ async function identify(auth: ApiKeyAuthenticator, ctx: Parameters<Middleware<Re
 function admitted(ctx: { set(field: string, value: string): void }, gate: RequestGate, verdict: GateVerdict): void {
   if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
   if (verdict.outcome === 'limited') {
-    const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+    const seconds = waitSeconds(verdict.retryAfterMs);
     throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
-      headers: { 'Retry-After': String(seconds), 'RateLimit-Limit': String(gate.limit), 'RateLimit-Remaining': '0' },
+      headers: { 'Retry-After': String(seconds), ...gate.fields(verdict) },
       details: { retry_after_ms: verdict.retryAfterMs },
     });
   }
-  if (verdict.remaining >= 0) {
-    ctx.set('RateLimit-Limit', String(gate.limit));
-    ctx.set('RateLimit-Remaining', String(verdict.remaining));
-  }
+  for (const [field, value] of Object.entries(gate.fields(verdict))) ctx.set(field, value);
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

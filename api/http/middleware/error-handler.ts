@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ERROR_STATUS, ApiError, toApiError } from '../../../models/errors.js';
@@ -6,6 +7,13 @@ import { lingerBeforeClose } from './lingering-close.js';
 import { openAiErrorBody } from '../openai/openai-error.js';
 import type { ErrorStyle } from '../route-spec.js';
 
+/** The error envelope of docs/api.md: `{error: {code, message, details?}}`. */
+function envelope(err: ApiError): { error: Record<string, unknown> } {
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.details) error.details = err.details;
+  return { error };
+}
+
 export function renderError(
   ctx: { status: number; body: unknown; set(field: string, value: string): void; state: RequestState },
   err: ApiError,
@@ -13,9 +21,21 @@ export function renderError(
 ): void {
   ctx.status = err.status ?? ERROR_STATUS[err.code];
   for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
-  const error: Record<string, unknown> = { code: err.code, message: err.message };
-  if (err.details) error.details = err.details;
-  ctx.body = style === 'openai' ? openAiErrorBody(err) : { error };
+  ctx.body = style === 'openai' ? openAiErrorBody(err) : envelope(err);
+}
+
+/**
+ * `err` as a whole HTTP/1.1 answer that closes its connection, for what is answered on the raw
+ * socket because no request reached the app (a malformed or oversize request, a refused
+ * WebSocket upgrade): the same status, headers and envelope as `renderError` gives.
+ */
+export function rawErrorAnswer(err: ApiError, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(envelope(err));
+  const fields = Object.entries({ ...err.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return (
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `${fields}Connection: close\r\n\r\n${body}`
+  );
 }
 
 /**

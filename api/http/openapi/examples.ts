@@ -25,6 +25,7 @@ export const ERROR_EXAMPLES: Record<number, { error: { code: string; message: st
   409: { error: { code: 'conflict', message: 'the resource changed; try again' } },
   413: { error: { code: 'payload_too_large', message: 'the request body is too large' } },
   415: { error: { code: 'unsupported_media_type', message: 'unsupported content type or charset: send application/json in UTF-8' } },
+  416: { error: { code: 'range_not_satisfiable', message: 'the requested range is not satisfiable; the content has 183422 bytes', details: { size: 183_422 } } },
   422: { error: { code: 'max_steps', message: 'the bot used its steps without an answer' } },
   429: { error: { code: 'rate_limited', message: 'too many requests for this API key; retry in 1 s' } },
   500: { error: { code: 'internal', message: 'internal error' } },
@@ -197,12 +198,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   },
   uploadArtifact: { responses: { 201: { url: ARTIFACT_URL, sha256: SHA, size: 183_422, content_type: 'image/png', expires_at: LATER } } },
   getLeaseInputFile: { responses: { 404: { error: { code: 'not_found', message: 'input file not found' } } } },
-  getArtifact: {
-    responses: {
-      404: { error: { code: 'not_found', message: 'artifact not found' } },
-      416: { error: { code: 'invalid_request', message: 'the range is not satisfiable: the artifact has 183422 bytes' } },
-    },
-  },
+  getArtifact: { responses: { 404: { error: { code: 'not_found', message: 'artifact not found' } } } },
   uploadFile: { responses: { 201: file, 409: { error: { code: 'quota_exceeded', message: "the account's files would hold more than FILE_QUOTA_BYTES" } } } },
   listFiles: { responses: { 200: { data: [file], next_cursor: null } } },
   getFile: { responses: { 200: file } },

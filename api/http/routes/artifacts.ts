@@ -2,7 +2,7 @@ import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type Artif
 import { NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { artifactUrl } from '../../../sdk/protocol/index.js';
 import { bearerToken } from '../../services/auth/bearer.js';
-import { requestBody, sendStored } from '../stored-download.js';
+import { RANGE_NOT_SATISFIABLE, requestBody, sendStored } from '../stored-download.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../services.js';
 
@@ -129,6 +129,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         206: { description: 'The requested byte range', mediaType: '*/*' },
         401: { description: 'Unknown or ended lease, or another lease\'s token', headers: { 'WWW-Authenticate': 'Bearer' } },
         404: { description: 'The lease\'s input has no file in that field, or it is gone' },
+        416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
         const token = bearerToken(ctx.get('Authorization'));
@@ -158,7 +159,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         206: { description: 'The requested byte range', mediaType: '*/*', headers: { ...downloadHeaders, 'Content-Range': 'bytes start-end/size' } },
         304: { description: 'Not modified (If-None-Match / If-Modified-Since)', mediaType: 'none', headers: { ETag: downloadHeaders.ETag } },
         404: { description: 'Unknown, or past its retention' },
-        416: { description: 'Range not satisfiable (error code invalid_request)', headers: { 'Content-Range': 'bytes */size' } },
+        416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
         const { artifacts } = s;

@@ -5,7 +5,7 @@ import { listCursor } from '../cursor.js';
 import { firstFilePart } from '../multipart-file.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { Services } from '../services.js';
-import { requestBody, sendStored } from '../stored-download.js';
+import { RANGE_NOT_SATISFIABLE, requestBody, sendStored } from '../stored-download.js';
 
 /** Files an account uploads, to pass to jobs (docs/files.md). */
 
@@ -102,6 +102,7 @@ export function fileRoutes(s: Services): RouteSpec[] {
         206: { description: 'The requested byte range', mediaType: '*/*' },
         304: { description: 'Not modified', mediaType: 'none' },
         404: { description: "Unknown, expired, or another account's" },
+        416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
         const file = await s.files.get(ctx.state.principal!.accountId, ctx.params.file_id);

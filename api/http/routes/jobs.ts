@@ -71,37 +71,42 @@ export function jobRoutes(s: Services): RouteSpec[] {
           throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
         }
         const wait = preferredWait(ctx.get('Prefer'));
-        const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate);
-        ctx.set('Location', `/v1/jobs/${run.run_id}`);
-        if (replayed) ctx.set('Idempotent-Replayed', 'true');
-        if (wait > 0) {
-          ctx.set('Preference-Applied', `wait=${wait}`);
-          // A caller that hangs up stops the wait, not the run; so does a gateway shutting down
-          // (202 now, the caller follows the run by id). Listeners, not AbortSignal.any: on Node 20
-          // every any() over the long-lived shutdown signal stays referenced by it (nodejs#55351).
-          const stop = new AbortController();
-          const abort = () => stop.abort();
-          ctx.res.once('close', abort);
-          s.shutdown.addEventListener('abort', abort, { once: true });
-          if (s.shutdown.aborted) abort();
-          try {
-            const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
-            if (done) {
-              ctx.status = 201;
-              ctx.body = jobView(done);
-              return;
+        // A caller that hangs up before its run exists gets none: an https input still being
+        // fetched is cut, and nothing is created. Once the run exists, hanging up stops only the
+        // `Prefer: wait`, as a gateway shutting down does (202 now, the caller follows the run by
+        // id). Listeners, not AbortSignal.any: on Node 20 every any() over the long-lived
+        // shutdown signal stays referenced by it (nodejs#55351).
+        const stop = new AbortController();
+        const abort = () => stop.abort();
+        ctx.res.once('close', abort);
+        try {
+          const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal);
+          ctx.set('Location', `/v1/jobs/${run.run_id}`);
+          if (replayed) ctx.set('Idempotent-Replayed', 'true');
+          if (wait > 0) {
+            ctx.set('Preference-Applied', `wait=${wait}`);
+            s.shutdown.addEventListener('abort', abort, { once: true });
+            if (s.shutdown.aborted) abort();
+            try {
+              const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
+              if (done) {
+                ctx.status = 201;
+                ctx.body = jobView(done);
+                return;
+              }
+            } catch (err) {
+              // The run is accepted and paid for: answer its 202 rather than an error a client
+              // might retry into a second run.
+              s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
+            } finally {
+              s.shutdown.removeEventListener('abort', abort);
             }
-          } catch (err) {
-            // The run is accepted and paid for: answer its 202 rather than an error a client
-            // might retry into a second run.
-            s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
-          } finally {
-            ctx.res.off('close', abort);
-            s.shutdown.removeEventListener('abort', abort);
           }
+          ctx.status = 202;
+          ctx.body = acceptedView(run);
+        } finally {
+          ctx.res.off('close', abort);
         }
-        ctx.status = 202;
-        ctx.body = acceptedView(run);
       },
     },
     {

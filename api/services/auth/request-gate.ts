@@ -9,7 +9,7 @@ import { LuaScript } from '../../../models/redis/lua-script.js';
  * KEYS: revoked marker, limiter. ARGV: emission interval ms, burst tolerance ms, limiting on (1/0).
  */
 const GATE = new LuaScript(`${gateLua(1, 2, 1)}
-return { 1, 0, gate_remaining }
+return { 1, gate_next_ms, gate_remaining }
 `);
 
 export interface RequestGateOptions {
@@ -23,17 +23,55 @@ export interface RequestGateOptions {
 
 export type { GateVerdict };
 
+/** The name of the one policy: each API key has its own bucket. */
+const POLICY = 'key';
+
+/** Whole seconds of a wait, as Retry-After and the draft's `t` give it: rounded up, at least 1. */
+export const waitSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * `n` as a Structured Field number (RFC 9651): an Integer when whole, else a Decimal, which
+ * carries at most three fractional digits; null when that rounds it to 0 or it is too large.
+ */
+function structuredNumber(n: number): string | null {
+  const milli = Math.round(n * 1000);
+  if (milli <= 0 || n >= 1e12) return null;
+  if (milli % 1000 === 0) return String(milli / 1000);
+  return `${Math.trunc(milli / 1000)}.${String(milli % 1000).padStart(3, '0').replace(/0+$/, '')}`;
+}
+
 export class RequestGate {
   private readonly interval: number;
   private readonly tolerance: number;
 
+  /** The `RateLimit-Policy` field: the same for every key and every answer. */
+  private readonly policy: string;
+
   constructor(private readonly opts: RequestGateOptions) {
     this.interval = opts.perSecond > 0 ? 1000 / opts.perSecond : 0;
     this.tolerance = this.interval * opts.burst;
+    // The window: how long an emptied bucket takes to fill (whole ms first, so float noise cannot add a second).
+    const window = Math.max(1, Math.ceil(Math.round(this.tolerance) / 1000));
+    const rate = structuredNumber(opts.perSecond);
+    this.policy = `"${POLICY}";q=${opts.burst};w=${window}${rate === null ? '' : `;switchyard-rate=${rate}`}`;
   }
 
-  get limit(): number {
-    return this.opts.burst;
+  /**
+   * The rate limit as HTTP header fields (docs/api.md "Limits"), none while limiting is off:
+   * `RateLimit-Limit` and `RateLimit-Remaining` as they always were (the burst, and what is left
+   * of it), and the IETF draft's `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers),
+   * which say what the burst is: a bucket of `q` requests that refills in `w` seconds, at
+   * `switchyard-rate` per second, with `r` requests left and one more in `t` seconds.
+   */
+  fields(verdict: GateVerdict): Record<string, string> {
+    if (this.opts.perSecond <= 0 || verdict.outcome === 'revoked' || (verdict.outcome === 'allowed' && verdict.remaining < 0)) return {};
+    const [remaining, waitMs] = verdict.outcome === 'allowed' ? [verdict.remaining, verdict.nextMs] : [0, verdict.retryAfterMs];
+    return {
+      'RateLimit-Limit': String(this.opts.burst),
+      'RateLimit-Remaining': String(remaining),
+      'RateLimit-Policy': this.policy,
+      RateLimit: `"${POLICY}";r=${remaining};t=${waitSeconds(waitMs)}`,
+    };
   }
 
   async admit(lookupId: string): Promise<GateVerdict> {

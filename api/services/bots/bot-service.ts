@@ -5,7 +5,7 @@ import { BOT_ID_PATTERN, newBotId, newFlowId, type BotRecord, type FlowRecord } 
 import type { BotStore } from '../../../models/stores.js';
 import { LLM_KIND, type LlmRunner } from '../llm/llm-runner.js';
 import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
-import type { RequestGate } from '../auth/request-gate.js';
+import { waitSeconds, type RequestGate } from '../auth/request-gate.js';
 import type { Config } from '../../main/config.js';
 import type { ToolService } from '../tools/tool-service.js';
 import { EMBED_TOKEN_PREFIX, SESSION_TOKEN_PREFIX, type BotCredentials } from './bot-credentials.js';
@@ -184,8 +184,11 @@ export class BotService {
     const verdict = await this.opts.gate.admit(principal.lookupId);
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
-      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
-      throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } });
+      const seconds = waitSeconds(verdict.retryAfterMs);
+      throw new ApiError('rate_limited', `too many requests for this API key; retry in ${seconds} s`, {
+        headers: { 'Retry-After': String(seconds), ...this.opts.gate.fields(verdict) },
+        details: { retry_after_ms: verdict.retryAfterMs },
+      });
     }
     // Another account's bot does not exist for this key (docs/api.md: 404, never 403).
     if (principal.accountId !== bot.account_id) throw new NotFoundError('bot');

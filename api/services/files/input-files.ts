@@ -55,8 +55,12 @@ const FORMS = 'a file id (file_...) or URL from /v1/files, an artifact URL of on
 export class InputFiles {
   constructor(private readonly opts: InputFilesOptions) {}
 
-  /** Stages every file field of `input`; when one fails, the files made for the others are deleted before the error is thrown. */
-  async stage(accountId: string, spec: KindSpec, input: Record<string, unknown>): Promise<StagedInput> {
+  /**
+   * Stages every file field of `input`; when one fails, the files made for the others are deleted
+   * before the error is thrown. `signal` (the caller hung up) cuts an https fetch, which then
+   * fails as any other fetch does.
+   */
+  async stage(accountId: string, spec: KindSpec, input: Record<string, unknown>, signal?: AbortSignal): Promise<StagedInput> {
     const fields = fileFields(spec);
     const out = { ...input };
     const files: Record<string, InputFileRef> = {};
@@ -66,7 +70,7 @@ export class InputFiles {
         const value = input[field];
         if (value === undefined) continue;
         const where = `/input/${field}`;
-        const { ref, reference, created: made } = await this.resolve(accountId, String(value), where).catch((err: unknown) => {
+        const { ref, reference, created: made } = await this.resolve(accountId, String(value), where, signal).catch((err: unknown) => {
           if (err instanceof ApiError) throw new ApiError(err.code, err.message.startsWith(where) ? err.message : `${where}: ${err.message}`, { details: { ...err.details, path: `/input/${field}` }, cause: err });
           throw err;
         });
@@ -100,7 +104,7 @@ export class InputFiles {
     }
   }
 
-  private async resolve(accountId: string, value: string, where: string): Promise<Resolved> {
+  private async resolve(accountId: string, value: string, where: string, signal?: AbortSignal): Promise<Resolved> {
     const base = this.opts.publicUrl();
     const fileId = FILE_ID_PATTERN.test(value) ? value : value.startsWith(`${base}/v1/files/`) ? value.slice(`${base}/v1/files/`.length) : null;
     if (fileId !== null) {
@@ -124,7 +128,7 @@ export class InputFiles {
       const got = decodeDataUri(value, this.opts.dataUriMaxBytes, where);
       file = await this.opts.files.upload(accountId, Readable.from([got.bytes]), { contentType: got.contentType, length: got.bytes.length });
     } else if (/^https:\/\/[^\s/?#@]+(?:[/?#]\S*)?$/i.test(value) && URL.canParse(value)) {
-      file = await this.fetch(accountId, value, where);
+      file = await this.fetch(accountId, value, where, signal);
     } else {
       throw new ApiError('invalid_request', `${where} must be ${FORMS}`);
     }
@@ -135,13 +139,13 @@ export class InputFiles {
    * One GET through the SSRF guard (no redirect followed, its checks and timeouts), its body
    * streamed into a new file of the account: never held whole, at most FILE_MAX_BYTES, within
    * the account's quota. A failure at any point keeps nothing (the file store deletes a partial
-   * upload).
+   * upload); `signal` aborting is one, before the answer or during its body.
    */
-  private async fetch(accountId: string, url: string, where: string): Promise<FileRecord> {
+  private async fetch(accountId: string, url: string, where: string, signal?: AbortSignal): Promise<FileRecord> {
     const max = this.opts.fetchMaxBytes;
     let res: OutboundStream;
     try {
-      res = await this.opts.outbound.stream(url, { maxResponseBytes: max, totalTimeoutMs: this.opts.fetchTimeoutMs });
+      res = await this.opts.outbound.stream(url, { maxResponseBytes: max, totalTimeoutMs: this.opts.fetchTimeoutMs, signal });
     } catch (err) {
       throw fetchFailed(err, where, max);
     }

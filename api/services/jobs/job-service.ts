@@ -35,6 +35,9 @@ function isPlain(spec: KindSpec, input: Record<string, unknown>): boolean {
 }
 const FILE_FIELDS = new WeakMap<KindSpec, string[]>();
 
+/** The refusal of a submission whose caller hung up before its run was made; no one reads it but the logs. */
+const callerGone = (cause?: unknown) => new ApiError('invalid_request', 'the caller closed the connection before the run was created; nothing was created', { cause });
+
 /** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
 export const CLASS_PRIORITY: Record<JobClass, number> = { interactive: 10, standard: 20, batch: 30 };
 
@@ -103,7 +106,13 @@ export class JobService {
     for (const spec of KINDS) compile(spec.inputSchema);
   }
 
-  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate): Promise<Submission> {
+  /**
+   * Accepts a job: checks it, stages its input files, records the run (reserving its credits)
+   * and queues it. `signal` says the caller has gone (its connection closed): an https input
+   * being fetched is cut, and a submission whose caller left before its run was recorded makes
+   * nothing: no run, no reservation, no file, and its Idempotency-Key stays free.
+   */
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
@@ -134,13 +143,22 @@ export class JobService {
       }
     }
     // The model is checked before any file is staged: a refused model leaves nothing behind.
+    const release = async () => {
+      if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
+    };
     const [warnings, staged] = await (async () => {
       const found = await this.opts.models.check(spec, body.input);
-      return [found, await this.opts.inputFiles.stage(accountId, spec, body.input)] as const;
+      return [found, await this.opts.inputFiles.stage(accountId, spec, body.input, signal)] as const;
     })().catch(async (err: unknown) => {
-      if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
-      throw err;
+      await release();
+      throw signal?.aborted ? callerGone(err) : err;
     });
+    // The caller left while the files were staged (the last fetch may have ended as it did).
+    if (signal?.aborted) {
+      await this.opts.inputFiles.discard(accountId, staged);
+      await release();
+      throw callerGone();
+    }
 
     const tier = body.confidentiality ?? 'open';
     const jobClass = body.class ?? 'standard';
@@ -169,7 +187,7 @@ export class JobService {
     // A create that threw is not among these: it may have made the run, whose files must stay.
     if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account') {
       await this.opts.inputFiles.discard(accountId, staged);
-      if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, runId);
+      await release();
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
       throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
     }

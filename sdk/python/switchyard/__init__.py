@@ -11,8 +11,9 @@ from .errors import (
     InsufficientCreditsError, ForbiddenError, NotFoundError, ModelNotFoundError,
     MethodNotAllowedError, ConflictError, NameConflictError, IdempotencyConflictError,
     AlreadyTerminalError, QuotaExceededError, PayloadTooLargeError, UnsupportedMediaTypeError,
-    MaxStepsError, RateLimitedError, InternalError, UnavailableError, InvalidResponseError,
-    NetworkError, TimeoutError, StreamError, ERROR_CLASSES, error_class_for,
+    RangeNotSatisfiableError, MaxStepsError, RateLimitedError, HeadersTooLargeError, InternalError,
+    UnavailableError, InvalidResponseError, NetworkError, TimeoutError, StreamError, ERROR_CLASSES,
+    error_class_for,
 )
 from .events import EventStream
 from .files import Files
@@ -32,7 +33,7 @@ __all__ += [
     "UnauthorizedError", "InsufficientCreditsError", "ForbiddenError", "NotFoundError",
     "ModelNotFoundError", "MethodNotAllowedError", "ConflictError", "NameConflictError",
     "IdempotencyConflictError", "AlreadyTerminalError", "QuotaExceededError",
-    "PayloadTooLargeError", "UnsupportedMediaTypeError", "MaxStepsError", "RateLimitedError",
-    "InternalError", "UnavailableError", "InvalidResponseError", "NetworkError", "TimeoutError",
-    "StreamError", "ERROR_CLASSES", "error_class_for",
+    "PayloadTooLargeError", "UnsupportedMediaTypeError", "RangeNotSatisfiableError", "MaxStepsError",
+    "RateLimitedError", "HeadersTooLargeError", "InternalError", "UnavailableError", "InvalidResponseError",
+    "NetworkError", "TimeoutError", "StreamError", "ERROR_CLASSES", "error_class_for",
 ]

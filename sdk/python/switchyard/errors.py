@@ -34,8 +34,10 @@ __all__ = [
     "QuotaExceededError",
     "PayloadTooLargeError",
     "UnsupportedMediaTypeError",
+    "RangeNotSatisfiableError",
     "MaxStepsError",
     "RateLimitedError",
+    "HeadersTooLargeError",
     "InternalError",
     "UnavailableError",
     "InvalidResponseError",
@@ -193,12 +195,20 @@ class UnsupportedMediaTypeError(APIError):
     """``unsupported_media_type``: the body's type is not accepted (415)"""
 
 
+class RangeNotSatisfiableError(APIError):
+    """``range_not_satisfiable``: a Range starts past the end of the bytes (416); details['size']"""
+
+
 class MaxStepsError(APIError):
     """``max_steps``: a bot's agent loop ran out of steps (422)"""
 
 
 class RateLimitedError(APIError):
     """``rate_limited``: a rate limit was hit (429); see retry_after"""
+
+
+class HeadersTooLargeError(APIError):
+    """``headers_too_large``: the request line and headers are too large (431)"""
 
 
 class InternalError(APIError):
@@ -235,8 +245,10 @@ ERROR_CLASSES: Dict[str, Type[APIError]] = {
     "quota_exceeded": QuotaExceededError,
     "payload_too_large": PayloadTooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
+    "range_not_satisfiable": RangeNotSatisfiableError,
     "max_steps": MaxStepsError,
     "rate_limited": RateLimitedError,
+    "headers_too_large": HeadersTooLargeError,
     "internal": InternalError,
     "unavailable": UnavailableError,
     "invalid_response": InvalidResponseError,
