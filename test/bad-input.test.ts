@@ -817,7 +817,8 @@ async function snapshotKeys(prefix: string, ignoreAccountId: string): Promise<st
       found.push(...batch);
     } while (cursor !== '0');
     return found
-      .filter((k) => !k.includes(ignoreAccountId) && !k.startsWith(`${prefix}:q:`) && !k.startsWith(`${prefix}:run:`) && !k.startsWith(`${prefix}:rl:`) && k !== `${prefix}:runs:unconfirmed`)
+      // The fleet's counts are each instance's own, rewritten on a timer: plumbing, not records.
+      .filter((k) => !k.includes(ignoreAccountId) && !k.startsWith(`${prefix}:q:`) && !k.startsWith(`${prefix}:run:`) && !k.startsWith(`${prefix}:rl:`) && !k.startsWith(`${prefix}:fleet:`) && k !== `${prefix}:runs:unconfirmed`)
       .sort();
   } finally {
     redis.disconnect();
