@@ -38,8 +38,6 @@ export interface ConnectedWorker {
    * connection registering under it retires this one, on any instance.
    */
   identity?: string;
-  /** Protocol 5: its backend does not answer (its `backend` frame): connected, but offered no lease. */
-  backendDown?: { message: string; since: string };
   /**
    * Queues it does not fetch from until the time given (ms): an attempt of one of their jobs just
    * failed on it and another worker may take the retry first (docs/architecture.md, "Retries").
@@ -53,7 +51,7 @@ export interface ConnectedWorker {
 }
 
 /** Whether the worker is offered leases at all: not leaving, and its backend answers. */
-export const offersLeases = (worker: ConnectedWorker): boolean => !worker.draining && !worker.backendDown;
+export const offersLeases = (worker: ConnectedWorker): boolean => !worker.draining && !worker.info.backend_down;
 
 /** Whether the worker is cooling off `queue` at `now` (a retry of that queue's job failed on it). */
 export function coolingOff(worker: ConnectedWorker, queue: string, now = Date.now()): boolean {

@@ -106,7 +106,7 @@ export function workerShare(w: ConnectedWorker, now: number, leasesOf?: (worker:
   const s = emptySnapshot();
   const tier = effectiveTier(w.info, now);
   const busy = Math.min(w.leases.size, w.info.slots);
-  const down = w.backendDown ? 1 : 0;
+  const down = w.info.backend_down ? 1 : 0;
   const idle = w.info.slots - busy;
   s.workers = 1;
   s.by_tier[tier] = 1;

@@ -44,7 +44,7 @@ export class RetryPolicy {
     const kind = fleet?.kinds[at.kind];
     const counts = at.model ? kind?.models[at.model] : kind;
     // The failing worker is among the fleet's counts unless its backend is down.
-    const others = counts ? availableServing(counts, at.tier) - (worker.backendDown ? 0 : 1) : 0;
+    const others = counts ? availableServing(counts, at.tier) - (worker.info.backend_down ? 0 : 1) : 0;
     return others > 0 ? { kind: 'elsewhere', coolOffMs: wait } : { kind: 'delayed', delayMs: wait };
   }
 }

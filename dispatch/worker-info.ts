@@ -19,6 +19,8 @@ export interface WorkerInfo {
   attested_until?: string | null;
   /** Private workers: the tier they serve while their evidence has lapsed (their token's trust). */
   fallback_tier?: Tier;
+  /** Protocol 5: its backend does not answer (its `backend` frame): connected, but offered no lease. */
+  backend_down?: { message: string; since: string };
 }
 
 /**

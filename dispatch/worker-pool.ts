@@ -92,8 +92,8 @@ export class WorkerPool {
 
   /** Protocol 5: while its backend is down the worker is counted but offered no lease; once it answers, it is filled. */
   setBackend(worker: ConnectedWorker, available: boolean, message = ''): void {
-    if (available === !worker.backendDown) return;
-    worker.backendDown = available ? undefined : { message, since: new Date().toISOString() };
+    if (available === !worker.info.backend_down) return;
+    worker.info.backend_down = available ? undefined : { message, since: new Date().toISOString() };
     this.opts.log.info({ workerId: worker.info.worker_id, available, message: message || undefined }, available ? 'worker backend available again' : 'worker backend unavailable');
     if (this.workers.get(worker.info.worker_id) !== worker) return;
     this.opts.fleet.changed(worker);

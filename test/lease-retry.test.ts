@@ -85,6 +85,9 @@ describe('retries and workers whose backend is down', function () {
     const capacity = (await gw.request('GET', '/v1/network/capacity')).body;
     assert.deepEqual(capacity.slots, { total: 1, busy: 0, free: 0, unavailable: 1 });
     assert.equal(capacity.workers.unavailable, 1);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /^switchyard_worker_slots\{tier="open",state="unavailable"\} 1$/m);
+    assert.match(metrics, /^switchyard_worker_slots\{tier="open",state="free"\} 0$/m);
 
     const { body } = await gw.submit(key);
     assert.equal((await job(body.run_id)).waiting_reason, 'backend_unavailable');

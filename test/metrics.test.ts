@@ -54,7 +54,7 @@ const ENUMS: Record<string, (v: string) => boolean> = {
   method: (v) => ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'].includes(v),
   route: (v) => v === 'unmatched' || /^\/[a-z0-9/_.{}-]*$/.test(v),
   status_class: (v) => ['1xx', '2xx', '3xx', '4xx', '5xx'].includes(v),
-  state: (v) => ['waiting', 'prioritized', 'delayed', 'active', 'busy', 'free', 'queued', 'running'].includes(v),
+  state: (v) => ['waiting', 'prioritized', 'delayed', 'active', 'busy', 'free', 'unavailable', 'queued', 'running'].includes(v),
   // Bounded by the model catalogue (declared or advertised ids), never by what callers send.
   model: (v) => new RegExp(MODEL_ID_PATTERN).test(v),
   status: (v) => ['succeeded', 'failed', 'canceled'].includes(v),

@@ -87,12 +87,12 @@ export function registerLiveGauges(registers: Registry[], src: LiveSources): voi
     for (const w of src.localWorkers()) for (const kind of w.kinds) g.inc({ kind: kindLabel(kind), tier: w.tier });
   });
 
-  live('switchyard_worker_slots', 'Slots of the workers connected to this instance, busy or free', ['tier', 'state'], (g) => {
+  live('switchyard_worker_slots', 'Slots of the workers connected to this instance: busy, free, or idle on a worker whose backend is down (unavailable)', ['tier', 'state'], (g) => {
     for (const tier of TIERS) for (const state of SLOT_STATES) g.set({ tier, state }, 0);
     for (const w of src.localWorkers()) {
       const busy = Math.min(w.busy, w.slots);
       g.inc({ tier: w.tier, state: 'busy' }, busy);
-      g.inc({ tier: w.tier, state: 'free' }, w.slots - busy);
+      g.inc({ tier: w.tier, state: w.backend_down ? 'unavailable' : 'free' }, w.slots - busy);
     }
   });
 

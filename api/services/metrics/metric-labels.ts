@@ -10,7 +10,8 @@ export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 /** The route label of requests that matched no route (404s, 405s, stray paths). */
 export const UNMATCHED_ROUTE = 'unmatched';
 export const QUEUE_STATES = ['waiting', 'prioritized', 'delayed', 'active'] as const;
-export const SLOT_STATES = ['busy', 'free'] as const;
+/** `unavailable`: the idle slots of a worker whose backend does not answer (protocol 5 `backend`). */
+export const SLOT_STATES = ['busy', 'free', 'unavailable'] as const;
 export const SOCKET_SURFACES = ['caller', 'worker', 'bot'] as const;
 export type SocketSurface = (typeof SOCKET_SURFACES)[number];
 export const WEBHOOK_OUTCOMES = ['delivered', 'retrying', 'gave_up', 'failed'] as const satisfies readonly WebhookOutcome[];
