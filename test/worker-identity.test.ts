@@ -109,6 +109,22 @@ describe('worker identity: a worker registering again is counted once', function
     });
   });
 
+  it("an instance's counts live one heartbeat interval past its last refresh, so a dead one's workers leave within that", async () => {
+    const prefix = uniquePrefix('identity-ttl');
+    const gw = await new TestGateway(prefix, { HEARTBEAT_MS: '2000' }).start();
+    try {
+      const w = await new RawWorker(gw.url, await gw.workerToken()).connect(register('box-ttl'));
+      const counts = new RedisKeys(prefix).fleetCounts(gw.gatewayId);
+      await until('the worker counted', async () => (await gw.request('GET', '/v1/network/capacity')).body.workers.total === 1);
+      const ttl = await gw.redis.pttl(counts);
+      assert.ok(ttl > 0 && ttl <= 2000, `the counts expire within one heartbeat interval (${ttl} ms)`);
+      w.ws.terminate();
+    } finally {
+      await gw.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+
   describe('a gateway instance SIGKILLed under its workers', function () {
     const prefix = uniquePrefix('identity-kill');
     let survivor: TestGateway;
