@@ -101,8 +101,6 @@ export class Dispatcher {
       {
         fill: (w) => this.scheduler.fill(w),
         announce: (q) => this.scheduler.announce(q),
-        announceAt: (q, at) => this.scheduler.announceAt(q, at),
-        coolOff: (w, q, ms) => this.scheduler.coolOff(w, q, ms),
         attached: (id) => this.pool.get(id),
       },
       {
@@ -119,7 +117,15 @@ export class Dispatcher {
         events: opts.events,
         metrics: opts.metrics,
         receipts: opts.receipts,
-        retries: new RetryPolicy({ fleet: this.fleet, firstDelayMs: opts.retryBackoffMs, maxDelayMs: opts.retryBackoffMaxMs }),
+        retries: new RetryPolicy({
+          fleet: this.fleet,
+          log: opts.log,
+          announce: (q) => this.scheduler.announce(q),
+          announceAt: (q, at) => this.scheduler.announceAt(q, at),
+          coolOff: (w, q, ms) => this.scheduler.coolOff(w, q, ms),
+          firstDelayMs: opts.retryBackoffMs,
+          maxDelayMs: opts.retryBackoffMaxMs,
+        }),
       },
     );
     this.scheduler = new LeaseScheduler(

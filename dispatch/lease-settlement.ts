@@ -50,10 +50,6 @@ export interface SettlementContext {
   fill(worker: ConnectedWorker): Promise<void>;
   /** A run went back to its queue: every instance may lease it. */
   announce(queue: string): Promise<void>;
-  /** A run was put back delayed until `at`: announced then. */
-  announceAt(queue: string, at: number): void;
-  /** The worker leaves `queue` to the others for `ms` (an attempt of its job just failed on it). */
-  coolOff(worker: ConnectedWorker, queue: string, ms: number): void;
   /** The worker attached under this id now, if any. */
   attached(workerId: string): ConnectedWorker | undefined;
 }
@@ -74,8 +70,8 @@ export interface LeaseSettlementOptions {
   events?: WorkerReportSink;
   metrics?: DispatchObserver;
   receipts?: ReceiptChecker;
-  /** Where a worker's retryable failure goes: elsewhere at once, or after a backoff. */
-  retries: RetryPolicy;
+  /** Puts a retry back in its queue: elsewhere at once, or after a backoff. */
+  retries: Pick<RetryPolicy, 'requeue'>;
 }
 
 type Refusal = { code: string; message: string };
@@ -339,23 +335,8 @@ export class LeaseSettlement {
     const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
     if (!back.ok) return;
     this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
-    const plan = reported ? await this.opts.retries.plan(lease.worker, lease.queue, lease.fence) : null;
-    try {
-      if (plan?.kind === 'delayed') {
-        const at = Date.now() + plan.delayMs;
-        await lease.job.moveToDelayed(at, lease.token);
-        this.opts.log.info({ runId: run.run_id, code: error.code, delayMs: plan.delayMs }, 'retry delayed: no other worker could take it');
-        this.ctx.announceAt(lease.queue, at);
-        return;
-      }
-      // Set before the lease's slot is freed, which fills it at once.
-      if (plan && plan.coolOffMs > 0) this.ctx.coolOff(lease.worker, lease.queue, plan.coolOffMs);
-      await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
-    } catch (err) {
-      // Lock gone: the stalled checker requeues the job instead.
-      if (!isLockLost(err)) throw err;
-    }
-    await this.ctx.announce(lease.queue);
+    // Before the lease's slot is freed, which fills it at once: a cool-off must be in place by then.
+    await this.opts.retries.requeue(lease, error, reported);
   }
 
   /** Makes the run terminal (the store settles its credits once), then completes or fails its job. */

@@ -1,14 +1,36 @@
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { RunError } from '../models/types.js';
+import type { QueuedJobData } from '../queues/job-queues.js';
 import { parseQueueName } from '../queues/queue-names.js';
+import { isLockLost } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { FleetCounters } from './fleet-counters.js';
 import { availableServing } from './fleet-snapshot.js';
 
 export interface RetryPolicyOptions {
   fleet: Pick<FleetCounters, 'read'>;
+  log: Logger;
+  /** A job went back to its queue: every instance may lease it. */
+  announce(queue: string): Promise<void>;
+  /** A job was put back delayed until `at`: announced then. */
+  announceAt(queue: string, at: number): void;
+  /** The worker leaves `queue` to the others for `ms`. */
+  coolOff(worker: ConnectedWorker, queue: string, ms: number): void;
   /** The backoff after a first attempt; doubles with each attempt. @defaultValue 1000 */
   firstDelayMs?: number;
   /** @defaultValue 30000 */
   maxDelayMs?: number;
+}
+
+/** The lease whose attempt is retried, as the retry needs it: its BullMQ job and lock, worker, queue and attempt. */
+export interface RetriedLease {
+  runId: string;
+  job: Job<QueuedJobData>;
+  token: string;
+  worker: ConnectedWorker;
+  queue: string;
+  fence: number;
 }
 
 /** How a retry goes back to its queue: now, with the failing worker cooling off it, or after a delay. */
@@ -46,5 +68,28 @@ export class RetryPolicy {
     // The failing worker is among the fleet's counts unless its backend is down.
     const others = counts ? availableServing(counts, at.tier) - (worker.info.backend_down ? 0 : 1) : 0;
     return others > 0 ? { kind: 'elsewhere', coolOffMs: wait } : { kind: 'delayed', delayMs: wait };
+  }
+
+  /**
+   * Puts the job of a lease whose attempt failed back in its queue, its run already `queued`. A
+   * failure its worker `reported` goes by `plan`; a lost worker's job goes back at once.
+   */
+  async requeue(lease: RetriedLease, error: RunError, reported: boolean): Promise<void> {
+    const plan = reported ? await this.plan(lease.worker, lease.queue, lease.fence) : null;
+    try {
+      if (plan?.kind === 'delayed') {
+        const at = Date.now() + plan.delayMs;
+        await lease.job.moveToDelayed(at, lease.token);
+        this.opts.log.info({ runId: lease.runId, code: error.code, delayMs: plan.delayMs }, 'retry delayed: no other worker could take it');
+        this.opts.announceAt(lease.queue, at);
+        return;
+      }
+      if (plan && plan.coolOffMs > 0) this.opts.coolOff(lease.worker, lease.queue, plan.coolOffMs);
+      await lease.job.moveToFailed(new Error(`${error.code}: ${error.message}`), lease.token, false);
+    } catch (err) {
+      // Lock gone: the stalled checker requeues the job instead.
+      if (!isLockLost(err)) throw err;
+    }
+    await this.opts.announce(lease.queue);
   }
 }

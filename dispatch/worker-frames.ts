@@ -11,6 +11,10 @@ import {
   MAX_PROGRESS_MESSAGE,
   MAX_BACKEND_MESSAGE,
   WORKER_IDENTITY_PATTERN,
+  BACKEND_STATE_PROTOCOL,
+  IDENTITY_PROTOCOL,
+  MODELS_PROTOCOL,
+  type RegisterFrame,
   type WorkerFrame,
 } from '../sdk/protocol/index.js';
 
@@ -208,4 +212,23 @@ export function parseFrame(text: string): WorkerFrame {
     throw new FrameError('bad_frame', `invalid ${type} frame: ${errors[0].path} ${errors[0].message}`, errors);
   }
   return value as WorkerFrame;
+}
+
+/** Frame types newer than protocol 1, with the version that brought each. */
+const FRAME_SINCE: Partial<Record<WorkerFrame['type'], number>> = { models: MODELS_PROTOCOL, backend: BACKEND_STATE_PROTOCOL };
+/** Register fields newer than protocol 1 (besides `resume`, which an older worker just never sends). */
+const REGISTER_FIELD_SINCE = { models: MODELS_PROTOCOL, identity: IDENTITY_PROTOCOL } as const;
+
+/** Why a frame of `type` cannot be taken on a connection that agreed on `version`, or null. */
+export function frameTooNew(type: WorkerFrame['type'], version: number): string | null {
+  const since = FRAME_SINCE[type];
+  return since !== undefined && version < since ? `the ${type} frame needs protocol ${since}; this connection agreed on ${version}` : null;
+}
+
+/** Why a register that agrees on `version` cannot carry one of its fields, or null. */
+export function registerFieldTooNew(frame: RegisterFrame, version: number): string | null {
+  for (const [field, since] of Object.entries(REGISTER_FIELD_SINCE)) {
+    if (frame[field as keyof typeof REGISTER_FIELD_SINCE] !== undefined && version < since) return `${field} needs protocol ${since}; offer it in protocol, or leave ${field} out`;
+  }
+  return null;
 }

@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import { bearerToken } from '../services/auth/bearer.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -16,10 +15,11 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from '../../dispatch/private-registration.js';
 import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
 import type { Evidence } from '../../sdk/attestation/index.js';
-import { BACKEND_STATE_PROTOCOL, BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, IDENTITY_PROTOCOL, MAX_FRAME_BYTES, MODELS_PROTOCOL, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
+import { BATCH_ACK_PROTOCOL, HANDOVER_PROTOCOL, MAX_FRAME_BYTES, PROTOCOL_VERSIONS, WORKER_PATH, type GatewayFrame, type RegisterFrame, type WorkerFrame, type WorkerModels } from '../../sdk/protocol/index.js';
 import { checkWorkerModels, WorkerModelsError } from '../../dispatch/worker-models.js';
-import { FrameError, parseFrame } from '../../dispatch/worker-frames.js';
+import { FrameError, frameTooNew, parseFrame, registerFieldTooNew } from '../../dispatch/worker-frames.js';
 import { PendingOutputs } from './pending-outputs.js';
+import { turnSender } from './turn-sender.js';
 
 export interface WorkerSocketServerOptions {
   dispatcher: Dispatcher;
@@ -39,7 +39,6 @@ interface TokenOwner {
   owner: { type: 'operator' | 'account'; id: string };
   trust: OperatorTrust;
 }
-
 
 /**
  * The fleet's door: authenticates a worker token at the WebSocket upgrade, waits for the
@@ -85,24 +84,7 @@ export class WorkerSocketServer {
   }
 
   private accept(ws: WebSocket, owner: TokenOwner): void {
-    // The frames sent to one worker in one turn (the acks of a batch of its leases' outputs, a
-    // lease) go out in one write: its socket is corked at the first and uncorked once the turn's
-    // promise callbacks have run, as node:http does with responses. One syscall per frame was a
-    // fifth of the gateway's socket writes in the stream benchmark.
-    const raw = (ws as unknown as { _socket?: Socket })._socket;
-    let corked = false;
-    const send = (frame: GatewayFrame) => {
-      if (ws.readyState !== ws.OPEN) return;
-      if (raw && !corked) {
-        corked = true;
-        raw.cork();
-        process.nextTick(() => {
-          corked = false;
-          raw.uncork();
-        });
-      }
-      ws.send(JSON.stringify(frame));
-    };
+    const send = turnSender<GatewayFrame>(ws);
     let worker: ConnectedWorker | null = null;
     let lastSeen = Date.now();
     // Closed for silence: its lost leases count as missed heartbeats, not as a disconnect.
@@ -188,15 +170,16 @@ export class WorkerSocketServer {
       ws.close(4400, 'not registered');
       return null;
     }
+    const tooNew = frameTooNew(frame.type, worker.protocol ?? 1);
+    if (tooNew) {
+      send({ type: 'error', code: 'bad_frame', of: frame.type, message: tooNew });
+      return null;
+    }
     if (frame.type === 'models') {
       await this.onModels(worker, frame.models, send);
       return null;
     }
     if (frame.type === 'backend') {
-      if ((worker.protocol ?? 1) < BACKEND_STATE_PROTOCOL) {
-        send({ type: 'error', code: 'bad_frame', of: 'backend', message: `the backend frame needs protocol ${BACKEND_STATE_PROTOCOL}; this connection agreed on ${worker.protocol ?? 1}` });
-        return null;
-      }
       this.opts.dispatcher.setBackend(worker, frame.available, frame.message);
       return null;
     }
@@ -245,10 +228,6 @@ export class WorkerSocketServer {
    * wrong) it keeps its current list; accepted it is in force before `models_accepted`.
    */
   private async onModels(worker: ConnectedWorker, models: WorkerModels, send: (f: GatewayFrame) => void): Promise<void> {
-    if ((worker.protocol ?? 1) < MODELS_PROTOCOL) {
-      send({ type: 'error', code: 'bad_frame', of: 'models', message: `the models frame needs protocol ${MODELS_PROTOCOL}; this connection agreed on ${worker.protocol ?? 1}` });
-      return;
-    }
     let checked: WorkerModels;
     try {
       checked = checkWorkerModels(models, worker.info.kinds);
@@ -316,13 +295,9 @@ export class WorkerSocketServer {
       ws.close(4403, 'attestation required');
       return null;
     }
-    if (frame.models !== undefined && version < MODELS_PROTOCOL) {
-      send({ type: 'error', code: 'bad_frame', message: `models need protocol ${MODELS_PROTOCOL}; offer it in protocol, or leave models out` });
-      ws.close(4400, 'bad register frame');
-      return null;
-    }
-    if (frame.identity !== undefined && version < IDENTITY_PROTOCOL) {
-      send({ type: 'error', code: 'bad_frame', message: `identity needs protocol ${IDENTITY_PROTOCOL}; offer it in protocol, or leave identity out` });
+    const fieldTooNew = registerFieldTooNew(frame, version);
+    if (fieldTooNew) {
+      send({ type: 'error', code: 'bad_frame', message: fieldTooNew });
       ws.close(4400, 'bad register frame');
       return null;
     }
