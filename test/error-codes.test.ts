@@ -66,4 +66,10 @@ describe('error codes', () => {
     const rows = Object.entries(ERROR_STATUS).filter(([code, status]) => !reference.includes(`| \`${code}\` | ${status} |`));
     assert.deepEqual(rows, [], 'codes without a row of their status');
   });
+
+  it("the TypeScript client's SwitchyardErrorCode names every code", () => {
+    const union = read('sdk/client/errors.ts').split('export type SwitchyardErrorCode =')[1]?.split(';')[0] ?? '';
+    const missing = Object.keys(ERROR_STATUS).filter((code) => !union.includes(`| '${code}'`));
+    assert.deepEqual(missing, [], 'codes a TypeScript caller cannot match without a cast');
+  });
 });
