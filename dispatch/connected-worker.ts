@@ -20,6 +20,8 @@ export interface ConnectedWorker {
   close(code: number, reason: string): void;
   /** Lease ids it holds. */
   leases: Set<string>;
+  /** Final reports (`complete`, `fail`) of its being handled, until their answer is ready. */
+  settling?: number;
   /** Which queue the next fill tries first within a tier, so kinds and models take turns. */
   cursor: number;
   /** A fill is running; `refill` asks it to go round once more. */

@@ -212,11 +212,15 @@ export class LeaseSettlement {
         await this.opts.events?.output(run.run_id, frame.delta, frame.seq === undefined ? undefined : { leaseId: frame.lease_id, seq: frame.seq });
         return null;
       case 'complete':
-        lease.closing = true;
-        return this.settle(lease, 'succeeded', null, frame.output, frame.receipt);
       case 'fail': {
         lease.closing = true;
-        return this.settle(lease, 'fail', frame.error);
+        const { worker: w } = lease;
+        w.settling = (w.settling ?? 0) + 1;
+        try {
+          return await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt) : this.settle(lease, 'fail', frame.error));
+        } finally {
+          w.settling--;
+        }
       }
     }
   }

@@ -150,7 +150,9 @@ export class WorkerPool {
     this.stopping = true;
     for (const w of this.workers.values()) this.letGo(w);
     const started = Date.now();
-    const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : w.leases.size > 0 && Date.now() - started < drainMs);
+    // A lease whose final report is being handled has left `leases` (its slot is freed as soon as
+    // the run is recorded) but its worker is still owed the answer: the socket waits for it too.
+    const waiting = (w: ConnectedWorker) => (w.handover ? Date.now() - started < handoverMs : (w.leases.size > 0 || (w.settling ?? 0) > 0) && Date.now() - started < drainMs);
     while ([...this.workers.values()].some(waiting)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.workers.values()].map((w) => this.detach(w, 1012, 'gateway restarting; reconnect', 'shutdown')));
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
@@ -472,6 +473,35 @@ describe('dispatch across gateway instances and crashes', function () {
       assert.equal((await gw.stores.runs.get(body.run_id))?.status, 'succeeded');
       w.terminate();
     } finally {
+      await gw.stop();
+      await cleanupPrefix(prefix);
+    }
+  });
+
+  it('at shutdown, a drained worker is answered its complete before its socket closes, however long BullMQ takes to finish the job', async () => {
+    const prefix = uniquePrefix('dispatch-drain-answer');
+    const gw = await new TestGateway(prefix, { ...FAST, SHUTDOWN_DRAIN_MS: '5000' }).start();
+    const moveToCompleted = Job.prototype.moveToCompleted;
+    try {
+      const { key } = await gw.account(100);
+      const w = await new RawWorker(gw.url, await gw.workerToken()).connect();
+      const { body } = await gw.submit(key, image());
+      const lease = await w.lease();
+      // The run is recorded first (its slot freed then); BullMQ's finish comes after, and is slow here.
+      Job.prototype.moveToCompleted = async function (this: Job, ...args: Parameters<Job['moveToCompleted']>) {
+        await sleep(300);
+        return moveToCompleted.apply(this, args);
+      };
+      const drain = w.next((f) => f.type === 'drain');
+      const stopping = gw.dispatcher.stop(5000);
+      await drain;
+      const answer = await Promise.race([w.complete(lease), w.closed.then((c) => ({ type: 'closed', ...c }))]);
+      assert.equal(answer.type, 'ack', `the worker was answered before the close: ${JSON.stringify(answer)}`);
+      await stopping;
+      assert.equal((await gw.stores.runs.get(body.run_id))?.status, 'succeeded');
+      w.terminate();
+    } finally {
+      Job.prototype.moveToCompleted = moveToCompleted;
       await gw.stop();
       await cleanupPrefix(prefix);
     }

@@ -87,7 +87,7 @@ describe('job submission against the model catalogue', function () {
     );
     assert.deepEqual(models.find((m: any) => m.id === 'sdxl').input_schema, SDXL_SCHEMA, "the operator's declaration stands over the worker's silence");
     const capacity = (await gw.request('GET', '/v1/network/capacity')).body;
-    assert.deepEqual(capacity.by_kind.find((k: any) => k.kind === IMAGE).models.find((m: any) => m.id === 'sdxl'), { id: 'sdxl', workers: 1, slots_free: 0, queued: 0 });
+    assert.deepEqual(capacity.by_kind.find((k: any) => k.kind === IMAGE).models.find((m: any) => m.id === 'sdxl'), { id: 'sdxl', workers: 1, workers_unavailable: 0, slots_free: 0, queued: 0 });
   });
 
   it('keeps the catalogue across a gateway restart: declared and advertised models are still known', async () => {
