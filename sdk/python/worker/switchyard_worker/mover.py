@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set
 
 if TYPE_CHECKING:  # pragma: no cover
     from .connection import Connection
-    from .lease import LeaseRunner, LeaseState
+    from .lease import LeaseRunner
+    from .lease_state import LeaseState
     from .worker import Worker
 
 #: On ``reconnect``, how long the old socket stays open for answers to frames already sent.
