@@ -57,6 +57,8 @@ class Connection:
         self.moving = False
         #: The register frame claimed leases (``resume``).
         self.claimed = False
+        #: The protocol version ``registered`` agreed on (0 before).
+        self.protocol = 0
         self.task: Optional["asyncio.Task[None]"] = None
         self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
 

@@ -18,7 +18,7 @@ from .input_files import LeaseInputFiles
 from .job import Job
 from .outcome import failure_of, final_frame, split_result
 from .lease_state import Answer, LeaseState
-from .protocol import MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
+from .protocol import DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
 from .upload import upload_artifact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,7 +159,8 @@ class LeaseRunner:
         if lease.phase != "running" or lease.cause:
             return
         for part in chunks(delta, MAX_OUTPUT_DELTA):
-            self.send_lease(lease, {"type": "output", "delta": part})
+            lease.output_seq += 1
+            self.send_lease(lease, {"type": "output", "delta": part, "seq": lease.output_seq})
 
     def send_lease(self, lease: LeaseState, frame: Dict[str, Any]) -> bool:
         """Sends a lease frame, or holds it while the lease moves to another instance."""
@@ -171,7 +172,11 @@ class LeaseRunner:
             return True
         if lease.conn.closed:
             return False
-        if not lease.conn.send({**frame, "lease_id": lease.info.lease_id, "fence": lease.info.fence}):
+        wire = frame
+        if frame["type"] == "output" and lease.conn.protocol < DELTA_SEQ_PROTOCOL:
+            # An instance older than protocol 4 refuses a field it does not know.
+            wire = {k: v for k, v in frame.items() if k != "seq"}
+        if not lease.conn.send({**wire, "lease_id": lease.info.lease_id, "fence": lease.info.fence}):
             return False
         lease.sent += 1
         lease.unanswered.append(frame)
@@ -252,11 +257,21 @@ class LeaseRunner:
 
         lease.final_timer = self.loop.call_later(timeout, no_answer)
 
-    def on_answer(self, lease_id: Any, answer: Answer) -> None:
-        """An ack or an error naming a lease. Answers come in the order the frames were sent."""
+    def on_answer(self, lease_id: Any, answer: Answer, count: int = 1) -> None:
+        """An ack or an error naming a lease. Answers come in the order the frames were sent.
+
+        ``count``: one ack of protocol 4 answers that many output frames of the lease, in order
+        (never more than are waiting for an answer).
+        """
         lease = self.leases.get(lease_id) if isinstance(lease_id, str) else None
         if lease is None:
             return
+        for _ in range(max(1, min(count, len(lease.unanswered)))):
+            if self.leases.get(lease.info.lease_id) is not lease:
+                return
+            self._answer(lease, answer)
+
+    def _answer(self, lease: LeaseState, answer: Answer) -> None:
         lease.answered += 1
         frame = lease.unanswered.popleft() if lease.unanswered else None
         if lease.conn.moving:

@@ -32,7 +32,14 @@ class LeaseState:
         self.files: Optional[LeaseInputFiles] = None
         self.sent = 0
         self.answered = 0
+        #: The frames sent on this connection and not answered yet, oldest first (answers come in order).
         self.unanswered: Deque[Dict[str, Any]] = deque()
+        #: The number of the lease's last output frame (each keeps its ``seq`` however often it is sent).
+        self.output_seq = 0
+        #: Output frames sent on a socket that closed before answering them, numbered on both ends:
+        #: maybe logged, maybe not, they go again first on the socket the lease moves to if it
+        #: numbers them too (the gateway drops the ones it logged). Acked frames are never among them.
+        self.unacked: List[Dict[str, Any]] = []
         self.outage_retries = 0
         self.resend: List[Dict[str, Any]] = []
         self.resend_timer: Optional[asyncio.TimerHandle] = None

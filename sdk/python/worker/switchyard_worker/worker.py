@@ -353,7 +353,10 @@ class Worker:
             self.emit("drain")
             self.check_idle()
         elif kind == "ack":
-            self.runner.on_answer(frame.get("lease_id"), {"ok": True, "of": str(frame.get("of"))})
+            # Protocol 4: one ack for a batch of logged outputs stands for that many answers, in order.
+            count = frame.get("count")
+            many = isinstance(count, int) and not isinstance(count, bool) and count > 1
+            self.runner.on_answer(frame.get("lease_id"), {"ok": True, "of": str(frame.get("of"))}, count if many else 1)
         elif kind == "error":
             self._on_error(conn, frame)
         elif kind == "models_accepted":
@@ -370,6 +373,7 @@ class Worker:
         self.connection.registered(conn, heartbeat)
         self.worker_id = str(frame.get("worker_id"))
         self.protocol = int(frame.get("protocol") or 1)
+        conn.protocol = self.protocol
         self.mover.registered(ttl / 1000 if isinstance(ttl, (int, float)) else 30.0)
         self.log.info("registered as %s (protocol %d; %s; tier %s; %d slot(s))", self.worker_id, self.protocol, ", ".join(self.kinds), self.tier, self.slots)
         if self.mover.size > 0:
