@@ -85,6 +85,12 @@ class LeaseRunner:
         finally:
             await files.dispose()
             self.busy -= 1
+        if not lease.cause:
+            # Told before the failure is reported, so the gateway does not hand the retry straight back.
+            if outcome["type"] == "complete":
+                self.worker.backend.succeeded()
+            elif outcome["error"]["code"] == "upstream_unavailable":
+                self.worker.backend.unavailable(outcome["error"]["message"])
         self._flush_progress(lease, send=False)
         await self._report(lease, outcome)
         self.pump()

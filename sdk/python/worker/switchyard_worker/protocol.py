@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-PROTOCOL_VERSIONS = (1, 2, 3, 4)
+PROTOCOL_VERSIONS = (1, 2, 3, 4, 5)
 #: The first version with ``reconnect`` and ``resume``: leases survive a move to another instance.
 HANDOVER_PROTOCOL = 2
 #: The first version with ``models`` in ``register`` and the ``models`` frame.

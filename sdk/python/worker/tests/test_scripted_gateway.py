@@ -24,7 +24,7 @@ def test_registers_with_its_token_kinds_models_and_versions_and_heartbeats_name_
             reg = await gw.register(protocol=3)
             await start
             assert gw.conns[0]["auth"] == "Bearer swt_token"
-            assert reg["protocol"] == [1, 2, 3, 4] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
+            assert reg["protocol"] == [1, 2, 3, 4, 5] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
             assert reg["models"] == {IMAGE: [{"id": "flux"}]}
             assert reg["hardware"]["gpu"] == "test" and reg["software"]["sdk"] == "switchyard-worker-python"
             await gw.send(lease(1))
@@ -99,7 +99,7 @@ def test_a_stale_lease_answer_cancels_the_handler_and_nothing_more_is_reported()
     run(test)
 
 
-def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_refusing_the_claim_gets_a_plain_register():
+def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_refusing_identity_then_the_claim_gets_a_plain_register():
     async def test() -> None:
         async with ScriptedGateway() as gw:
             release = asyncio.Event()
@@ -121,12 +121,18 @@ def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_ref
             # The next socket claims the lease with its token ...
             claim = await gw.frame(lambda f: f["type"] == "register", conn=1)
             assert claim["resume"] == [{"lease_id": "lse_1", "fence": 1, "upload_token": "tok1"}]
-            # ... a protocol 1 instance refuses the claim as a bad register: register again without it.
-            await gw.send({"type": "error", "code": "bad_frame", "message": "resume is not allowed"}, conn=1)
+            # ... a protocol 1 instance refuses the register as bad: first without its identity, the claim kept ...
+            assert "identity" in claim
+            await gw.send({"type": "error", "code": "bad_frame", "message": "identity is not allowed"}, conn=1)
             await gw.conns[1]["ws"].close(4400, "bad register")
-            plain = await gw.frame(lambda f: f["type"] == "register", conn=2)
-            assert "resume" not in plain
-            await gw.register(protocol=1, conn=2)
+            unnamed = await gw.frame(lambda f: f["type"] == "register", conn=2)
+            assert "identity" not in unnamed and unnamed["resume"] == claim["resume"]
+            # ... then without the claim.
+            await gw.send({"type": "error", "code": "bad_frame", "message": "resume is not allowed"}, conn=2)
+            await gw.conns[2]["ws"].close(4400, "bad register")
+            plain = await gw.frame(lambda f: f["type"] == "register", conn=3)
+            assert "resume" not in plain and "identity" not in plain
+            await gw.register(protocol=1, conn=3)
             while not dropped:
                 await asyncio.sleep(0.01)
             assert "lost in the move" in dropped[0]
