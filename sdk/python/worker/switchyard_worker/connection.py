@@ -271,11 +271,9 @@ class GatewayConnection:
         if fatal and self.worker.is_running():
             status = refusal.get("status") if refusal and refusal.get("status") is not None else (SUPERSEDED_CLOSE if superseded else code)
             detail = refusal["message"] if refusal else (reason or "no reason given")
-            err = WorkerRefusedError(
-                f"the gateway refused this worker ({status}{' ' + refusal['code'] if refusal else ''}): {detail}",
-                refusal["code"] if refusal else "refused",
-                int(status),
-            )
+            # A 4409 whose error frame was lost is still a twin's doing.
+            why = refusal["code"] if refusal else (SUPERSEDED_CODE if superseded else None)
+            err = WorkerRefusedError(f"the gateway refused this worker ({status}{' ' + why if why else ''}): {detail}", why or "refused", int(status))
             log.error("%s", err)
             self.worker.emit("disconnected", {"code": code, "reason": reason, "reconnect_in": None})
             self.worker.on_refused(err)

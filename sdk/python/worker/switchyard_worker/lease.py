@@ -88,9 +88,9 @@ class LeaseRunner:
         if not lease.cause:
             # Told before the failure is reported, so the gateway does not hand the retry straight back.
             if outcome["type"] == "complete":
-                self.worker.backend.succeeded()
+                self.worker.backend_watch.succeeded()
             elif outcome["error"]["code"] == "upstream_unavailable":
-                self.worker.backend.unavailable(outcome["error"]["message"])
+                self.worker.backend_watch.unavailable(outcome["error"]["message"])
         self._flush_progress(lease, send=False)
         await self._report(lease, outcome)
         self.pump()

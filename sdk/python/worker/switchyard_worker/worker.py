@@ -97,7 +97,7 @@ class Worker(WorkerFrames):
         self.runner: LeaseRunner
         self.mover: LeaseMover
         self.connection: GatewayConnection
-        self.backend: BackendWatch
+        self.backend_watch: BackendWatch
 
     # -- handlers and events -----------------------------------------------------------------
 
@@ -182,7 +182,7 @@ class Worker(WorkerFrames):
         self.runner = LeaseRunner(self)
         self.mover = LeaseMover(self, self.runner)
         self.connection = GatewayConnection(self)
-        self.backend = BackendWatch(self, self.probe, self.backend_options)
+        self.backend_watch = BackendWatch(self, self.probe, self.backend_options)
         self._started = loop.create_future()
         self._finished = loop.create_future()
         self.state = "running"
@@ -331,7 +331,7 @@ class Worker(WorkerFrames):
         if self.state == "stopped":
             return
         self.state = "stopped"
-        self.backend.stop()
+        self.backend_watch.stop()
         self.connection.cancel_reconnect()
         s = self._stopping
         if s is not None:

@@ -79,7 +79,7 @@ class WorkerFrames:
         self.log.info("registered as %s (protocol %d; %s; tier %s; %d slot(s))", self.worker_id, self.protocol, ", ".join(self.kinds), self.tier, self.slots)
         if self.mover.size > 0:
             self.mover.settle(conn, frame)
-        self.backend.registered()
+        self.backend_watch.registered()
         self.emit("registered", {"worker_id": self.worker_id, "protocol": self.protocol, "heartbeat_ms": hb, "lease_ttl_ms": ttl})
         if self._started is not None and not self._started.done():
             self._started.set_result(None)

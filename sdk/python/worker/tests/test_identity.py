@@ -59,6 +59,22 @@ def test_an_instance_older_than_5_refusing_identity_gets_a_register_without_it_a
     run(test)
 
 
+def test_a_4409_close_stops_the_worker_as_superseded_even_without_its_error_frame():
+    async def test() -> None:
+        async with ScriptedGateway() as gw:
+            w = Worker(gw.url, "swt_t", handlers={IMAGE: lambda job: None})
+            start = asyncio.ensure_future(w.start())
+            await gw.register(protocol=5)
+            await start
+            await gw.conns[0]["ws"].close(4409, "superseded")
+            with pytest.raises(WorkerRefusedError) as e:
+                await asyncio.wait_for(w.wait(), 5)
+            assert (e.value.code, e.value.status) == ("superseded", 4409)
+            assert len(gw.conns) == 1, "no reconnect: it would retire the other process in turn"
+
+    run(test)
+
+
 def test_a_second_live_worker_under_the_same_identity_takes_it_and_the_first_stops_refused(api, make_worker):
     identity = f"py-twin-{secrets.token_hex(4)}"
     ran: List[str] = []
