@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 from websockets.exceptions import ConnectionClosed
 
 from .errors import WorkerRefusedError
-from .protocol import MAX_HEARTBEAT_LEASES
+from .protocol import MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, SUPERSEDED_CODE
 
 try:  # websockets >= 13
     from websockets.asyncio.client import connect as _ws_connect
@@ -28,7 +28,8 @@ except ImportError:  # websockets 10 to 12: the legacy client
 if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker
 
-FATAL_CLOSE_CODES = frozenset({4400, 4401, 4403})
+# 4409: another live process registered with this worker's identity; reconnecting would retire it in turn.
+FATAL_CLOSE_CODES = frozenset({4400, 4401, 4403, SUPERSEDED_CLOSE})
 #: Error codes that, before registration, mean "try again later" rather than "you are refused".
 TRANSIENT_ERROR_CODES = frozenset({"internal", "unavailable", "attestation_timeout"})
 #: A registration that lasted this long resets the reconnect backoff.
@@ -57,6 +58,10 @@ class Connection:
         self.moving = False
         #: The register frame claimed leases (``resume``).
         self.claimed = False
+        #: The register frame carried an ``identity`` (protocol 5).
+        self.identified = False
+        #: The protocol version ``registered`` agreed on (0 before).
+        self.protocol = 0
         self.task: Optional["asyncio.Task[None]"] = None
         self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
 
@@ -164,6 +169,7 @@ class GatewayConnection:
             conn.terminate()
         frame = self.worker.register_frame()
         conn.claimed = bool(frame.get("resume"))
+        conn.identified = "identity" in frame
         conn.send(frame)
         sender = asyncio.ensure_future(conn.sender())
         try:
@@ -245,24 +251,29 @@ class GatewayConnection:
 
         log = self.worker.log
         refusal = conn.refusal
-        # An instance of protocol 1 refuses `resume` as a bad register: register again without it.
-        claim_refused = conn.claimed and not conn.registered and refusal is not None and refusal.get("code") == "bad_frame"
+        # An older instance refuses a register with fields it does not know as a bad frame:
+        # `identity` (before protocol 5) is left out of the next register first, then `resume`
+        # (protocol 1): those leases cannot move there (they lapse and are requeued).
+        claim_refused = (conn.claimed or conn.identified) and not conn.registered and refusal is not None and refusal.get("code") == "bad_frame"
         if claim_refused:
-            self.worker.mover.lose_moves("the gateway instance cannot take leases back (protocol 1)")
+            if conn.identified:
+                self.worker.on_identity_refused()
+            else:
+                self.worker.mover.lose_moves("the gateway instance cannot take leases back (protocol 1)")
             conn.reconnect_now = True
+        superseded = code == SUPERSEDED_CLOSE or (refusal is not None and refusal.get("code") == SUPERSEDED_CODE)
         fatal = not claim_refused and (
-            code in FATAL_CLOSE_CODES
+            superseded
+            or code in FATAL_CLOSE_CODES
             or (refusal is not None and refusal.get("status") in (401, 403))
             or (refusal is not None and refusal.get("status") is None and not conn.registered and refusal.get("code") not in TRANSIENT_ERROR_CODES)
         )
         if fatal and self.worker.is_running():
-            status = refusal.get("status") if refusal and refusal.get("status") is not None else code
+            status = refusal.get("status") if refusal and refusal.get("status") is not None else (SUPERSEDED_CLOSE if superseded else code)
             detail = refusal["message"] if refusal else (reason or "no reason given")
-            err = WorkerRefusedError(
-                f"the gateway refused this worker ({status}{' ' + refusal['code'] if refusal else ''}): {detail}",
-                refusal["code"] if refusal else "refused",
-                int(status),
-            )
+            # A 4409 whose error frame was lost is still a twin's doing.
+            why = refusal["code"] if refusal else (SUPERSEDED_CODE if superseded else None)
+            err = WorkerRefusedError(f"the gateway refused this worker ({status}{' ' + why if why else ''}): {detail}", why or "refused", int(status))
             log.error("%s", err)
             self.worker.emit("disconnected", {"code": code, "reason": reason, "reconnect_in": None})
             self.worker.on_refused(err)

@@ -12,7 +12,8 @@ from .protocol import LeaseInfo
 from .types import InputFile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .lease import LeaseRunner, LeaseState
+    from .lease import LeaseRunner
+    from .lease_state import LeaseState
 
 
 class Job:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import threading
 import time
-from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
+from .calls import in_daemon_thread, is_async
 from .http_retry import Aborted
 from .input_files import LeaseInputFiles
 from .job import Job
 from .outcome import failure_of, final_frame, split_result
-from .protocol import MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, LeaseInfo, chunks, cut, parse_lease
+from .lease_state import Answer, LeaseState
+from .protocol import DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
 from .upload import upload_artifact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,42 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Frames held per lease while it moves to another instance; beyond, they are dropped.
 MAX_HELD_FRAMES = 1_000
-
-Answer = Dict[str, Any]  # {"ok": True, "of": type} or {"ok": False, "code", "message"}
-
-
-class LeaseState:
-    """One lease, from its lease frame to the gateway's answer to its final report."""
-
-    def __init__(self, info: LeaseInfo, conn: "Connection") -> None:
-        self.info = info
-        self.conn = conn
-        #: canceled | stale | disconnected | stopping, once aborted.
-        self.cause: Optional[str] = None
-        self.phase = "pending"  # pending | running | reporting | done
-        self.cancel_event = threading.Event()
-        self.task: Optional["asyncio.Task[Any]"] = None
-        #: True while a sync handler runs in its thread: cancelling the task would not stop it.
-        self.in_thread = False
-        self.files: Optional[LeaseInputFiles] = None
-        self.sent = 0
-        self.answered = 0
-        self.unanswered: Deque[Dict[str, Any]] = deque()
-        self.outage_retries = 0
-        self.resend: List[Dict[str, Any]] = []
-        self.resend_timer: Optional[asyncio.TimerHandle] = None
-        self.final_index: Optional[int] = None
-        self.final_type: Optional[str] = None
-        self.on_final_answer: Optional[Callable[[Answer], None]] = None
-        self.last_progress_at = 0.0
-        self.pending_progress: Optional[Dict[str, Any]] = None
-        self.progress_timer: Optional[asyncio.TimerHandle] = None
-        self.moving = conn.moving
-        self.held: List[Dict[str, Any]] = []
-        self.final: Optional[Dict[str, Any]] = None
-        self.final_timer: Optional[asyncio.TimerHandle] = None
-        self.final_held = False
-        self.lost_in_move: Optional[str] = None
 
 
 class LeaseRunner:
@@ -121,6 +85,12 @@ class LeaseRunner:
         finally:
             await files.dispose()
             self.busy -= 1
+        if not lease.cause:
+            # Told before the failure is reported, so the gateway does not hand the retry straight back.
+            if outcome["type"] == "complete":
+                self.worker.backend_watch.succeeded()
+            elif outcome["error"]["code"] == "upstream_unavailable":
+                self.worker.backend_watch.unavailable(outcome["error"]["message"])
         self._flush_progress(lease, send=False)
         await self._report(lease, outcome)
         self.pump()
@@ -132,13 +102,13 @@ class LeaseRunner:
         if handler is None:
             raise _Failure(f"this worker has no handler for {info.kind}", "unsupported_kind", True)
         job = Job(self, lease, files, self.loop)
-        if _is_async(handler):
+        if is_async(handler):
             result = await handler(job)
         else:
             lease.in_thread = True
             try:
                 # Not cancellable: the thread runs on, so its slot stays taken until it returns.
-                result = await asyncio.shield(_in_thread(handler, job, f"switchyard-{info.lease_id}"))
+                result = await asyncio.shield(in_daemon_thread(handler, (job,), f"switchyard-{info.lease_id}"))
             finally:
                 lease.in_thread = False
             if inspect.isawaitable(result):
@@ -195,7 +165,8 @@ class LeaseRunner:
         if lease.phase != "running" or lease.cause:
             return
         for part in chunks(delta, MAX_OUTPUT_DELTA):
-            self.send_lease(lease, {"type": "output", "delta": part})
+            lease.output_seq += 1
+            self.send_lease(lease, {"type": "output", "delta": part, "seq": lease.output_seq})
 
     def send_lease(self, lease: LeaseState, frame: Dict[str, Any]) -> bool:
         """Sends a lease frame, or holds it while the lease moves to another instance."""
@@ -207,7 +178,11 @@ class LeaseRunner:
             return True
         if lease.conn.closed:
             return False
-        if not lease.conn.send({**frame, "lease_id": lease.info.lease_id, "fence": lease.info.fence}):
+        wire = frame
+        if frame["type"] == "output" and lease.conn.protocol < DELTA_SEQ_PROTOCOL:
+            # An instance older than protocol 4 refuses a field it does not know.
+            wire = {k: v for k, v in frame.items() if k != "seq"}
+        if not lease.conn.send({**wire, "lease_id": lease.info.lease_id, "fence": lease.info.fence}):
             return False
         lease.sent += 1
         lease.unanswered.append(frame)
@@ -288,11 +263,21 @@ class LeaseRunner:
 
         lease.final_timer = self.loop.call_later(timeout, no_answer)
 
-    def on_answer(self, lease_id: Any, answer: Answer) -> None:
-        """An ack or an error naming a lease. Answers come in the order the frames were sent."""
+    def on_answer(self, lease_id: Any, answer: Answer, count: int = 1) -> None:
+        """An ack or an error naming a lease. Answers come in the order the frames were sent.
+
+        ``count``: one ack of protocol 4 answers that many output frames of the lease, in order
+        (never more than are waiting for an answer).
+        """
         lease = self.leases.get(lease_id) if isinstance(lease_id, str) else None
         if lease is None:
             return
+        for _ in range(max(1, min(count, len(lease.unanswered)))):
+            if self.leases.get(lease.info.lease_id) is not lease:
+                return
+            self._answer(lease, answer)
+
+    def _answer(self, lease: LeaseState, answer: Answer) -> None:
         lease.answered += 1
         frame = lease.unanswered.popleft() if lease.unanswered else None
         if lease.conn.moving:
@@ -415,38 +400,3 @@ class _Failure(Exception):
         super().__init__(message)
         self.code = code
         self.retryable = retryable
-
-
-def _in_thread(fn: Callable[..., Any], job: Job, name: str) -> "asyncio.Future[Any]":
-    """Runs a sync handler in a daemon thread of its own (slots bound how many run at once).
-
-    Not a ThreadPoolExecutor: its threads are joined when the interpreter exits, so a handler
-    that never returns would keep a stopped worker's process alive.
-    """
-    loop = asyncio.get_running_loop()
-    future: "asyncio.Future[Any]" = loop.create_future()
-
-    def settle(value: Any, error: Optional[BaseException]) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def target() -> None:
-        try:
-            value, error = fn(job), None
-        except BaseException as e:  # the handler's: anything may come out of it
-            value, error = None, e
-        try:
-            loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:
-            pass  # the loop is closed: the worker is gone
-
-    threading.Thread(target=target, name=name, daemon=True).start()
-    return future
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))

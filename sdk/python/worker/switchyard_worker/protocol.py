@@ -1,19 +1,31 @@
 """The wire contract (docs/worker-protocol.md): versions, limits, the socket URL, lease frames.
 
-Mirrors sdk/protocol/ of the TypeScript sources; keep the two in step.
+Mirrors sdk/protocol/ of the TypeScript sources; test/python-protocol-drift.test.ts fails when
+a constant here differs from (or lacks) the one exported there.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-PROTOCOL_VERSIONS = (1, 2, 3)
+PROTOCOL_VERSIONS = (1, 2, 3, 4, 5)
 #: The first version with ``reconnect`` and ``resume``: leases survive a move to another instance.
 HANDOVER_PROTOCOL = 2
 #: The first version with ``models`` in ``register`` and the ``models`` frame.
 MODELS_PROTOCOL = 3
+#: The first version whose ``ack`` may answer several ``output`` frames of a lease at once (``count``).
+BATCH_ACK_PROTOCOL = 4
+#: The first version whose ``output`` frames carry a per-lease ``seq`` the gateway dedupes by.
+DELTA_SEQ_PROTOCOL = 4
+#: The first version with ``identity`` in ``register`` and the ``backend`` frame.
+IDENTITY_PROTOCOL = 5
+BACKEND_STATE_PROTOCOL = 5
+#: The close code (and ``error`` code) of a connection retired because its identity registered again.
+SUPERSEDED_CLOSE = 4409
+SUPERSEDED_CODE = "superseded"
 
 WORKER_PATH = "/v1/workers/connect"
 MAX_FRAME_BYTES = 1024 * 1024
@@ -25,7 +37,12 @@ MAX_ERROR_MESSAGE = 2_000
 MAX_HEARTBEAT_LEASES = 64
 MAX_WORKER_MODELS = 256
 MODEL_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+#: A model's ``input_schema``, in bytes of JSON.
+MAX_MODEL_SCHEMA_BYTES = 64 * 1024
 MAX_MODEL_DESCRIPTION = 1_000
+#: ``register.identity``: letters, digits and ``._:-``, starting with a letter or digit, 1-128 long.
+WORKER_IDENTITY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+MAX_BACKEND_MESSAGE = 1_000
 TIERS = ("open", "trusted", "private")
 
 
@@ -178,6 +195,8 @@ def check_models(models: Any, kinds: Sequence[str], slots: int) -> Dict[str, Lis
             schema = m.get("input_schema")
             if schema is not None and not isinstance(schema, dict):
                 raise ValueError(f"the input_schema of {m['id']} must be a JSON Schema object")
+            if schema is not None and len(json.dumps(schema, separators=(",", ":")).encode()) > MAX_MODEL_SCHEMA_BYTES:
+                raise ValueError(f"the input_schema of {m['id']} is over {MAX_MODEL_SCHEMA_BYTES} bytes of JSON")
             mc = m.get("max_concurrency")
             if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1 or mc > slots):
                 raise ValueError(f"max_concurrency of {m['id']} must be a whole number from 1 to the worker's slots ({slots})")

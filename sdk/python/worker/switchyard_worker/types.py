@@ -95,3 +95,16 @@ class InputFileOptions:
     outage: float = 60.0
     #: Where each lease gets its own temporary folder (default: the system's).
     tmp_dir: Optional[str] = None
+
+
+@dataclass
+class BackendOptions:
+    """When the backend is down, how long to wait before asking ``probe`` again (seconds)."""
+
+    #: First wait after a lease failed ``upstream_unavailable``; doubles after each failed probe,
+    #: and each time the backend goes down again before a lease succeeded.
+    first_delay: float = 1.0
+    #: Longest wait between two probes.
+    max_delay: float = 30.0
+    #: A probe that has not answered within this has failed.
+    probe_timeout: float = 10.0

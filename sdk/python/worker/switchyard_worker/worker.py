@@ -3,34 +3,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import platform
 import signal
-import sys
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import __version__
-from .connection import Connection, GatewayConnection
+from .backend_watch import BackendWatch, Probe
+from .connection import GatewayConnection
 from .errors import WorkerRefusedError
 from .lease import LeaseRunner
 from .mover import LeaseMover
-from .protocol import MODELS_PROTOCOL, PROTOCOL_VERSIONS, TIERS, check_models, worker_socket_url
-from .types import InputFileOptions, ReconnectOptions, UploadOptions
+from .options import check_connection, check_identity, check_probe, machine_info, resolve_kinds
+from .protocol import MODELS_PROTOCOL, PROTOCOL_VERSIONS, check_models
+from .types import BackendOptions, InputFileOptions, ReconnectOptions, UploadOptions
+from .worker_frames import WorkerFrames
 
 Handler = Callable[..., Any]
-EVENTS = ("registered", "lease", "completed", "failed", "dropped", "disconnected", "drain", "refused", "stopped", "gateway_error")
+EVENTS = ("registered", "lease", "completed", "failed", "dropped", "disconnected", "drain", "refused", "backend", "stopped", "gateway_error")
 
 
-def _default_hardware() -> Dict[str, Any]:
-    info: Dict[str, Any] = {"platform": sys.platform, "arch": platform.machine(), "cpus": os.cpu_count() or 1}
-    try:
-        info["memory_gb"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
-    except (ValueError, OSError, AttributeError):
-        pass
-    return info
-
-
-class Worker:
+class Worker(WorkerFrames):
     """Connects out to a gateway over the worker protocol and runs its leases with your handlers.
 
     Handlers are plain functions ``(job) -> result``, sync (run in a thread, one per slot) or
@@ -65,24 +55,18 @@ class Worker:
         progress_interval: float = 0.25,
         report_timeout: float = 30.0,
         protocols: Sequence[int] = PROTOCOL_VERSIONS,
+        identity: Optional[str] = None,
+        probe: Optional[Probe] = None,
+        backend: Optional[BackendOptions] = None,
         logger: Optional[logging.Logger] = None,
     ) -> None:
-        gateway = gateway or os.environ.get("SWITCHYARD_GATEWAY")
-        token = token or os.environ.get("SWITCHYARD_WORKER_TOKEN")
-        if not gateway:
-            raise ValueError("the gateway URL is required (gateway=... or SWITCHYARD_GATEWAY)")
-        if not token or not token.strip():
-            raise ValueError("a worker token is required (token=... or SWITCHYARD_WORKER_TOKEN)")
-        if tier not in TIERS:
-            raise ValueError(f"tier must be open, trusted or private, not {tier!r}")
-        if tier == "private":
-            raise ValueError("private workers need attestation, which the Python SDK does not do yet (use the TypeScript SDK)")
-        if not isinstance(slots, int) or isinstance(slots, bool) or not 1 <= slots <= 64:
-            raise ValueError("slots must be a whole number from 1 to 64")
-        if not protocols or any(p not in PROTOCOL_VERSIONS for p in protocols):
-            raise ValueError(f"protocols must be a non-empty subset of {PROTOCOL_VERSIONS}")
-        self.url = worker_socket_url(gateway)
-        self.token = token
+        self.url, self.token = check_connection(gateway, token, tier, slots, protocols)
+        #: The worker's name for itself, the same on every connection (protocol 5): registering again
+        #: under it retires the old connection at once, so the fleet never counts this worker twice.
+        self.identity = check_identity(identity)
+        check_probe(probe)
+        self.probe = probe
+        self.backend_options = backend or BackendOptions()
         self.tier = tier
         self.slots = slots
         self.handlers: Dict[str, Handler] = {}
@@ -90,11 +74,7 @@ class Worker:
             self.add_handler(kind, fn)
         self._kinds = kinds
         self._models = models
-        self.hardware = {**_default_hardware(), **(hardware or {})}
-        self.software = {"sdk": "switchyard-worker-python", "sdk_version": __version__, "python": platform.python_version(), **(software or {})}
-        for name, info in (("hardware", self.hardware), ("software", self.software)):
-            if len(info) > 32:
-                raise ValueError(f"{name} may have at most 32 keys")
+        self.hardware, self.software = machine_info(hardware, software)
         self.reconnect = reconnect or ReconnectOptions()
         self.upload = upload or UploadOptions()
         self.input_files = input_files or InputFileOptions()
@@ -112,9 +92,12 @@ class Worker:
         self._started: Optional["asyncio.Future[None]"] = None
         self._finished: Optional["asyncio.Future[None]"] = None
         self._stopping: Optional[Dict[str, Any]] = None
+        #: A gateway older than protocol 5 refused ``identity`` in the register: it is left out from then on.
+        self._identity_refused = False
         self.runner: LeaseRunner
         self.mover: LeaseMover
         self.connection: GatewayConnection
+        self.backend_watch: BackendWatch
 
     # -- handlers and events -----------------------------------------------------------------
 
@@ -183,22 +166,7 @@ class Worker:
         return self.state == "running" or (self.state == "stopping" and self.mover.size > 0 and not forced)
 
     def _resolve_kinds(self) -> List[str]:
-        kinds = self._kinds
-        if kinds is None:
-            kinds = [k for k in self.handlers if k != "*"]
-            if not kinds:
-                raise ValueError("no kinds: register handlers (worker.handler(kind)) or pass kinds=[...] with a '*' handler")
-        elif kinds == "all":
-            kinds = ["all"]
-        if isinstance(kinds, str) or not 1 <= len(kinds) <= 64:
-            raise ValueError("kinds must be 'all' or a list of 1 to 64 kind names")
-        kinds = list(dict.fromkeys(kinds))
-        missing = [k for k in kinds if k != "all" and self.handler_for(k) is None]
-        if "all" in kinds and "*" not in self.handlers:
-            missing.append("all")
-        if missing:
-            raise ValueError(f"no handler for {', '.join(missing)} (register one per kind, or a '*' fallback)")
-        return kinds
+        return resolve_kinds(self._kinds, self.handlers)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -214,6 +182,7 @@ class Worker:
         self.runner = LeaseRunner(self)
         self.mover = LeaseMover(self, self.runner)
         self.connection = GatewayConnection(self)
+        self.backend_watch = BackendWatch(self, self.probe, self.backend_options)
         self._started = loop.create_future()
         self._finished = loop.create_future()
         self.state = "running"
@@ -318,92 +287,6 @@ class Worker:
 
         s["abort"] = asyncio.get_running_loop().call_later(max(0.0, timeout), abort)
 
-    # -- frames ------------------------------------------------------------------------------
-
-    def register_frame(self) -> Dict[str, Any]:
-        frame: Dict[str, Any] = {
-            "type": "register",
-            "protocol": self.protocols,
-            "kinds": self.kinds,
-            "tier": self.tier,
-            "slots": self.slots,
-            "hardware": self.hardware,
-            "software": self.software,
-        }
-        if self.models is not None and MODELS_PROTOCOL in self.protocols:
-            frame["models"] = self.models
-        resume = self.mover.resume_claims()
-        if resume:
-            frame["resume"] = resume
-        return frame
-
-    def on_frame(self, conn: Connection, frame: Dict[str, Any]) -> None:
-        kind = frame["type"]
-        if kind == "registered":
-            self._on_registered(conn, frame)
-        elif kind == "lease":
-            self.runner.on_lease(conn, frame)
-        elif kind == "cancel":
-            self.runner.on_cancel(frame)
-        elif kind == "reconnect":
-            self.mover.on_reconnect(conn)
-        elif kind == "drain":
-            conn.draining = True
-            self.log.info("the gateway asked to drain: finishing current leases, then reconnecting")
-            self.emit("drain")
-            self.check_idle()
-        elif kind == "ack":
-            self.runner.on_answer(frame.get("lease_id"), {"ok": True, "of": str(frame.get("of"))})
-        elif kind == "error":
-            self._on_error(conn, frame)
-        elif kind == "models_accepted":
-            self.log.debug("the gateway took the new model list")
-        else:
-            self.log.debug("ignoring a %s frame", kind)
-
-    def _on_registered(self, conn: Connection, frame: Dict[str, Any]) -> None:
-        if conn.registered:
-            return
-        hb = frame.get("heartbeat_ms")
-        ttl = frame.get("lease_ttl_ms")
-        heartbeat = hb / 1000 if isinstance(hb, (int, float)) and hb > 0 else 5.0
-        self.connection.registered(conn, heartbeat)
-        self.worker_id = str(frame.get("worker_id"))
-        self.protocol = int(frame.get("protocol") or 1)
-        self.mover.registered(ttl / 1000 if isinstance(ttl, (int, float)) else 30.0)
-        self.log.info("registered as %s (protocol %d; %s; tier %s; %d slot(s))", self.worker_id, self.protocol, ", ".join(self.kinds), self.tier, self.slots)
-        if self.mover.size > 0:
-            self.mover.settle(conn, frame)
-        self.emit("registered", {"worker_id": self.worker_id, "protocol": self.protocol, "heartbeat_ms": hb, "lease_ttl_ms": ttl})
-        if self._started is not None and not self._started.done():
-            self._started.set_result(None)
-        if self.state == "stopping":
-            self.check_idle()
-
-    def _on_error(self, conn: Connection, frame: Dict[str, Any]) -> None:
-        error = {"code": str(frame.get("code") or "unknown"), "message": str(frame.get("message") or "")}
-        lease_id = frame.get("lease_id")
-        if isinstance(lease_id, str):
-            error["lease_id"] = lease_id
-        self.emit("gateway_error", error)
-        if not conn.registered:
-            self.connection.refused(conn, {"code": error["code"], "message": error["message"]})
-        elif isinstance(lease_id, str):
-            self.runner.on_answer(lease_id, {"ok": False, "code": error["code"], "message": error["message"]})
-        else:
-            self.log.warning("error frame from the gateway: %s %s", error["code"], error["message"])
-
-    def on_socket_closed(self, conn: Connection) -> None:
-        """A socket closed: a lease moving with it waits for the next one; the others are lost."""
-        for lease_id in list(conn.leases):
-            lease = self.runner.leases.get(lease_id)
-            if lease is None:
-                continue
-            if conn.moving and lease.phase != "done":
-                self.mover.hold_for_move(lease)
-            else:
-                self.runner.lost_with_connection(lease)
-
     def on_refused(self, err: WorkerRefusedError) -> None:
         self.state = "stopping"
         loop = asyncio.get_running_loop()
@@ -448,6 +331,7 @@ class Worker:
         if self.state == "stopped":
             return
         self.state = "stopped"
+        self.backend_watch.stop()
         self.connection.cancel_reconnect()
         s = self._stopping
         if s is not None:

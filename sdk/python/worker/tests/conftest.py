@@ -107,6 +107,14 @@ class Api:
         except AssertionError as e:
             raise AssertionError(f"{e}; the job was {json.dumps(seen.get('job'))[:2000]}") from None
 
+    def capabilities(self, kind: str) -> Dict[str, Any]:
+        """The kind's entry of ``/v1/capabilities``: its live workers, ``workers_unavailable``..."""
+        kinds = http("GET", f"{GATEWAY}/v1/capabilities", key=API_KEY)["kinds"]
+        return next(k for k in kinds if k["kind"] == kind)
+
+    def capacity(self) -> Dict[str, Any]:
+        return http("GET", f"{GATEWAY}/v1/network/capacity")
+
     def cancel(self, run_id: str) -> Dict[str, Any]:
         return http("POST", f"{GATEWAY}/v1/jobs/{run_id}/cancel", {}, API_KEY)
 
@@ -168,7 +176,7 @@ class RunningWorker:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.events: List[tuple] = []
-        for event in ("registered", "completed", "failed", "dropped", "disconnected", "drain", "stopped"):
+        for event in ("registered", "completed", "failed", "dropped", "disconnected", "drain", "refused", "backend", "stopped"):
             worker.on(event, lambda *args, _e=event: self.events.append((_e, *args)))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)

@@ -49,3 +49,7 @@ def test_options_are_checked_up_front():
         check_models({IMAGE: ["/models/7B.gguf"]}, [IMAGE], 1)
     with pytest.raises(ValueError, match="not among the worker's kinds"):
         check_models({"inference:rig": ["a"]}, [IMAGE], 1)
+    with pytest.raises(ValueError, match="over 65536 bytes of JSON"):
+        check_models({IMAGE: [{"id": "a", "input_schema": {"description": "x" * 70_000}}]}, [IMAGE], 1)
+    with pytest.raises(TypeError, match="probe"):
+        Worker("http://127.0.0.1:1", "swt_x", probe="http://127.0.0.1:8188")  # type: ignore[arg-type]

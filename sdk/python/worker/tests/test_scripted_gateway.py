@@ -1,83 +1,14 @@
 """Frame-level behaviour against a scripted gateway (a websockets server in this process): what
 the worker sends, in which order, and what it does with answers a real gateway gives rarely
-(``unavailable``, ``stale_lease``, a protocol 1 instance refusing ``resume``)."""
+(``unavailable``, ``stale_lease``, a protocol 1 instance refusing ``resume``, batched acks)."""
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Any, Dict, List
 
-import websockets
+from scripted_gateway import IMAGE, ScriptedGateway, lease, run
 
 from switchyard_worker import Worker
-
-IMAGE = "inference:image:generate"
-
-
-class ScriptedGateway:
-    """Accepts worker sockets; each connection's frames land in ``conns[i]``; the test answers by hand."""
-
-    def __init__(self) -> None:
-        self.conns: List[Dict[str, Any]] = []
-        self.arrived = asyncio.Condition()
-
-    async def __aenter__(self) -> "ScriptedGateway":
-        async def handler(ws: Any, *_: Any) -> None:
-            conn = {"ws": ws, "frames": [], "auth": None}
-            req = getattr(ws, "request", None)
-            headers = req.headers if req is not None else ws.request_headers
-            conn["auth"] = headers.get("Authorization")
-            self.conns.append(conn)
-            try:
-                async for raw in ws:
-                    conn["frames"].append(json.loads(raw))
-                    async with self.arrived:
-                        self.arrived.notify_all()
-            except websockets.exceptions.ConnectionClosed:
-                pass
-            async with self.arrived:
-                self.arrived.notify_all()
-
-        self.server = await websockets.serve(handler, "127.0.0.1", 0)
-        port = next(iter(self.server.sockets)).getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.server.close()
-        await self.server.wait_closed()
-
-    async def frame(self, match: Callable[[Dict[str, Any]], bool], conn: int = -1, after: int = 0, timeout: float = 10) -> Dict[str, Any]:
-        """The first frame of connection ``conn`` (from index ``after``) that matches."""
-
-        def find() -> Optional[Dict[str, Any]]:
-            if conn >= len(self.conns) or not self.conns:
-                return None
-            return next((f for f in self.conns[conn]["frames"][after:] if match(f)), None)
-
-        async with self.arrived:
-            await asyncio.wait_for(self.arrived.wait_for(lambda: find() is not None), timeout)
-        return find()  # type: ignore[return-value]
-
-    async def send(self, frame: Dict[str, Any], conn: int = -1) -> None:
-        await self.conns[conn]["ws"].send(json.dumps(frame))
-
-    async def register(self, protocol: int = 2, conn: int = -1, **extra: Any) -> Dict[str, Any]:
-        reg = await self.frame(lambda f: f["type"] == "register", conn)
-        await self.send({"type": "registered", "worker_id": f"wkr_{len(self.conns)}", "protocol": protocol, "heartbeat_ms": 100, "lease_ttl_ms": 3000, **extra}, conn)
-        return reg
-
-    def types(self, conn: int = -1) -> List[str]:
-        return [f["type"] for f in self.conns[conn]["frames"] if f["type"] != "heartbeat"]
-
-
-def lease(n: int = 1, **over: Any) -> Dict[str, Any]:
-    return {"type": "lease", "lease_id": f"lse_{n}", "fence": 1, "run_id": f"run_{n}", "kind": IMAGE, "tier": "open", "attempt": 1,
-            "input": {"prompt": "p"}, "upload_url": "http://127.0.0.1:9/v1/leases/x/artifacts", "upload_token": f"tok{n}", **over}
-
-
-def run(test: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(test(), 30))
 
 
 def test_registers_with_its_token_kinds_models_and_versions_and_heartbeats_name_its_leases():
@@ -93,7 +24,7 @@ def test_registers_with_its_token_kinds_models_and_versions_and_heartbeats_name_
             reg = await gw.register(protocol=3)
             await start
             assert gw.conns[0]["auth"] == "Bearer swt_token"
-            assert reg["protocol"] == [1, 2, 3] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
+            assert reg["protocol"] == [1, 2, 3, 4, 5] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
             assert reg["models"] == {IMAGE: [{"id": "flux"}]}
             assert reg["hardware"]["gpu"] == "test" and reg["software"]["sdk"] == "switchyard-worker-python"
             await gw.send(lease(1))
@@ -168,7 +99,7 @@ def test_a_stale_lease_answer_cancels_the_handler_and_nothing_more_is_reported()
     run(test)
 
 
-def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_refusing_the_claim_gets_a_plain_register():
+def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_refusing_identity_then_the_claim_gets_a_plain_register():
     async def test() -> None:
         async with ScriptedGateway() as gw:
             release = asyncio.Event()
@@ -190,17 +121,111 @@ def test_on_reconnect_the_running_lease_is_claimed_and_a_protocol_1_instance_ref
             # The next socket claims the lease with its token ...
             claim = await gw.frame(lambda f: f["type"] == "register", conn=1)
             assert claim["resume"] == [{"lease_id": "lse_1", "fence": 1, "upload_token": "tok1"}]
-            # ... a protocol 1 instance refuses the claim as a bad register: register again without it.
-            await gw.send({"type": "error", "code": "bad_frame", "message": "resume is not allowed"}, conn=1)
+            # ... a protocol 1 instance refuses the register as bad: first without its identity, the claim kept ...
+            assert "identity" in claim
+            await gw.send({"type": "error", "code": "bad_frame", "message": "identity is not allowed"}, conn=1)
             await gw.conns[1]["ws"].close(4400, "bad register")
-            plain = await gw.frame(lambda f: f["type"] == "register", conn=2)
-            assert "resume" not in plain
-            await gw.register(protocol=1, conn=2)
+            unnamed = await gw.frame(lambda f: f["type"] == "register", conn=2)
+            assert "identity" not in unnamed and unnamed["resume"] == claim["resume"]
+            # ... then without the claim.
+            await gw.send({"type": "error", "code": "bad_frame", "message": "resume is not allowed"}, conn=2)
+            await gw.conns[2]["ws"].close(4400, "bad register")
+            plain = await gw.frame(lambda f: f["type"] == "register", conn=3)
+            assert "resume" not in plain and "identity" not in plain
+            await gw.register(protocol=1, conn=3)
             while not dropped:
                 await asyncio.sleep(0.01)
             assert "lost in the move" in dropped[0]
             release.set()
             await w.stop(0)
             assert w.state == "stopped"
+
+    run(test)
+
+
+def test_outputs_are_numbered_and_one_ack_with_a_count_answers_that_many_before_the_final_report_goes():
+    async def test() -> None:
+        async with ScriptedGateway() as gw:
+            async def handler(job: Any) -> Dict[str, Any]:
+                for word in ("Light", "houses ", "guide ", "ships."):
+                    job.output(word)
+                return {"text": "done"}
+
+            completed: List[Any] = []
+            w = Worker(gw.url, "swt_t", handlers={IMAGE: handler})
+            w.on("completed", lambda info, output: completed.append(output))
+            start = asyncio.ensure_future(w.start())
+            await gw.register(protocol=4)
+            await start
+            await gw.send(lease(1))
+            await gw.frame(lambda f: f["type"] == "output" and f["seq"] == 4)
+            assert [(f["seq"], f["delta"]) for f in gw.outputs()] == [(1, "Light"), (2, "houses "), (3, "guide "), (4, "ships.")]
+            assert "complete" not in gw.types(), "the final report waits for the outputs' answers"
+            # The gateway logged the four together: one ack answers them all, and the report follows.
+            await gw.send({"type": "ack", "lease_id": "lse_1", "of": "output", "count": 4})
+            done = await gw.frame(lambda f: f["type"] == "complete", timeout=5)
+            assert done["output"] == {"text": "done", "urls": []}
+            await gw.send({"type": "ack", "lease_id": "lse_1", "of": "complete"})
+            while not completed:
+                await asyncio.sleep(0.01)
+            assert gw.types() == ["register", "output", "output", "output", "output", "complete"]
+            await w.stop(0)
+
+    run(test)
+
+
+async def _move_mid_stream(gw: ScriptedGateway, protocol: int) -> None:
+    """The handler streams a, b, c; the first instance acks a and b (one ack), asks the worker to
+    move and closes before answering c; d is written while the lease moves, e once it has moved."""
+    moved, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(job: Any) -> None:
+        for d in "abc":
+            job.output(d)
+        await moved.wait()
+        job.output("d")
+        await release.wait()
+        job.output("e")
+
+    w = Worker(gw.url, "swt_t", handlers={IMAGE: handler})
+    start = asyncio.ensure_future(w.start())
+    await gw.register(protocol=protocol)
+    await start
+    await gw.send(lease(1))
+    await gw.frame(lambda f: f["type"] == "output" and f["delta"] == "c")
+    await gw.send({"type": "ack", "lease_id": "lse_1", "of": "output", "count": 2})
+    await gw.send({"type": "reconnect"})
+    await gw.conns[0]["ws"].close()
+    claim = await gw.frame(lambda f: f["type"] == "register", conn=1)
+    assert [c["lease_id"] for c in claim["resume"]] == ["lse_1"]
+    moved.set()
+    while not w.runner.leases["lse_1"].held:  # d waits for the lease to be taken back
+        await asyncio.sleep(0.01)
+    await gw.register(protocol=protocol, conn=1, resumed=["lse_1"])
+    release.set()
+    await gw.frame(lambda f: f["type"] == "output" and f["delta"] == "e", conn=1)
+    for _ in gw.outputs(conn=1):
+        await gw.send({"type": "ack", "lease_id": "lse_1", "of": "output"}, conn=1)
+    await gw.frame(lambda f: f["type"] == "complete", conn=1)
+    await gw.send({"type": "ack", "lease_id": "lse_1", "of": "complete"}, conn=1)
+    await w.stop(0)
+
+
+def test_after_a_move_the_outputs_not_acked_go_again_first_with_their_numbers_and_the_acked_ones_never():
+    async def test() -> None:
+        async with ScriptedGateway() as gw:
+            await _move_mid_stream(gw, 4)
+            assert [(f["seq"], f["delta"]) for f in gw.outputs(conn=0)] == [(1, "a"), (2, "b"), (3, "c")]
+            assert [(f["seq"], f["delta"]) for f in gw.outputs(conn=1)] == [(3, "c"), (4, "d"), (5, "e")]
+
+    run(test)
+
+
+def test_an_instance_of_protocol_3_gets_no_numbers_and_nothing_again_as_it_could_log_it_twice():
+    async def test() -> None:
+        async with ScriptedGateway() as gw:
+            await _move_mid_stream(gw, 3)
+            assert all("seq" not in f for f in gw.outputs())
+            assert [f["delta"] for f in gw.outputs(conn=1)] == ["d", "e"]
 
     run(test)
