@@ -208,6 +208,10 @@ class ScriptedGateway {
   sockets: WebSocket[] = [];
   /** Overrides the default answer to a report frame (ack); return false to send nothing. */
   onReport?: (frame: Record<string, any>, ws: WebSocket) => boolean | void;
+  /** Overrides the default answer to a register (`registered`); return false to send nothing. */
+  onRegister?: (frame: Record<string, any>, ws: WebSocket) => boolean | void;
+  /** The protocol version `registered` says was agreed. */
+  protocol = 1;
 
   async start(): Promise<this> {
     this.wss = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/v1/workers/connect' });
@@ -219,7 +223,9 @@ class ScriptedGateway {
         const frame = JSON.parse(data.toString()) as Record<string, any>;
         frame.authorization = req.headers.authorization;
         this.frames.push(frame);
-        if (frame.type === 'register') ws.send(JSON.stringify({ type: 'registered', worker_id: 'wkr_fake', protocol: 1, heartbeat_ms: 100, lease_ttl_ms: 2000 }));
+        if (frame.type === 'register') {
+          if (this.onRegister?.(frame, ws) !== false) ws.send(JSON.stringify({ type: 'registered', worker_id: 'wkr_fake', protocol: this.protocol, heartbeat_ms: 100, lease_ttl_ms: 2000 }));
+        } else if (frame.type === 'backend') return;
         else if (frame.type !== 'heartbeat' && this.onReport?.(frame, ws) !== false) ws.send(JSON.stringify({ type: 'ack', lease_id: frame.lease_id, of: frame.type }));
       });
     });
@@ -292,6 +298,77 @@ describe('worker SDK: frames (scripted gateway)', () => {
     await waitFor('complete', () => gw.of('complete').length === 1);
     const mark = gw.frames.length;
     await waitFor('a heartbeat without the lease', () => gw.frames.slice(mark).some((f) => f.type === 'heartbeat' && f.leases.length === 0));
+  });
+
+  it('keeps its identity across reconnections, and registers without it when an older gateway refuses the field', async () => {
+    gw.onRegister = (frame, ws) => {
+      if (frame.identity === undefined) return;
+      // A gateway of protocol 4: its register schema has no identity.
+      ws.send(JSON.stringify({ type: 'error', code: 'bad_frame', message: 'invalid register frame: /identity must NOT have additional properties' }));
+      ws.close(4400, 'bad register frame');
+      return false;
+    };
+    const w = worker({ identity: 'render-box-7', handler: async () => ({ artifacts: [] }) });
+    await w.start();
+    const registers = gw.of('register');
+    assert.deepEqual(registers.map((r) => r.identity), ['render-box-7', undefined]);
+    gw.onRegister = undefined;
+    const w2 = worker({ handler: async () => ({ artifacts: [] }) });
+    await w2.start();
+    const first = gw.of('register').at(-1)!.identity;
+    gw.sockets.at(-1)!.terminate();
+    await waitFor('the worker back', () => gw.of('register').length === registers.length + 2);
+    assert.equal(gw.of('register').at(-1)!.identity, first, 'the same identity on the new connection');
+  });
+
+  it('a 4409 close (its identity registered by another live process) stops the worker as superseded, without reconnecting', async () => {
+    const w = worker({ handler: async () => ({ artifacts: [] }) });
+    await w.start();
+    const refused = new Promise<{ code: string; status: number }>((resolve) => w.once('refused', resolve));
+    gw.sockets[0].close(4409, 'superseded');
+    const err = await refused;
+    assert.equal(err.code, 'superseded');
+    assert.equal(err.status, 4409);
+    await w.wait().catch(() => {});
+    assert.equal(gw.of('register').length, 1);
+  });
+
+  it('a lease failing upstream_unavailable tells a protocol 5 gateway the backend is down before its fail, and up again once the probe answers', async () => {
+    gw.protocol = 5;
+    let probes = 0;
+    const states: boolean[] = [];
+    const w = worker({
+      handler: async () => {
+        throw Object.assign(new Error('ComfyUI refused the connection'), { code: 'upstream_unavailable', retryable: true });
+      },
+      backend: {
+        probe: async () => {
+          if (++probes < 3) throw new Error('still down');
+        },
+        firstDelayMs: 10,
+        maxDelayMs: 20,
+      },
+    });
+    w.on('backend', (s) => states.push(s.available));
+    await w.start();
+    gw.send(gw.lease(1));
+    await waitFor('the backend up again', () => gw.of('backend').length === 2);
+    const types = gw.frames.filter((f) => f.type === 'backend' || f.type === 'fail').map((f) => (f.type === 'backend' ? `backend:${f.available}` : f.type));
+    assert.deepEqual(types, ['backend:false', 'fail', 'backend:true']);
+    assert.equal(gw.of('backend')[0].message, 'ComfyUI refused the connection');
+    assert.equal(probes, 3);
+    assert.deepEqual(states, [false, true]);
+  });
+
+  it('a gateway older than protocol 5 is not sent backend frames', async () => {
+    gw.protocol = 4;
+    const w = worker({ handler: async () => Promise.reject(Object.assign(new Error('gone'), { code: 'upstream_unavailable', retryable: true })), backend: { firstDelayMs: 10 } });
+    const states: boolean[] = [];
+    w.on('backend', (s) => states.push(s.available));
+    await w.start();
+    gw.send(gw.lease(1));
+    await waitFor('the worker available again after its wait', () => states.length === 2);
+    assert.deepEqual(gw.of('backend'), []);
   });
 
   it('throttles progress frames and sends log and output frames; complete carries urls and extra', async () => {

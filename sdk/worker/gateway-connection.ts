@@ -1,5 +1,5 @@
 import WebSocket, { type RawData } from 'ws';
-import { MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, type RegisterFrame, type WorkerFrame } from '../protocol/index.js';
+import { MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, SUPERSEDED_CODE, type RegisterFrame, type WorkerFrame } from '../protocol/index.js';
 import { isRecord } from './is-record.js';
 import { WorkerRefusedError, type EmitWorkerEvent } from './worker-events.js';
 import type { WorkerSettings } from './worker-options.js';
@@ -225,7 +225,7 @@ export class GatewayConnection {
       const status = refusal?.status ?? code;
       const err = new WorkerRefusedError(
         `the gateway refused this worker (${status}${refusal ? ` ${refusal.code}` : ''}): ${refusal?.message ?? (reason || 'no reason given')}`,
-        refusal?.code ?? 'refused',
+        refusal?.code ?? (code === SUPERSEDED_CLOSE ? SUPERSEDED_CODE : 'refused'),
         status,
       );
       log.error(err.message);
