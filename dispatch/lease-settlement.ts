@@ -1,3 +1,4 @@
+// Kept whole for now (over 400 lines): every way a lease ends is here, beside the table of leases it settles, until leases have one owner of their own.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';

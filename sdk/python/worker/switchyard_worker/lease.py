@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .calls import in_daemon_thread, is_async
+from .errors import WorkerError
 from .http_retry import Aborted
 from .input_files import LeaseInputFiles
 from .job import Job
@@ -100,7 +101,7 @@ class LeaseRunner:
         info = lease.info
         handler = self.worker.handler_for(info.kind)
         if handler is None:
-            raise _Failure(f"this worker has no handler for {info.kind}", "unsupported_kind", True)
+            raise WorkerError(f"this worker has no handler for {info.kind}", "unsupported_kind", True)
         job = Job(self, lease, files, self.loop)
         if is_async(handler):
             result = await handler(job)
@@ -394,9 +395,3 @@ class LeaseRunner:
         self.leases.pop(lease.info.lease_id, None)
         lease.conn.leases.discard(lease.info.lease_id)
 
-
-class _Failure(Exception):
-    def __init__(self, message: str, code: str, retryable: bool) -> None:
-        super().__init__(message)
-        self.code = code
-        self.retryable = retryable
