@@ -4,6 +4,12 @@ import type { GatewayFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
 
+/** What the gateway needs of a worker's connection: frames out, and the close. The transport renders them. */
+export interface WorkerLink {
+  send(frame: GatewayFrame): void;
+  close(code: number, reason: string): void;
+}
+
 /** A worker connected to this gateway process, whatever carries its frames. */
 export interface ConnectedWorker {
   info: WorkerInfo;

@@ -1,14 +1,14 @@
 import type { JWK } from 'jose';
 import type { Logger } from 'pino';
-import type { WebSocket } from 'ws';
 import type { AttestationService } from './attestation/attestation-service.js';
 import { AttestationError, type Evidence } from '../sdk/attestation/index.js';
 import { TIERS, type Tier } from '../models/kinds.js';
 import type { OperatorTrust } from '../models/types.js';
-import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
+import { TIER_RANK, type ConnectedWorker, type WorkerLink } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 import { AttestationSession } from './worker-attestation.js';
-import type { GatewayFrame, RegisterFrame } from '../sdk/protocol/index.js';
+import type { ErrorFrame, RegisterFrame } from '../sdk/protocol/index.js';
+
 
 export interface PrivateRegistrationsOptions {
   service: AttestationService;
@@ -37,7 +37,8 @@ export function privateWorkerTiers(trust: OperatorTrust): Tier[] {
  * nonces of registered workers. Keeps the registrations waiting for their evidence, by socket.
  */
 export class PrivateRegistrations {
-  private readonly pending = new WeakMap<WebSocket, { worker: ConnectedWorker; frame: RegisterFrame }>();
+  /** By the connection's session (any object that stands for the connection). */
+  private readonly pending = new WeakMap<object, { worker: ConnectedWorker; frame: RegisterFrame }>();
 
   constructor(private readonly opts: PrivateRegistrationsOptions) {}
 
@@ -46,56 +47,55 @@ export class PrivateRegistrations {
   }
 
   /** Sends the first nonce; the registration completes when `answer` accepts evidence for it. */
-  async begin(ws: WebSocket, worker: ConnectedWorker, frame: RegisterFrame, send: (f: GatewayFrame) => void): Promise<void> {
+  async begin(connection: object, worker: ConnectedWorker, frame: RegisterFrame, link: WorkerLink): Promise<void> {
     const session = new AttestationSession({
       service: this.opts.service,
       workerId: worker.info.worker_id,
       receiptKey: frame.receipt_key as JWK,
-      send,
+      send: (f) => link.send(f),
       log: this.opts.log,
       refreshBeforeMs: this.opts.refreshBeforeMs,
       nonceTtlMs: this.opts.nonceTtlMs,
       onAttested: () => this.opts.dispatcher.offer(worker),
       onTimeout: () => {
-        send({ type: 'error', code: 'attestation_timeout', message: `no attestation evidence arrived within ${this.opts.nonceTtlMs} ms of the attest nonce; connect again` });
-        ws.close(ATTESTATION_TIMEOUT_CLOSE, 'attestation timed out');
+        link.send({ type: 'error', code: 'attestation_timeout', message: `no attestation evidence arrived within ${this.opts.nonceTtlMs} ms of the attest nonce; connect again` });
+        link.close(ATTESTATION_TIMEOUT_CLOSE, 'attestation timed out');
       },
     });
     worker.attestation = session;
-    this.pending.set(ws, { worker, frame });
+    this.pending.set(connection, { worker, frame });
     await session.ask();
   }
 
-  /** The registration this socket is attesting, if any. */
-  waiting(ws: WebSocket): { worker: ConnectedWorker; frame: RegisterFrame } | undefined {
-    return this.pending.get(ws);
+  /** The registration this connection is attesting, if any. */
+  waiting(connection: object): { worker: ConnectedWorker; frame: RegisterFrame } | undefined {
+    return this.pending.get(connection);
   }
 
   /** The registration completed: the worker's session now ends with the worker (Dispatcher.detach). */
-  settled(ws: WebSocket): void {
-    this.pending.delete(ws);
+  settled(connection: object): void {
+    this.pending.delete(connection);
   }
 
-  /** The socket closed while attesting (or its registration was refused): stop asking. */
-  abandon(ws: WebSocket): void {
-    this.pending.get(ws)?.worker.attestation?.close();
-    this.pending.delete(ws);
+  /** The connection closed while attesting (or its registration was refused): stop asking. */
+  abandon(connection: object): void {
+    this.pending.get(connection)?.worker.attestation?.close();
+    this.pending.delete(connection);
   }
 
   /**
-   * Checks an `attestation` frame; true if the evidence was accepted. A refused answer gets an
-   * `error` frame with code `attestation_failed` and the check's own code in `reason`.
+   * Checks an `attestation` frame: null if the evidence was accepted, else the `error` frame that
+   * says why (code `attestation_failed`, the check's own code in `reason`).
    */
-  async answer(worker: ConnectedWorker, evidence: Evidence, send: (f: GatewayFrame) => void, nonce?: string): Promise<boolean> {
+  async answer(worker: ConnectedWorker, evidence: Evidence, nonce?: string): Promise<ErrorFrame | null> {
     try {
       const record = await worker.attestation!.answer(evidence, nonce);
       this.opts.log.info({ workerId: worker.info.worker_id, expiresAt: record.expires_at, gpus: record.gpus.length }, 'worker attested');
-      return true;
+      return null;
     } catch (err) {
       if (!(err instanceof AttestationError)) throw err;
       this.opts.log.warn({ workerId: worker.info.worker_id, reason: err.code, why: err.message }, 'attestation refused');
-      send({ type: 'error', code: 'attestation_failed', reason: err.code, message: `${err.code}: ${err.message}` });
-      return false;
+      return { type: 'error', code: 'attestation_failed', reason: err.code, message: `${err.code}: ${err.message}` };
     }
   }
 }
