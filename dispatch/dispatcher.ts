@@ -11,6 +11,7 @@ import { FleetCounters } from './fleet-counters.js';
 import { LeaseScheduler } from './lease-scheduler.js';
 import { LeaseSettlement, type WorkerReportSink } from './lease-settlement.js';
 import type { LeaseStore } from './lease-store.js';
+import { LeaseTable } from './lease-table.js';
 import type { ReceiptChecker } from './receipt-check.js';
 import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
@@ -71,9 +72,11 @@ export const dispatchChannels = (prefix: string) => {
  * in a loop. The run record is moved first in every step (it is the fence), BullMQ second.
  *
  * The work is split where the state divides: `WorkerPool` owns the attached workers,
- * `LeaseScheduler` the wake-up bookkeeping (fetching jobs and making leases), `LeaseSettlement`
- * the leases held here (and how they end). This class wires them to each other and to Redis,
- * and is the only one the rest of the gateway sees.
+ * `LeaseTable` the leases held here and their records (made, extended, adopted, handed over,
+ * ended), `LeaseScheduler` the wake-up bookkeeping (fetching jobs and making leases in the
+ * table), `LeaseSettlement` every way a lease ends (reports, losses). Calls go one way: the
+ * scheduler and settlement call the table, which calls neither. This class wires them to each
+ * other and to Redis, and is the only one the rest of the gateway sees.
  */
 export class Dispatcher {
   /** The fleet counts every instance reads (capacity, capabilities): rewritten on every change here. */
@@ -82,6 +85,7 @@ export class Dispatcher {
   readonly heartbeatMs: number;
   private readonly fleetTtlMs: number;
   private readonly bull: BullWorkers;
+  private readonly table: LeaseTable;
   private readonly settlement: LeaseSettlement;
   private readonly scheduler: LeaseScheduler;
   private readonly pool: WorkerPool;
@@ -96,7 +100,8 @@ export class Dispatcher {
     this.bull = new BullWorkers({ connection: opts.bullConnection, reads: opts.redis, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
-    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.settlement.leasesOf(w, kind, model), log: opts.log });
+    this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.table.leasesOf(w, kind, model), log: opts.log });
+    this.table = new LeaseTable({ records: opts.leases, runs: opts.runs, bull: this.bull, fleet: this.fleet, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs, log: opts.log });
     this.settlement = new LeaseSettlement(
       {
         fill: (w) => this.scheduler.fill(w),
@@ -105,13 +110,9 @@ export class Dispatcher {
       },
       {
         runs: opts.runs,
-        leases: opts.leases,
-        bull: this.bull,
-        fleet: this.fleet,
+        table: this.table,
         log: opts.log,
         maxAttempts: opts.maxAttempts,
-        gatewayId: opts.gatewayId,
-        leaseTtlMs: this.leaseTtlMs,
         artifacts: opts.artifacts,
         publicUrl: opts.publicUrl,
         events: opts.events,
@@ -129,12 +130,11 @@ export class Dispatcher {
       },
     );
     this.scheduler = new LeaseScheduler(
-      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, settlement: this.settlement },
+      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement },
       {
         redis: opts.redis,
         channel: this.channels.queued,
         runs: opts.runs,
-        leases: opts.leases,
         bull: this.bull,
         log: opts.log,
         maxAttempts: opts.maxAttempts,
@@ -144,7 +144,7 @@ export class Dispatcher {
         metrics: opts.metrics,
       },
     );
-    this.pool = new WorkerPool({ scheduler: this.scheduler, settlement: this.settlement }, { fleet: this.fleet, log: opts.log });
+    this.pool = new WorkerPool({ scheduler: this.scheduler, table: this.table, settlement: this.settlement }, { fleet: this.fleet, log: opts.log });
     this.identities = new WorkerIdentities({
       redis: opts.redis,
       channel: this.channels.workers,
@@ -245,7 +245,7 @@ export class Dispatcher {
    * before it is attached, so they count against its slots.
    */
   adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
-    return this.settlement.adopt(worker, claims);
+    return this.table.adopt(worker, claims);
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */

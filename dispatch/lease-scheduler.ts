@@ -1,10 +1,9 @@
 import { leaseFileUrl, leaseUploadUrl, type LeaseInputFile } from '../sdk/protocol/index.js';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { hashSecret } from '../models/credentials.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { PriorRunFields, RunStore } from '../models/stores.js';
 import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
@@ -14,9 +13,8 @@ import { inputDigest } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver } from './dispatch-observer.js';
-import { ownerKey } from './lease-handover.js';
-import type { ActiveLease, LeaseSettlement } from './lease-settlement.js';
-import type { LeaseStore } from './lease-store.js';
+import type { LeaseSettlement } from './lease-settlement.js';
+import type { LeaseTable } from './lease-table.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
 interface LeaseProgress {
@@ -46,8 +44,10 @@ export interface SchedulerContext {
   attached(workerId: string): ConnectedWorker | undefined;
   /** The instance is stopping: a Redis outage is not waited out. */
   stopping(): boolean;
-  /** Holds each lease once it is made, and ends it. */
-  settlement: Pick<LeaseSettlement, 'open' | 'loseLease' | 'finish' | 'leasesOf'>;
+  /** Makes each lease, and holds it. */
+  table: Pick<LeaseTable, 'create' | 'leasesOf'>;
+  /** Ends a lease that could not go out, or a job past its last attempt. */
+  settlement: Pick<LeaseSettlement, 'loseLease' | 'finish'>;
 }
 
 export interface LeaseSchedulerOptions {
@@ -56,7 +56,6 @@ export interface LeaseSchedulerOptions {
   /** The channel every instance's scheduler hears announcements on. */
   channel: string;
   runs: RunStore;
-  leases: LeaseStore;
   bull: BullWorkers;
   log: Logger;
   maxAttempts: number;
@@ -225,7 +224,7 @@ export class LeaseScheduler {
     const max = worker.modelLimits?.get(queue);
     if (max === undefined) return false;
     const { kind, model } = parseQueueName(queue)!;
-    return this.ctx.settlement.leasesOf(worker, kind, model!) >= max;
+    return this.ctx.table.leasesOf(worker, kind, model!) >= max;
   }
 
   /**
@@ -303,27 +302,7 @@ export class LeaseScheduler {
       this.opts.metrics?.requeued(job.data.kind, job.data.tier);
     }
     progress.started = { run, prior, fence: attempt };
-    const lease: ActiveLease = { id: `lse_${randomBytes(16).toString('hex')}`, fence: attempt, runId: run.run_id, accountId: run.account_id, queue, token, job, worker, closing: false };
-    const uploadToken = randomBytes(32).toString('base64url');
-    await this.opts.leases.put(
-      {
-        lease_id: lease.id,
-        run_id: run.run_id,
-        account_id: run.account_id,
-        worker_id: worker.info.worker_id,
-        kind: run.kind,
-        tier: run.confidentiality,
-        fence: attempt,
-        upload_hash: hashSecret(uploadToken),
-        gateway_id: this.opts.gatewayId,
-        queue,
-        job_id: job.id!,
-        lock_token: token,
-        owner: ownerKey(worker.info.owner),
-      },
-      this.opts.leaseTtlMs,
-    );
-    this.ctx.settlement.open(lease);
+    const { lease, uploadToken } = await this.ctx.table.create({ worker, queue, job, token, fence: attempt, run });
     // The worker signs the hash of the input it was leased; the gateway checks it against the stored input.
     const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input, inputFileHashes(run)) : undefined;
     if (run.confidentiality === 'private' && !attestedAt(worker)) {

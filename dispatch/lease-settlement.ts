@@ -1,4 +1,3 @@
-// Kept whole for now (over 400 lines): every way a lease ends is here, beside the table of leases it settles, until leases have one owner of their own.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';
@@ -6,18 +5,16 @@ import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError, RunRecord } from '../models/types.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
-import { modelQueueKey, queueName, queueTier } from '../queues/queue-names.js';
+import { queueTier } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
-import { isLockLost, type BullWorkers } from './bull-workers.js';
+import { isLockLost } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
-import type { FleetCounters } from './fleet-counters.js';
-import { LeaseHandover } from './lease-handover.js';
-import type { LeaseStore } from './lease-store.js';
+import type { ActiveLease, LeaseTable } from './lease-table.js';
 import { OutputFiles } from './output-files.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
 import type { RetryPolicy } from './retry-policy.js';
-import type { ResumeClaim, WorkerFrame } from '../sdk/protocol/index.js';
+import type { WorkerFrame } from '../sdk/protocol/index.js';
 
 /** What the dispatcher does with a worker's live reports once their lease checks out. */
 export interface WorkerReportSink {
@@ -26,21 +23,7 @@ export interface WorkerReportSink {
   output(runId: string, delta: string, guard?: { leaseId: string; seq: number }): Promise<void>;
 }
 
-/** A lease held on this instance: what its reports are checked against and what ends its job. */
-export interface ActiveLease {
-  id: string;
-  fence: number;
-  runId: string;
-  accountId: string;
-  queue: string;
-  token: string;
-  job: Job<QueuedJobData>;
-  worker: ConnectedWorker;
-  /** Set once a final report is being handled, so a second one is refused. */
-  closing: boolean;
-  /** Adopted from another instance after the caller canceled: the worker is told once attached. */
-  cancelOnAttach?: boolean;
-}
+export type { ActiveLease } from './lease-table.js';
 
 /**
  * What settlement needs from the rest of the dispatcher. Passed in rather than imported: the
@@ -57,13 +40,10 @@ export interface SettlementContext {
 
 export interface LeaseSettlementOptions {
   runs: RunStore;
-  leases: LeaseStore;
-  bull: BullWorkers;
-  fleet: FleetCounters;
+  /** The leases held here: looked up by reports and cancels, freed and ended here. */
+  table: LeaseTable;
   log: Logger;
   maxAttempts: number;
-  gatewayId: string;
-  leaseTtlMs: number;
   /** Where the artifacts are: a succeeded run's `output.files` is read from their records. */
   artifacts: ArtifactStore;
   /** Tells this gateway's artifact URLs from others; read at each settlement (PORT=0 settles it late). */
@@ -78,121 +58,28 @@ export interface LeaseSettlementOptions {
 type Refusal = { code: string; message: string };
 
 /**
- * The leases this instance holds and every way one ends: reported by its worker, lost with
- * its worker or its lock, or handed over to another instance; and the ones taken over from
- * one. The run record is moved first in every step (it is the fence), BullMQ second.
+ * Every way a lease held here ends: reported by its worker, lost with its worker or its lock.
+ * The leases themselves are the `LeaseTable`'s; settlement looks them up there and frees and
+ * ends them there. The run record is moved first in every step (it is the fence), BullMQ second.
  */
 export class LeaseSettlement {
-  private readonly handover: LeaseHandover;
   private readonly outputFiles: OutputFiles;
-  private readonly active = new Map<string, ActiveLease>();
-  /** Cancels arrive by run id. */
-  private readonly byRun = new Map<string, ActiveLease>();
 
   constructor(
     private readonly ctx: SettlementContext,
     private readonly opts: LeaseSettlementOptions,
   ) {
-    this.handover = new LeaseHandover({ leases: opts.leases, runs: opts.runs, bull: opts.bull, gatewayId: opts.gatewayId, leaseTtlMs: opts.leaseTtlMs });
     this.outputFiles = new OutputFiles({ artifacts: opts.artifacts, publicUrl: opts.publicUrl, log: opts.log });
-  }
-
-  /** How many of the worker's leases are of this model of this kind (any tier). */
-  leasesOf(worker: ConnectedWorker, kind: string, model: string): number {
-    const key = modelQueueKey(queueName(kind, 'open', model));
-    let n = 0;
-    for (const id of worker.leases) if (modelQueueKey(this.active.get(id)?.queue ?? '') === key) n++;
-    return n;
-  }
-
-  get(leaseId: string): ActiveLease | undefined {
-    return this.active.get(leaseId);
-  }
-
-  /** A lease that just went to its worker's account: held here, and counted busy in the fleet. */
-  open(lease: ActiveLease): void {
-    this.track(lease);
-    lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed(lease.worker);
-  }
-
-  private track(lease: ActiveLease): void {
-    this.active.set(lease.id, lease);
-    this.byRun.set(lease.runId, lease);
-    lease.worker.leases.add(lease.id);
-  }
-
-  private untrack(lease: ActiveLease): void {
-    this.active.delete(lease.id);
-    // The run may have been requeued and leased here again before this lease was released.
-    if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);
-    lease.worker.leases.delete(lease.id);
-    lease.worker.info.busy = lease.worker.leases.size;
-    this.opts.fleet.changed(lease.worker);
-  }
-
-  /**
-   * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
-   * before it is attached, so they count against its slots. Each claim is checked by
-   * `LeaseHandover`; the lost ones are left to lapse and be requeued by the stalled checker.
-   */
-  async adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
-    const resumed: string[] = [];
-    const lost: string[] = [];
-    for (const claim of claims.slice(0, worker.info.slots)) {
-      // Held here already (by this worker, claimed twice, or by another one): not taken again.
-      const held = this.active.get(claim.lease_id);
-      const outcome = held
-        ? { why: 'the lease is already held on this instance', runId: held.runId }
-        : await this.handover.adopt(claim, worker).catch((err: Error) => ({ why: `could not check it: ${err.message}`, runId: undefined }));
-      if (!('record' in outcome)) {
-        lost.push(claim.lease_id);
-        this.opts.log.info({ runId: outcome.runId ?? null, leaseId: claim.lease_id, workerId: worker.info.worker_id, why: outcome.why }, 'lease not resumed');
-        continue;
-      }
-      const { record, job } = outcome;
-      const lease: ActiveLease = { id: record.lease_id, fence: record.fence, runId: record.run_id, accountId: record.account_id, queue: record.queue, token: record.lock_token, job, worker, closing: false, cancelOnAttach: outcome.cancelRequested };
-      this.track(lease);
-      resumed.push(lease.id);
-      this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
-    }
-    for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
-    // Counted once for the whole batch: one fleet write per registration, not per lease.
-    worker.info.busy = worker.leases.size;
-    this.opts.fleet.changed();
-    return { resumed, lost };
-  }
-
-  /**
-   * A lease whose worker is taking it to another instance: forgotten here, while its record
-   * and BullMQ lock stay in Redis for the adopter. One being settled here finishes here.
-   */
-  handOver(leaseId: string): void {
-    const lease = this.active.get(leaseId);
-    if (!lease || lease.closing) return;
-    this.untrack(lease);
-    this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
   }
 
   /** Heartbeat: extends the worker's leases; one whose lock lapsed meanwhile is lost. */
   async heartbeat(worker: ConnectedWorker): Promise<void> {
-    const byQueue = new Map<string, ActiveLease[]>();
-    for (const id of worker.leases) {
-      const lease = this.active.get(id);
-      if (lease) byQueue.set(lease.queue, [...(byQueue.get(lease.queue) ?? []), lease]);
-    }
-    await Promise.all(
-      [...byQueue].map(async ([queue, leases]) => {
-        const lost = await this.opts.bull.extend(queue, leases.map((l) => l.job.id!), leases.map((l) => l.token));
-        await this.opts.leases.touch(leases.map((l) => l.id), this.opts.leaseTtlMs);
-        for (const lease of leases) if (lost.includes(lease.job.id!)) await this.loseLease(lease.id, 'its lock lapsed', 'heartbeat');
-      }),
-    );
+    for (const lease of await this.opts.table.extend(worker)) await this.loseLease(lease.id, 'its lock lapsed', 'heartbeat');
   }
 
   /** Handles a lease frame; returns the error frame to send, or null (acknowledged). */
   async report(worker: ConnectedWorker, frame: Extract<WorkerFrame, { lease_id: string }>): Promise<Refusal | null> {
-    const lease = this.active.get(frame.lease_id);
+    const lease = this.opts.table.get(frame.lease_id);
     if (!lease || lease.worker !== worker || lease.fence !== frame.fence || lease.closing) {
       return { code: 'stale_lease', message: 'this lease is no longer yours: drop its work' };
     }
@@ -382,20 +269,18 @@ export class LeaseSettlement {
 
   /** Frees the lease's slot: no longer counted against its worker, which is filled again at once. */
   private free(lease: ActiveLease): void {
-    if (!lease.worker.leases.has(lease.id)) return;
-    this.untrack(lease);
-    void this.ctx.fill(lease.worker);
+    if (this.opts.table.free(lease)) void this.ctx.fill(lease.worker);
   }
 
   /** Ends the lease here: its slot freed (if not yet), then its record deleted, which the next lease need not wait for. */
   private async release(lease: ActiveLease): Promise<void> {
     this.free(lease);
-    await this.opts.leases.delete(lease.id).catch(() => {});
+    await this.opts.table.end(lease);
   }
 
   /** A lease whose worker is gone: requeue (attempt + 1), cancel if asked, or fail on the last attempt. */
   async loseLease(leaseId: string, why: string, reason: LeaseLossReason, sent = true): Promise<void> {
-    const lease = this.active.get(leaseId);
+    const lease = this.opts.table.get(leaseId);
     if (!lease || lease.closing) return;
     lease.closing = true;
     try {
@@ -417,7 +302,7 @@ export class LeaseSettlement {
 
   /** A cancel published by whichever instance took it: only the one holding the lease has a worker to tell. */
   cancelLocal(runId: string): void {
-    const lease = this.byRun.get(runId);
+    const lease = this.opts.table.ofRun(runId);
     if (lease && !lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId });
   }
 }

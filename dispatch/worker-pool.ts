@@ -8,6 +8,7 @@ import type { LeaseLossReason } from './dispatch-observer.js';
 import type { FleetCounters } from './fleet-counters.js';
 import type { LeaseScheduler } from './lease-scheduler.js';
 import type { LeaseSettlement } from './lease-settlement.js';
+import type { LeaseTable } from './lease-table.js';
 import { HANDOVER_PROTOCOL } from '../sdk/protocol/index.js';
 import type { WorkerInfo } from './worker-info.js';
 
@@ -15,8 +16,10 @@ import type { WorkerInfo } from './worker-info.js';
 export interface PoolContext {
   /** Offers work to a worker that joined or may take private work again. */
   scheduler: Pick<LeaseScheduler, 'fill'>;
-  /** The leases a worker holds, looked up when it joins and ended when it leaves. */
-  settlement: Pick<LeaseSettlement, 'get' | 'handOver' | 'loseLease'>;
+  /** The leases a worker holds: looked up when it joins, handed over when it moves. */
+  table: Pick<LeaseTable, 'get' | 'handOver'>;
+  /** Loses the leases of a worker that leaves. */
+  settlement: Pick<LeaseSettlement, 'loseLease'>;
 }
 
 export interface WorkerPoolOptions {
@@ -64,7 +67,7 @@ export class WorkerPool {
   async attach(worker: ConnectedWorker): Promise<void> {
     const { info } = worker;
     for (const id of worker.leases) {
-      const lease = this.ctx.settlement.get(id);
+      const lease = this.ctx.table.get(id);
       if (lease?.cancelOnAttach) worker.send({ type: 'cancel', lease_id: id, run_id: lease.runId });
     }
     if (this.stopping) this.letGo(worker);
@@ -127,7 +130,7 @@ export class WorkerPool {
     } catch {
       // already closed
     }
-    if (worker.handover) for (const id of [...worker.leases]) this.ctx.settlement.handOver(id);
+    if (worker.handover) for (const id of [...worker.leases]) this.ctx.table.handOver(id);
     else await Promise.all([...worker.leases].map((id) => this.ctx.settlement.loseLease(id, 'the worker disconnected', loss)));
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
   }

@@ -29,7 +29,9 @@ describe('a lease that never reaches its worker', function () {
    * is when its job is handed back to its queue: after the undo, before any new lease.
    */
   const failNextLease = (runId: string): Promise<RunRecord | null> => {
-    const { leases, bull } = (gw.dispatcher as unknown as { scheduler: { opts: { leases: LeaseStore; bull: BullWorkers } } }).scheduler.opts;
+    const internals = gw.dispatcher as unknown as { table: { opts: { records: LeaseStore } }; scheduler: { opts: { bull: BullWorkers } } };
+    const leases = internals.table.opts.records;
+    const { bull } = internals.scheduler.opts;
     const put = leases.put;
     const handBack = bull.handBack;
     return new Promise((resolve, reject) => {
