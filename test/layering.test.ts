@@ -117,6 +117,38 @@ describe('source layering', () => {
   });
 });
 
+/**
+ * Routes are transport (docs/architecture.md, "One gateway process"): a route module given the
+ * whole bag of services, or a store, grows domain rules the services then do not enforce for
+ * the sockets or the CLI. Read from the source text, like the layers above.
+ */
+describe('route modules (api/http/routes/)', () => {
+  const edges = graph();
+  const modules = sourceFiles('api/http/routes');
+  const code = (file: string) => readFileSync(path.join(ROOT, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+
+  it('are read (the checks below are not vacuous)', () => {
+    assert.ok(modules.length >= 15, `only ${modules.length} route modules`);
+    assert.ok(edges.get('api/http/routes/jobs.ts')?.includes('api/services/jobs/job-service.ts'), 'the job routes import the type of the service they are given');
+  });
+
+  it('take the services they call, never the bag of them all: the composition hands each its own (api/composition/routes.ts)', () => {
+    const bag = modules.flatMap((file) => edges.get(file)!.filter((t) => /(^|\/)services\.[jt]s$/.test(t) || t.startsWith('api/composition/')).map((t) => `${file} -> ${t}`));
+    assert.deepEqual(bag, []);
+    assert.deepEqual(modules.filter((file) => /\bServices\b/.test(code(file))), [], 'a route module names the Services bag');
+  });
+
+  it('reach no store: a store is behind the service that owns its resource', () => {
+    const stores = modules.flatMap((file) =>
+      edges.get(file)!.filter((t) => t === 'models/stores.ts' || /^models\/(redis|mongo)\//.test(t) || (/(^|\/)[a-z-]*-store\.ts$/.test(t) && t !== 'models/artifact-store.ts')).map((t) => `${file} -> ${t}`),
+    );
+    assert.deepEqual(stores, []);
+    // Named in code: `stores.x`, or a store type (ArtifactStore, LeaseStore, RunStore...).
+    const calls = modules.flatMap((file) => [...code(file).matchAll(/\bstores\.\w+|\b[A-Z]\w*Store\b/g)].map((m) => `${file}: ${m[0]}`));
+    assert.deepEqual(calls, []);
+  });
+});
+
 describe('Redis key names', () => {
   it('are built in RedisKeys only (models/redis/keys.ts); BullMQ builds its own below keys.queuePrefix', () => {
     const files = LAYERS.flatMap((layer) => sourceFiles(layer)).filter((f) => f !== 'models/redis/keys.ts');

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { routeSpecs } from '../api/http/app.js';
+import { routeSpecs } from '../api/composition/routes.js';
 import { ERROR_EXAMPLES, OPERATION_EXAMPLES } from '../api/http/openapi/examples.js';
 import { jobComponent } from '../api/http/openapi/job-objects.js';
 import { inputComponent, outputComponent, requestComponent } from '../api/http/openapi/job-requests.js';

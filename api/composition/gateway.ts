@@ -12,9 +12,13 @@ import { bullBoard } from '../http/middleware/bull-board.js';
 import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
 import { createLogger } from '../main/logger.js';
+import { AccountService } from '../services/accounts/account-service.js';
+import { ArtifactService } from '../services/artifacts/artifact-service.js';
 import { ArtifactSweeper } from '../services/artifacts/artifact-sweeper.js';
 import { FileService } from '../services/files/file-service.js';
 import type { RunEventHub } from '../services/events/run-event-hub.js';
+import { ModelCatalogue } from '../services/fleet/model-catalogue.js';
+import { OperatorService } from '../services/fleet/operator-service.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js';
 import { loadToolSecretKey, verifyToolSecretKey } from '../services/tools/tool-secret-key.js';
 import { buildBots } from './bots.js';
@@ -24,7 +28,8 @@ import { buildFleet } from './fleet.js';
 import { HttpListener } from './http-listener.js';
 import { Lifecycle } from './lifecycle.js';
 import { buildOutbound } from './outbound.js';
-import type { Services } from '../http/services.js';
+import { routeSpecs } from './routes.js';
+import type { Services } from './services.js';
 
 /** /readyz answers 503 when Redis or the store take longer than this. */
 const READY_TIMEOUT_MS = 3_000;
@@ -99,17 +104,26 @@ export class Gateway {
     const outbound = buildOutbound(core, toolKey);
     const callers = buildCallers(core, fleet, outbound, files, artifacts);
     const bots = buildBots(core, callers, outbound);
+    const { stores } = core;
     const services: Services = {
       config: c,
       publicUrl: core.publicUrl.get,
-      stores: core.stores,
       gate: core.gate,
       auth: core.auth,
       metrics: core.metrics,
+      accounts: new AccountService({ accounts: stores.accounts, keys: core.auth, workerTokens: stores.workerTokens }),
+      operators: new OperatorService({ operators: stores.operators, workerTokens: stores.workerTokens, trust: fleet.trust }),
+      models: new ModelCatalogue({ models: stores.models }),
       artifacts,
+      artifactService: new ArtifactService({
+        store: artifacts,
+        leases: fleet.leases,
+        runs: stores.runs,
+        maxBytes: c.artifactMaxBytes,
+        retentionSeconds: c.artifactRetentionSeconds,
+        publicUrl: core.publicUrl.get,
+      }),
       files,
-      leases: fleet.leases,
-      trust: fleet.trust,
       attestation: fleet.attestation,
       outbound: outbound.guard,
       webhooks: outbound.webhooks,
@@ -133,7 +147,7 @@ export class Gateway {
       socketConnections: () => ({ caller: callers.callerServer.size, worker: fleet.workerServer.size, bot: bots.botServer.size }),
       log: this.log,
     });
-    const app = createApp(services, this.log);
+    const app = createApp({ routes: routeSpecs(services), config: c, auth: core.auth, gate: core.gate, metrics: core.metrics }, this.log);
     // After the router: no route lives under /admin/queues, so its requests fall through to the board.
     app.use(bullBoard({ adminToken: c.adminToken, queues: async () => [...(await core.queues.known()), outbound.webhookQueue.queue] }));
     const http = new HttpListener({

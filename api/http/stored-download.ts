@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import type { ArtifactMeta, ArtifactStore, ByteRange } from '../../models/artifact-store.js';
+import type { Readable } from 'node:stream';
+import type { ArtifactMeta, ByteRange } from '../../models/artifact-store.js';
 import { ApiError } from '../../models/errors.js';
 import type { Ctx } from './context.js';
 import type { ResponseSpec } from './route-spec.js';
@@ -72,10 +73,11 @@ export async function* requestBody(req: IncomingMessage): AsyncGenerator<Uint8Ar
 }
 
 /**
- * Answers a GET or HEAD with stored bytes. `public`: anyone holding the URL (artifacts; cached
- * for a year, any origin may fetch); `private`: behind a credential (account files; never cached).
+ * Answers a GET or HEAD with stored bytes, which `open` streams (from the service that owns
+ * them). `public`: anyone holding the URL (artifacts; cached for a year, any origin may fetch);
+ * `private`: behind a credential (account files; never cached).
  */
-export async function sendStored(ctx: Ctx, store: ArtifactStore, meta: ArtifactMeta, access: 'public' | 'private'): Promise<void> {
+export async function sendStored(ctx: Ctx, meta: ArtifactMeta, access: 'public' | 'private', open: (range?: ByteRange) => Promise<Readable>): Promise<void> {
   const etag = `"${meta.sha256}"`;
   const lastModified = new Date(meta.created_at).toUTCString();
   const validators = () => {
@@ -118,6 +120,6 @@ export async function sendStored(ctx: Ctx, store: ArtifactStore, meta: ArtifactM
     ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${meta.size}`);
   }
   const length = range ? range.end - range.start + 1 : meta.size;
-  ctx.body = ctx.method === 'HEAD' ? Buffer.alloc(0) : await store.open(meta.id, range ?? undefined);
+  ctx.body = ctx.method === 'HEAD' ? Buffer.alloc(0) : await open(range ?? undefined);
   ctx.set('Content-Length', String(length));
 }

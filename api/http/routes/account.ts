@@ -2,10 +2,17 @@ import { NotFoundError } from '../../../models/errors.js';
 import { accountView, apiKeyView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../services.js';
-import { issueWorkerToken } from '../../services/fleet/worker-tokens.js';
+import type { AccountService } from '../../services/accounts/account-service.js';
+import type { ApiKeyAuthenticator } from '../../services/auth/api-key-authenticator.js';
 
-export function accountRoutes(s: Services): RouteSpec[] {
+export interface AccountRoutesOptions {
+  accounts: AccountService;
+  /** The account's API keys: minted, listed and revoked where keys are checked. */
+  keys: ApiKeyAuthenticator;
+}
+
+/** The calling account: its balance, API keys and worker tokens. */
+export function accountRoutes({ accounts, keys }: AccountRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -16,9 +23,7 @@ export function accountRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The account', schema: S.account } },
       async handler(ctx) {
-        const account = await s.stores.accounts.get(ctx.state.principal!.accountId);
-        if (!account) throw new NotFoundError('account');
-        ctx.body = accountView(account);
+        ctx.body = accountView(await accounts.get(ctx.state.principal!.accountId));
       },
     },
     {
@@ -32,7 +37,7 @@ export function accountRoutes(s: Services): RouteSpec[] {
       responses: { 201: { description: 'The new key; `key` is shown only now', schema: S.createdKey } },
       async handler(ctx) {
         const { name } = ctx.state.body as { name?: string };
-        const { record, key } = await s.auth.createKey(ctx.state.principal!.accountId, name ?? null);
+        const { record, key } = await keys.createKey(ctx.state.principal!.accountId, name ?? null);
         ctx.status = 201;
         ctx.body = { ...apiKeyView(record), key };
       },
@@ -46,7 +51,7 @@ export function accountRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'Keys, oldest first', schema: S.keyList } },
       async handler(ctx) {
-        ctx.body = { data: (await s.stores.apiKeys.list(ctx.state.principal!.accountId)).map(apiKeyView) };
+        ctx.body = { data: (await keys.listKeys(ctx.state.principal!.accountId)).map(apiKeyView) };
       },
     },
     {
@@ -58,7 +63,7 @@ export function accountRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The revoked key', schema: S.apiKey }, 404: { description: 'No such key for this account' } },
       async handler(ctx) {
-        const record = await s.auth.revokeKey(ctx.state.principal!.accountId, ctx.params.key_id);
+        const record = await keys.revokeKey(ctx.state.principal!.accountId, ctx.params.key_id);
         if (!record) throw new NotFoundError('API key');
         ctx.body = apiKeyView(record);
       },
@@ -72,7 +77,7 @@ export function accountRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 201: { description: 'The token; shown only now', schema: S.workerTokenCreated } },
       async handler(ctx) {
-        const { record, token } = await issueWorkerToken(s.stores.workerTokens, { type: 'account', id: ctx.state.principal!.accountId }, 'open');
+        const { record, token } = await accounts.issueWorkerToken(ctx.state.principal!.accountId);
         ctx.status = 201;
         ctx.body = { id: record.id, worker_token: token, trust: record.trust, created_at: record.created_at };
       },

@@ -1,14 +1,17 @@
-import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { accountView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../services.js';
-import { operatorRoutes } from './admin-operators.js';
-import { modelRoutes } from './admin-models.js';
+import type { AccountService } from '../../services/accounts/account-service.js';
+import { operatorRoutes, type OperatorRoutesOptions } from './admin-operators.js';
+import { modelRoutes, type ModelRoutesOptions } from './admin-models.js';
 
-const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;
+export interface AdminRoutesOptions extends OperatorRoutesOptions, ModelRoutesOptions {
+  accounts: AccountService;
+}
 
-export function adminRoutes(s: Services): RouteSpec[] {
+/** The operators' API behind ADMIN_TOKEN: accounts and credits, worker operators, the model catalogue. */
+export function adminRoutes(opts: AdminRoutesOptions): RouteSpec[] {
+  const { accounts } = opts;
   return [
     {
       method: 'post',
@@ -21,10 +24,9 @@ export function adminRoutes(s: Services): RouteSpec[] {
       responses: { 201: { description: 'The account and its API key (shown once)', schema: S.adminAccountCreated } },
       async handler(ctx) {
         const { name, credits } = ctx.state.body as { name: string; credits?: number };
-        const account = await s.stores.accounts.create({ name, credits: credits ?? 0 });
-        const { key } = await s.auth.createKey(account.id, 'initial');
+        const { account, apiKey } = await accounts.open({ name, credits: credits ?? 0 });
         ctx.status = 201;
-        ctx.body = { account: accountView(account), api_key: key };
+        ctx.body = { account: accountView(account), api_key: apiKey };
       },
     },
     {
@@ -41,15 +43,11 @@ export function adminRoutes(s: Services): RouteSpec[] {
         409: { description: 'The balance would go below zero' },
       },
       async handler(ctx) {
-        const id = ctx.params.account_id;
-        if (!ACCOUNT_ID.test(id)) throw new NotFoundError('account');
         const { delta } = ctx.state.body as { delta: number };
-        const account = await s.stores.accounts.adjustCredits(id, delta);
-        if (!account) throw new ApiError('conflict', 'the balance would go below zero', { details: { delta } });
-        ctx.body = { account: accountView(account) };
+        ctx.body = { account: accountView(await accounts.adjustCredits(ctx.params.account_id, delta)) };
       },
     },
-    ...operatorRoutes(s),
-    ...modelRoutes(s),
+    ...operatorRoutes(opts),
+    ...modelRoutes(opts),
   ];
 }

@@ -1,15 +1,15 @@
-import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta } from '../../../models/artifact-store.js';
-import { NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
-import { artifactUrl } from '../../../sdk/protocol/index.js';
+import type { ArtifactMeta } from '../../../models/artifact-store.js';
+import { ApiError } from '../../../models/errors.js';
+import type { ArtifactService } from '../../services/artifacts/artifact-service.js';
 import { bearerToken } from '../../services/auth/bearer.js';
 import { RANGE_NOT_SATISFIABLE, requestBody, sendStored } from '../stored-download.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
 
 /**
  * Artifacts: workers upload run outputs with their lease's upload token; anyone holding the
  * (unguessable) URL downloads them, with ETag, Range and long-lived caching. See
- * docs/worker-protocol.md, "Artifacts".
+ * docs/worker-protocol.md, "Artifacts". These routes read the request and render the answer;
+ * `ArtifactService` checks the tokens, names and limits and stores the bytes.
  */
 
 export const artifactUploaded = {
@@ -44,7 +44,11 @@ const downloadHeaders = {
   'Cache-Control': 'public, max-age=31536000, immutable',
 };
 
-export function artifactRoutes(s: Services): RouteSpec[] {
+export interface ArtifactRoutesOptions {
+  artifacts: ArtifactService;
+}
+
+export function artifactRoutes({ artifacts }: ArtifactRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -71,34 +75,13 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         415: { description: 'A Content-Encoding other than identity' },
       },
       async handler(ctx) {
-        const { artifacts, leases } = s;
-        const token = bearerToken(ctx.get('Authorization'));
-        const lease = token ? await leases.verifyUpload(ctx.params.lease_id, token) : null;
-        if (!lease) throw new UnauthorizedError("a live lease's upload_token is required (Authorization: Bearer <upload_token>)");
-
-        const name = ctx.query.name;
-        const problem = checkArtifactName(name);
-        if (problem) throw new ApiError('invalid_request', problem);
-        const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
-        if (encoding !== '' && encoding !== 'identity') {
-          throw new ApiError('unsupported_media_type', 'send the artifact without a Content-Encoding');
-        }
-        const max = s.config.artifactMaxBytes;
-        const declared = ctx.request.length;
-        if (declared !== undefined && declared > max) {
-          throw new ApiError('payload_too_large', `an artifact may be at most ${max} bytes`, { details: { max_bytes: max } });
-        }
-
         let meta: ArtifactMeta;
         try {
-          meta = await artifacts.put(requestBody(ctx.req), {
-            name: name as string,
-            contentType: artifactContentType(ctx.get('Content-Type') || undefined, name as string),
-            runId: lease.run_id,
-            leaseId: lease.lease_id,
-            accountId: lease.account_id,
-            maxBytes: max,
-            retentionSeconds: s.config.artifactRetentionSeconds,
+          meta = await artifacts.upload(ctx.params.lease_id, bearerToken(ctx.get('Authorization')), requestBody(ctx.req), {
+            name: ctx.query.name,
+            contentType: ctx.get('Content-Type'),
+            contentEncoding: ctx.get('Content-Encoding'),
+            length: ctx.request.length,
           });
         } catch (err) {
           if (!(err instanceof ApiError) && (ctx.req.destroyed || ctx.req.readableAborted)) {
@@ -107,13 +90,7 @@ export function artifactRoutes(s: Services): RouteSpec[] {
           throw err;
         }
         ctx.status = 201;
-        ctx.body = {
-          url: artifactUrl(s.publicUrl(), meta),
-          sha256: meta.sha256,
-          size: meta.size,
-          content_type: meta.content_type,
-          expires_at: meta.expires_at,
-        };
+        ctx.body = { url: artifacts.url(meta), sha256: meta.sha256, size: meta.size, content_type: meta.content_type, expires_at: meta.expires_at };
       },
     },
     {
@@ -132,14 +109,8 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
-        const token = bearerToken(ctx.get('Authorization'));
-        const lease = token ? await s.leases.verifyUpload(ctx.params.lease_id, token) : null;
-        if (!lease) throw new UnauthorizedError("a live lease's upload_token is required (Authorization: Bearer <upload_token>)");
-        const run = await s.stores.runs.get(lease.run_id);
-        const ref = run && Object.hasOwn(run.input_files, ctx.params.field) ? run.input_files[ctx.params.field] : undefined;
-        const meta = ref ? await s.artifacts.get(ref.artifact_id) : null;
-        if (!meta) throw new NotFoundError(`input file ${ctx.params.field} of this lease`);
-        await sendStored(ctx, s.artifacts, meta, 'private');
+        const meta = await artifacts.inputFile(ctx.params.lease_id, bearerToken(ctx.get('Authorization')), ctx.params.field);
+        await sendStored(ctx, meta, 'private', (range) => artifacts.open(meta, range));
       },
     },
     {
@@ -162,12 +133,8 @@ export function artifactRoutes(s: Services): RouteSpec[] {
         416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
-        const { artifacts } = s;
-        const id = ctx.params.artifact_id;
-        const meta = ARTIFACT_ID_PATTERN.test(id) ? await artifacts.get(id) : null;
-        if (!meta || meta.name !== ctx.params.name) throw new NotFoundError('artifact');
-
-        await sendStored(ctx, artifacts, meta, 'public');
+        const meta = await artifacts.published(ctx.params.artifact_id, ctx.params.name);
+        await sendStored(ctx, meta, 'public', (range) => artifacts.open(meta, range));
       },
     },
   ];

@@ -1,6 +1,6 @@
 import { NotFoundError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
+import type { AttestationService } from '../../../dispatch/attestation/attestation-service.js';
 
 const isoTime = { type: 'string', format: 'date-time' } as const;
 
@@ -30,7 +30,12 @@ export const workerAttestation = {
   },
 } as const;
 
-export function attestationRoutes(s: Services): RouteSpec[] {
+export interface AttestationRoutesOptions {
+  /** Private workers' current evidence, as the gateway verified it. */
+  attestation: Pick<AttestationService, 'current'>;
+}
+
+export function attestationRoutes({ attestation }: AttestationRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -45,7 +50,7 @@ export function attestationRoutes(s: Services): RouteSpec[] {
       },
       async handler(ctx) {
         const id = ctx.params.worker_id;
-        const current = /^wkr_[0-9A-Za-z]{1,64}$/.test(id) ? await s.attestation.current(id) : null;
+        const current = /^wkr_[0-9A-Za-z]{1,64}$/.test(id) ? await attestation.current(id) : null;
         if (!current) throw new NotFoundError('current attestation evidence of this worker');
         ctx.body = current;
       },

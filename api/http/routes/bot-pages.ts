@@ -4,7 +4,7 @@ import { embedEtag, embedScript } from '../bot-pages/assets.js';
 import { chatPageCsp, chatPageHtml } from '../bot-pages/chat-page.js';
 import { botCredentials } from '../../services/bots/bot-credentials.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
+import type { BotService } from '../../services/bots/bot-service.js';
 
 /**
  * The bot surfaces people see: the chat page behind `chatUrl` and the embeddable widget script
@@ -20,7 +20,13 @@ function socketUrl(publicUrl: string, botId: string, token: string): URL {
   return url;
 }
 
-export function botPageRoutes(s: Services): RouteSpec[] {
+export interface BotPageRoutesOptions {
+  bots: BotService;
+  /** The base of the page's socket URL; with PORT=0 it is settled once the server listens. */
+  publicUrl: () => string;
+}
+
+export function botPageRoutes({ bots, publicUrl }: BotPageRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -41,21 +47,21 @@ export function botPageRoutes(s: Services): RouteSpec[] {
         404: { description: 'No such bot' },
       },
       async handler(ctx) {
-        const bot = await s.bots.get(ctx.params.bot_id);
+        const bot = await bots.get(ctx.params.bot_id);
         if (!bot) throw new NotFoundError('bot');
         const creds = botCredentials(ctx.headers, ctx.query.token);
-        const publicUrl = s.publicUrl();
+        const base = publicUrl();
         // The page is the gateway's own: a navigation carries no Origin worth checking, and who
         // may frame the page is the browser's to enforce, by frame-ancestors.
-        await s.bots.authorize(bot, { ...creds, origin: new URL(publicUrl).origin });
+        await bots.authorize(bot, { ...creds, origin: new URL(base).origin });
 
         const nonce = randomBytes(16).toString('base64');
         // The socket takes the token that opened the page (a secure bot's session token). A page
         // opened with the owner's account key uses the publishable embed token, or for a secure
         // bot (which refuses that) a session token minted here: the key never reaches the page.
-        const token = creds.token ?? (bot.secure ? (await s.bots.createSession(bot)).token : bot.embed_token);
-        const ws = socketUrl(publicUrl, bot.id, token);
-        ctx.set('Content-Security-Policy', chatPageCsp({ nonce, wsOrigin: `${ws.protocol}//${ws.host}`, frameAncestors: s.bots.allowedOrigins(bot) }));
+        const token = creds.token ?? (bot.secure ? (await bots.createSession(bot)).token : bot.embed_token);
+        const ws = socketUrl(base, bot.id, token);
+        ctx.set('Content-Security-Policy', chatPageCsp({ nonce, wsOrigin: `${ws.protocol}//${ws.host}`, frameAncestors: bots.allowedOrigins(bot) }));
         // The URL carries the token: it must not travel on in a Referer.
         ctx.set('Referrer-Policy', 'no-referrer');
         ctx.type = 'text/html; charset=utf-8';

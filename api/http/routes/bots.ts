@@ -2,10 +2,9 @@ import { NotFoundError, ApiError } from '../../../models/errors.js';
 import { botCredentials } from '../../services/bots/bot-credentials.js';
 import * as B from '../../contract/bot-schemas.js';
 import type { BotRecord, BotService, CreateBotInput } from '../../services/bots/bot-service.js';
-import type { BotMessage } from '../../services/bots/bot-turns.js';
+import type { BotMessage, BotTurns } from '../../services/bots/bot-turns.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
 
 const tokenQuery = {
   type: 'object',
@@ -18,8 +17,8 @@ const surfaceHeaders = [
 ];
 
 /** The bot of a bot surface (any account's: the surface's own credentials decide). */
-async function surfaceBot(s: Services, ctx: Ctx): Promise<BotRecord> {
-  const bot = await s.bots.get(ctx.params.bot_id);
+async function surfaceBot(bots: BotService, ctx: Ctx): Promise<BotRecord> {
+  const bot = await bots.get(ctx.params.bot_id);
   if (!bot) throw new NotFoundError('bot');
   return bot;
 }
@@ -67,8 +66,14 @@ function ownedBotRoute(
   };
 }
 
+export interface BotRoutesOptions {
+  bots: BotService;
+  /** Turns of `invokeUrl`: the agent loop over a conversation. */
+  botTurns: BotTurns;
+}
+
 /** Bots (docs/bots.md): the owner's CRUD and sessions, and `invokeUrl` for embed tokens. */
-export function botRoutes(s: Services): RouteSpec[] {
+export function botRoutes({ bots, botTurns }: BotRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -83,10 +88,10 @@ export function botRoutes(s: Services): RouteSpec[] {
         400: { description: 'invalid_request (e.g. an allowedOrigins entry that is not an origin), unknown_tool (a tool id this account does not have)' },
       },
       async handler(ctx) {
-        const bot = await s.bots.create(ctx.state.principal!.accountId, ctx.state.body as CreateBotInput);
+        const bot = await bots.create(ctx.state.principal!.accountId, ctx.state.body as CreateBotInput);
         ctx.status = 201;
         ctx.set('Location', `/v1/bots/${bot.id}`);
-        ctx.body = s.bots.view(bot);
+        ctx.body = bots.view(bot);
       },
     },
     {
@@ -98,12 +103,12 @@ export function botRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'Bots', schema: B.botList } },
       async handler(ctx) {
-        ctx.body = { data: (await s.bots.list(ctx.state.principal!.accountId)).map((b) => s.bots.view(b)) };
+        ctx.body = { data: (await bots.list(ctx.state.principal!.accountId)).map((b) => bots.view(b)) };
       },
     },
-    ownedBotRoute(s.bots, 'get', 'getBot', 'A bot of the account', 'The bot', (accountId, id) => s.bots.getOwned(accountId, id)),
-    ownedBotRoute(s.bots, 'delete', 'deleteBot', 'Delete a bot: its tokens, sessions and conversations stop working at once', 'The deleted bot', (accountId, id) =>
-      s.bots.delete(accountId, id),
+    ownedBotRoute(bots, 'get', 'getBot', 'A bot of the account', 'The bot', (accountId, id) => bots.getOwned(accountId, id)),
+    ownedBotRoute(bots, 'delete', 'deleteBot', 'Delete a bot: its tokens, sessions and conversations stop working at once', 'The deleted bot', (accountId, id) =>
+      bots.delete(accountId, id),
     ),
     {
       method: 'post',
@@ -114,9 +119,9 @@ export function botRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 201: { description: 'The session token, accepted until expires_at (BOT_SESSION_TTL_S)', schema: B.botSession }, 404: { description: 'No such bot for this account' } },
       async handler(ctx) {
-        const bot = await s.bots.getOwned(ctx.state.principal!.accountId, ctx.params.bot_id);
+        const bot = await bots.getOwned(ctx.state.principal!.accountId, ctx.params.bot_id);
         ctx.status = 201;
-        ctx.body = await s.bots.createSession(bot);
+        ctx.body = await bots.createSession(bot);
       },
     },
     {
@@ -141,12 +146,12 @@ export function botRoutes(s: Services): RouteSpec[] {
       },
       // CORS first: a browser on an allowed page can then read a 400 about its body too.
       async prepare(ctx) {
-        allowOrigin(ctx, s.bots, await surfaceBot(s, ctx));
+        allowOrigin(ctx, bots, await surfaceBot(bots, ctx));
       },
       async handler(ctx) {
-        const bot = await surfaceBot(s, ctx);
-        await s.bots.authorize(bot, botCredentials(ctx.headers, ctx.query.token));
-        ctx.body = await s.botTurns.run(bot, ctx.state.body as BotMessage, ctx.ip, { signal: hangUp(ctx) });
+        const bot = await surfaceBot(bots, ctx);
+        await bots.authorize(bot, botCredentials(ctx.headers, ctx.query.token));
+        ctx.body = await botTurns.run(bot, ctx.state.body as BotMessage, ctx.ip, { signal: hangUp(ctx) });
       },
     },
     {
@@ -163,8 +168,8 @@ export function botRoutes(s: Services): RouteSpec[] {
         404: { description: 'No such bot' },
       },
       async handler(ctx) {
-        const bot = await surfaceBot(s, ctx);
-        if (!allowOrigin(ctx, s.bots, bot)) {
+        const bot = await surfaceBot(bots, ctx);
+        if (!allowOrigin(ctx, bots, bot)) {
           throw new ApiError('forbidden', `the origin ${JSON.stringify(ctx.get('Origin'))} is not among this bot's allowedOrigins`);
         }
         ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');

@@ -1,7 +1,8 @@
 import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
+import type { JobService } from '../../services/jobs/job-service.js';
+import type { SseStreams } from '../sse-streams.js';
 
 /** Last-Event-ID (or `?after=` for clients that cannot set headers): null on a fresh connection. */
 function resumeFrom(header: string, query: unknown): number | null {
@@ -11,7 +12,13 @@ function resumeFrom(header: string, query: unknown): number | null {
   return Number(raw.trim());
 }
 
-export function eventRoutes(s: Services): RouteSpec[] {
+export interface EventRoutesOptions {
+  jobs: JobService;
+  /** The process's open SSE streams. */
+  sse: SseStreams;
+}
+
+export function eventRoutes({ jobs, sse }: EventRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -41,11 +48,11 @@ export function eventRoutes(s: Services): RouteSpec[] {
         const runId = ctx.params.run_id;
         if (!RUN_ID_PATTERN.test(runId)) throw new NotFoundError('run');
         const after = resumeFrom(ctx.get('Last-Event-ID'), ctx.query.after);
-        const run = await s.jobs.get(ctx.state.principal!.accountId, runId);
+        const run = await jobs.get(ctx.state.principal!.accountId, runId);
         // From here the response is a stream written by SseStreams, not a Koa body.
         // (Headers set so far, X-Request-Id among them, are already on ctx.res.)
         ctx.respond = false;
-        await s.sse.open(ctx.res, run, after);
+        await sse.open(ctx.res, run, after);
       },
     },
   ];

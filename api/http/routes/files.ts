@@ -1,18 +1,21 @@
 import { ApiError } from '../../../models/errors.js';
 import { FILE_ID_PATTERN } from '../../../models/ids.js';
 import * as F from '../../contract/file-schemas.js';
+import type { FileService } from '../../services/files/file-service.js';
 import { listCursor } from '../cursor.js';
 import { firstFilePart } from '../multipart-file.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
 import { RANGE_NOT_SATISFIABLE, requestBody, sendStored } from '../stored-download.js';
 
 /** Files an account uploads, to pass to jobs (docs/files.md). */
 
 const cursor = listCursor(FILE_ID_PATTERN);
 
+export interface FileRoutesOptions {
+  files: FileService;
+}
 
-export function fileRoutes(s: Services): RouteSpec[] {
+export function fileRoutes({ files }: FileRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -39,23 +42,23 @@ export function fileRoutes(s: Services): RouteSpec[] {
         let record;
         try {
           if (/^multipart\/form-data\b/i.test(type)) {
-            const part = await firstFilePart(ctx.req, s.config.fileMaxBytes);
-            record = await s.files.upload(accountId, part.body, { filename: filename ?? part.filename, contentType: part.contentType });
+            const part = await firstFilePart(ctx.req, files.maxBytes);
+            record = await files.upload(accountId, part.body, { filename: filename ?? part.filename, contentType: part.contentType });
             const stored = record;
             await part.rest.catch(async (err: unknown) => {
-              await s.files.delete(accountId, stored.id);
+              await files.delete(accountId, stored.id);
               throw err;
             });
           } else {
-            record = await s.files.upload(accountId, requestBody(ctx.req), { filename, contentType: type || undefined, length: ctx.request.length });
+            record = await files.upload(accountId, requestBody(ctx.req), { filename, contentType: type || undefined, length: ctx.request.length });
           }
         } catch (err) {
           if (!(err instanceof ApiError) && (ctx.req.destroyed || ctx.req.readableAborted)) throw new ApiError('invalid_request', 'the upload was interrupted', { cause: err });
           throw err;
         }
         ctx.status = 201;
-        ctx.set('Location', s.files.view(record).url);
-        ctx.body = s.files.view(record);
+        ctx.set('Location', files.view(record).url);
+        ctx.body = files.view(record);
       },
     },
     {
@@ -73,9 +76,9 @@ export function fileRoutes(s: Services): RouteSpec[] {
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const after = q.cursor ? cursor.decode(q.cursor) : undefined;
         // One more than asked tells whether another page exists.
-        const files = await s.files.list(ctx.state.principal!.accountId, { limit: limit + 1, after });
-        const page = files.slice(0, limit);
-        ctx.body = { data: page.map((f) => s.files.view(f)), next_cursor: files.length > limit ? cursor.encode(page[page.length - 1].id) : null };
+        const listed = await files.list(ctx.state.principal!.accountId, { limit: limit + 1, after });
+        const page = listed.slice(0, limit);
+        ctx.body = { data: page.map((f) => files.view(f)), next_cursor: listed.length > limit ? cursor.encode(page[page.length - 1].id) : null };
       },
     },
     {
@@ -87,7 +90,7 @@ export function fileRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The file', schema: F.file }, 404: { description: "Unknown, expired, or another account's" } },
       async handler(ctx) {
-        ctx.body = s.files.view(await s.files.get(ctx.state.principal!.accountId, ctx.params.file_id));
+        ctx.body = files.view(await files.get(ctx.state.principal!.accountId, ctx.params.file_id));
       },
     },
     {
@@ -105,8 +108,8 @@ export function fileRoutes(s: Services): RouteSpec[] {
         416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
-        const file = await s.files.get(ctx.state.principal!.accountId, ctx.params.file_id);
-        await sendStored(ctx, s.artifacts, await s.files.stored(file), 'private');
+        const file = await files.get(ctx.state.principal!.accountId, ctx.params.file_id);
+        await sendStored(ctx, await files.stored(file), 'private', (range) => files.open(file, range));
       },
     },
     {
@@ -118,7 +121,7 @@ export function fileRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 204: { description: 'Deleted', mediaType: 'none' }, 404: { description: "Unknown, expired, or another account's" } },
       async handler(ctx) {
-        await s.files.delete(ctx.state.principal!.accountId, ctx.params.file_id);
+        await files.delete(ctx.state.principal!.accountId, ctx.params.file_id);
         ctx.status = 204;
       },
     },

@@ -1,8 +1,13 @@
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../services.js';
+import type { FleetService } from '../../services/fleet/fleet-service.js';
 
-export function fleetRoutes(s: Services): RouteSpec[] {
+export interface FleetRoutesOptions {
+  fleet: FleetService;
+}
+
+/** What the live fleet can do: capabilities (account key) and capacity (public). */
+export function fleetRoutes({ fleet }: FleetRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -13,7 +18,7 @@ export function fleetRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The live catalogue', schema: S.capabilities } },
       async handler(ctx) {
-        ctx.body = await s.fleet.capabilities();
+        ctx.body = await fleet.capabilities();
       },
     },
     {
@@ -25,7 +30,7 @@ export function fleetRoutes(s: Services): RouteSpec[] {
       auth: 'none',
       responses: { 200: { description: 'Workers, slots and queued jobs now', schema: S.capacity } },
       async handler(ctx) {
-        ctx.body = await s.fleet.capacity();
+        ctx.body = await fleet.capacity();
       },
     },
   ];

@@ -6,8 +6,8 @@ import { acceptedView, jobView } from '../../contract/presenters.js';
 import { listCursor } from '../cursor.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { SubmitJobBody } from '../../services/jobs/job-service.js';
-import type { Services } from '../services.js';
+import type { RunFollower } from '../../services/events/run-follower.js';
+import type { JobService, SubmitJobBody } from '../../services/jobs/job-service.js';
 
 // Printable ASCII without spaces at the ends, as Stripe and the IETF draft allow.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$/;
@@ -32,7 +32,15 @@ const MAX_WAIT_SECONDS = 60;
 
 const cursor = listCursor(RUN_ID_PATTERN);
 
-export function jobRoutes(s: Services): RouteSpec[] {
+export interface JobRoutesOptions {
+  jobs: JobService;
+  /** Follows a run to its end for `Prefer: wait`. */
+  follower: RunFollower;
+  /** Aborted when the gateway starts to stop: a `Prefer: wait` answers its 202 at once instead of being cut. */
+  shutdown: AbortSignal;
+}
+
+export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -80,15 +88,15 @@ export function jobRoutes(s: Services): RouteSpec[] {
         const abort = () => stop.abort();
         ctx.res.once('close', abort);
         try {
-          const { run, replayed } = await s.jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal);
+          const { run, replayed } = await jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal);
           ctx.set('Location', `/v1/jobs/${run.run_id}`);
           if (replayed) ctx.set('Idempotent-Replayed', 'true');
           if (wait > 0) {
             ctx.set('Preference-Applied', `wait=${wait}`);
-            s.shutdown.addEventListener('abort', abort, { once: true });
-            if (s.shutdown.aborted) abort();
+            shutdown.addEventListener('abort', abort, { once: true });
+            if (shutdown.aborted) abort();
             try {
-              const done = await s.follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
+              const done = await follower.waitForTerminal(run.run_id, wait * 1000, stop.signal);
               if (done) {
                 ctx.status = 201;
                 ctx.body = jobView(done);
@@ -97,9 +105,9 @@ export function jobRoutes(s: Services): RouteSpec[] {
             } catch (err) {
               // The run is accepted and paid for: answer its 202 rather than an error a client
               // might retry into a second run.
-              s.jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
+              jobs.log.warn({ err, runId: run.run_id }, 'Prefer: wait failed; answering 202');
             } finally {
-              s.shutdown.removeEventListener('abort', abort);
+              shutdown.removeEventListener('abort', abort);
             }
           }
           ctx.status = 202;
@@ -123,7 +131,7 @@ export function jobRoutes(s: Services): RouteSpec[] {
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const before = q.cursor ? cursor.decode(q.cursor) : undefined;
-        const { runs, more } = await s.jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
+        const { runs, more } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
         ctx.body = {
           data: runs.map((r) => jobView(r)),
           next_cursor: more && runs.length ? cursor.encode(runs[runs.length - 1].run_id) : null,
@@ -139,8 +147,8 @@ export function jobRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The job', schema: S.job }, 404: { description: 'No such run for this account' } },
       async handler(ctx) {
-        const run = await s.jobs.get(ctx.state.principal!.accountId, runIdParam(ctx));
-        ctx.body = jobView(run, await s.jobs.queueState(run));
+        const run = await jobs.get(ctx.state.principal!.accountId, runIdParam(ctx));
+        ctx.body = jobView(run, await jobs.queueState(run));
       },
     },
     {
@@ -156,8 +164,8 @@ export function jobRoutes(s: Services): RouteSpec[] {
         409: { description: 'The run is already terminal' },
       },
       async handler(ctx) {
-        const run = await s.jobs.cancel(ctx.state.principal!.accountId, runIdParam(ctx));
-        ctx.body = jobView(run, await s.jobs.queueState(run));
+        const run = await jobs.cancel(ctx.state.principal!.accountId, runIdParam(ctx));
+        ctx.body = jobView(run, await jobs.queueState(run));
       },
     },
   ];

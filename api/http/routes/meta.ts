@@ -1,10 +1,16 @@
 import { ApiError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../services.js';
+
+export interface MetaRoutesOptions {
+  /** Checks every backing service; throws when one is unreachable. */
+  ready: () => Promise<void>;
+  /** The OpenAPI document of every route mounted. */
+  openapi: () => unknown;
+}
 
 /** Health probes and the API description; no credential needed. */
-export function metaRoutes(s: Services, openapi: () => unknown): RouteSpec[] {
+export function metaRoutes({ ready, openapi }: MetaRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -40,7 +46,7 @@ export function metaRoutes(s: Services, openapi: () => unknown): RouteSpec[] {
       responses: { 200: { description: 'Ready', schema: S.health }, 503: { description: 'A backing service is unreachable' } },
       async handler(ctx) {
         try {
-          await s.ready();
+          await ready();
         } catch (err) {
           if (err instanceof ApiError) throw err; // e.g. shutting down: its own message
           throw new ApiError('unavailable', 'not ready: a backing service is unreachable', { cause: err, headers: { 'Retry-After': '1' } });

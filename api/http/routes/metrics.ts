@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { UnauthorizedError } from '../../../models/errors.js';
 import type { Ctx } from '../context.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
+import type { GatewayMetrics } from '../../services/metrics/gateway-metrics.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -20,9 +20,15 @@ function metricsGuard(token: string | undefined): (ctx: Ctx) => void {
   };
 }
 
+export interface MetricsRoutesOptions {
+  metrics: Pick<GatewayMetrics, 'exposition' | 'contentType'>;
+  /** METRICS_TOKEN: the bearer a scrape must present; unset, /metrics is open. */
+  token: string | undefined;
+}
+
 /** `GET /metrics`: the Prometheus scrape (docs/api.md, "Operators' surfaces"); outside /v1, no API key. */
-export function metricsRoutes(s: Services): RouteSpec[] {
-  const guard = metricsGuard(s.config.metricsToken);
+export function metricsRoutes({ metrics, token }: MetricsRoutesOptions): RouteSpec[] {
+  const guard = metricsGuard(token);
   return [
     {
       method: 'get',
@@ -38,8 +44,8 @@ export function metricsRoutes(s: Services): RouteSpec[] {
       },
       async handler(ctx) {
         guard(ctx);
-        const text = await s.metrics.exposition();
-        ctx.type = s.metrics.contentType;
+        const text = await metrics.exposition();
+        ctx.type = metrics.contentType;
         ctx.body = text;
       },
     },

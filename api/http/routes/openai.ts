@@ -1,11 +1,14 @@
-import { RUN_ID_HEADER } from '../openai/chat-completions.js';
+import { RUN_ID_HEADER, type ChatCompletions } from '../openai/chat-completions.js';
 import type { ChatCompletionBody } from '../openai/chat-request.js';
 import * as O from '../../contract/openai-schemas.js';
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
+
+export interface OpenAiRoutesOptions {
+  openai: ChatCompletions;
+}
 
 /** OpenAI-compatible routes (docs/openai.md): errors in OpenAI's shape, account key as Bearer. */
-export function openaiRoutes(s: Services): RouteSpec[] {
+export function openaiRoutes({ openai }: OpenAiRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -43,10 +46,10 @@ export function openaiRoutes(s: Services): RouteSpec[] {
             ctx.respond = false;
             return ctx.res;
           };
-          await s.openai.stream(accountId, body, takeOver, gone.signal, ctx.state.gate);
+          await openai.stream(accountId, body, takeOver, gone.signal, ctx.state.gate);
           return;
         }
-        const { runId, completion } = await s.openai.complete(accountId, body, gone.signal, ctx.state.gate);
+        const { runId, completion } = await openai.complete(accountId, body, gone.signal, ctx.state.gate);
         ctx.set(RUN_ID_HEADER, runId);
         ctx.body = completion;
       },
@@ -61,7 +64,7 @@ export function openaiRoutes(s: Services): RouteSpec[] {
       errorStyle: 'openai',
       responses: { 200: { description: 'The models (empty while no llm worker is connected)', schema: O.modelList } },
       async handler(ctx) {
-        ctx.body = await s.openai.listModels();
+        ctx.body = await openai.listModels();
       },
     },
     {
@@ -74,7 +77,7 @@ export function openaiRoutes(s: Services): RouteSpec[] {
       errorStyle: 'openai',
       responses: { 200: { description: 'The model', schema: O.model }, 404: { description: 'No connected worker serves it' } },
       async handler(ctx) {
-        ctx.body = await s.openai.retrieveModel(ctx.params.model);
+        ctx.body = await openai.retrieveModel(ctx.params.model);
       },
     },
   ];

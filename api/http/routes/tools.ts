@@ -1,13 +1,16 @@
 import type { RouteSpec } from '../route-spec.js';
-import type { Services } from '../services.js';
 import * as T from '../../contract/tool-schemas.js';
-import type { CreateToolInput } from '../../services/tools/tool-service.js';
+import type { CreateToolInput, ToolService } from '../../services/tools/tool-service.js';
 import { toolView } from '../../contract/tool-view.js';
 
 const idParam = 'The `id` of the tool, or its `tool_id` (`custom:<id>`).';
 
+export interface ToolRoutesOptions {
+  tools: ToolService;
+}
+
 /** Custom tools of the account (docs/tools.md). */
-export function toolRoutes(s: Services): RouteSpec[] {
+export function toolRoutes({ tools }: ToolRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -23,7 +26,7 @@ export function toolRoutes(s: Services): RouteSpec[] {
         409: { description: 'name_conflict (the account has a tool of that name), conflict (the account has 100 tools)' },
       },
       async handler(ctx) {
-        const { tool, signing_secret } = await s.tools.create(ctx.state.principal!.accountId, ctx.state.body as CreateToolInput);
+        const { tool, signing_secret } = await tools.create(ctx.state.principal!.accountId, ctx.state.body as CreateToolInput);
         ctx.status = 201;
         ctx.set('Location', `/v1/tools/definitions/${tool.id}`);
         ctx.body = signing_secret ? { ...toolView(tool), signing_secret } : toolView(tool);
@@ -38,7 +41,7 @@ export function toolRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'Tools, oldest first', schema: T.toolList } },
       async handler(ctx) {
-        ctx.body = { data: (await s.tools.list(ctx.state.principal!.accountId)).map(toolView) };
+        ctx.body = { data: (await tools.list(ctx.state.principal!.accountId)).map(toolView) };
       },
     },
     {
@@ -50,7 +53,7 @@ export function toolRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The tool', schema: T.tool }, 404: { description: 'No such tool for this account' } },
       async handler(ctx) {
-        ctx.body = toolView(await s.tools.get(ctx.state.principal!.accountId, ctx.params.id));
+        ctx.body = toolView(await tools.get(ctx.state.principal!.accountId, ctx.params.id));
       },
     },
     {
@@ -62,7 +65,7 @@ export function toolRoutes(s: Services): RouteSpec[] {
       auth: 'account',
       responses: { 200: { description: 'The deleted tool', schema: T.tool }, 404: { description: 'No such tool for this account' } },
       async handler(ctx) {
-        ctx.body = toolView(await s.tools.delete(ctx.state.principal!.accountId, ctx.params.id));
+        ctx.body = toolView(await tools.delete(ctx.state.principal!.accountId, ctx.params.id));
       },
     },
   ];

@@ -3,7 +3,8 @@ import { RUN_ID_PATTERN } from '../../../models/ids.js';
 import type { WebhookSecret } from '../../../models/types.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
-import type { Services } from '../services.js';
+import type { JobService } from '../../services/jobs/job-service.js';
+import type { WebhookService } from '../../services/webhooks/webhook-service.js';
 
 /** A route of the account area that answers the account's signing secret. */
 function secretRoute(method: 'get' | 'post', path: string, operationId: string, summary: string, secret: (accountId: string) => Promise<WebhookSecret>): RouteSpec {
@@ -21,8 +22,14 @@ function secretRoute(method: 'get' | 'post', path: string, operationId: string, 
   };
 }
 
+export interface WebhookRoutesOptions {
+  /** Whose runs the caller may see. */
+  jobs: JobService;
+  webhooks: WebhookService;
+}
+
 /** Webhook deliveries of a job, and the account's signing secret (docs/webhooks.md). */
-export function webhookRoutes(s: Services): RouteSpec[] {
+export function webhookRoutes({ jobs, webhooks }: WebhookRoutesOptions): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -35,13 +42,13 @@ export function webhookRoutes(s: Services): RouteSpec[] {
       async handler(ctx) {
         const runId = ctx.params.run_id;
         if (!RUN_ID_PATTERN.test(runId)) throw new NotFoundError('run');
-        await s.jobs.get(ctx.state.principal!.accountId, runId);
-        ctx.body = { data: await s.webhooks.attemptsOf(runId) };
+        await jobs.get(ctx.state.principal!.accountId, runId);
+        ctx.body = { data: await webhooks.attemptsOf(runId) };
       },
     },
-    secretRoute('get', '/v1/account/webhook-secret', 'getWebhookSecret', 'The secret that signs webhooks (created on first read)', (id) => s.webhooks.secret(id)),
+    secretRoute('get', '/v1/account/webhook-secret', 'getWebhookSecret', 'The secret that signs webhooks (created on first read)', (id) => webhooks.secret(id)),
     secretRoute('post', '/v1/account/webhook-secret/rotate', 'rotateWebhookSecret', 'Replace the webhook signing secret; later attempts are signed with the new one', (id) =>
-      s.webhooks.rotateSecret(id),
+      webhooks.rotateSecret(id),
     ),
   ];
 }

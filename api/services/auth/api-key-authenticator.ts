@@ -71,6 +71,11 @@ export class ApiKeyAuthenticator {
     return { record, key: minted.secret };
   }
 
+  /** The account's keys, oldest first (their records: never the secrets). */
+  listKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return this.opts.apiKeys.list(accountId);
+  }
+
   /** Revokes an account's key everywhere; null when the account has no such key. */
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord | null> {
     const lookupId = keyId.replace(/^key_/, '');

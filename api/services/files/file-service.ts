@@ -35,6 +35,11 @@ export interface DeclaredFile {
 export class FileService {
   constructor(private readonly opts: FileServiceOptions) {}
 
+  /** FILE_MAX_BYTES: the most a file may hold (a multipart body's file part is read up to it). */
+  get maxBytes(): number {
+    return this.opts.maxBytes;
+  }
+
   async upload(accountId: string, body: AsyncIterable<Uint8Array>, declared: DeclaredFile): Promise<FileRecord> {
     const { maxBytes, quotaBytes } = this.opts;
     const problem = declared.filename === undefined ? null : checkArtifactName(declared.filename);

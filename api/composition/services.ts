@@ -1,40 +1,50 @@
-import type { FileService } from '../services/files/file-service.js';
+import type { AttestationService } from '../../dispatch/attestation/attestation-service.js'; // private tier
+import type { ArtifactStore } from '../../models/artifact-store.js';
+import type { ChatCompletions } from '../http/openai/chat-completions.js'; // OpenAI
+import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
-import type { Stores } from '../../models/stores.js';
+import type { AccountService } from '../services/accounts/account-service.js';
+import type { ArtifactService } from '../services/artifacts/artifact-service.js';
 import type { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../services/auth/request-gate.js';
-import type { RunFollower } from '../services/events/run-follower.js';
-import type { SseStreams } from './sse-streams.js';
-import type { LlmRunner } from '../services/llm/llm-runner.js';
-import type { FleetService } from '../services/fleet/fleet-service.js';
-import type { JobService } from '../services/jobs/job-service.js';
-import type { ArtifactStore } from '../../models/artifact-store.js'; // artifacts
-import type { LeaseStore } from '../../dispatch/lease-store.js'; // artifacts
-import type { TrustEnforcer } from '../../dispatch/trust-enforcer.js';
-import type { SsrfGuard } from '../services/outbound/ssrf-guard.js';
-import type { AttestationService } from '../../dispatch/attestation/attestation-service.js'; // private tier
-import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { BotService } from '../services/bots/bot-service.js'; // bots
 import type { BotTurns } from '../services/bots/bot-turns.js'; // bots
-import type { ChatCompletions } from './openai/chat-completions.js'; // OpenAI
-import type { ToolService } from '../services/tools/tool-service.js'; // tools
+import type { RunFollower } from '../services/events/run-follower.js';
+import type { FileService } from '../services/files/file-service.js';
+import type { FleetService } from '../services/fleet/fleet-service.js';
+import type { ModelCatalogue } from '../services/fleet/model-catalogue.js';
+import type { OperatorService } from '../services/fleet/operator-service.js';
+import type { JobService } from '../services/jobs/job-service.js';
+import type { LlmRunner } from '../services/llm/llm-runner.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js'; // metrics
+import type { SsrfGuard } from '../services/outbound/ssrf-guard.js';
+import type { ToolService } from '../services/tools/tool-service.js'; // tools
+import type { WebhookService } from '../services/webhooks/webhook-service.js';
 
-/** What route handlers may use. Built once per gateway by `Gateway` (api/composition/gateway.ts). */
+/**
+ * The services of one gateway, built once by `Gateway` (api/composition/gateway.ts). No route
+ * module sees this bag: `routeSpecs` (api/composition/routes.ts) hands each the few it calls.
+ * Tests and the dev commands reach them through `Gateway.services`.
+ */
 export interface Services {
   config: Config;
-  stores: Stores;
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   jobs: JobService;
   /** The base of every link the gateway hands out; with PORT=0 it is settled once the server listens. */
   publicUrl(): string;
+  /** Accounts: opening them, balances, their worker tokens. */
+  accounts: AccountService;
+  /** Worker operators, their trust and worker tokens. */
+  operators: OperatorService;
+  /** The model catalogue as operators manage it (docs/models.md). */
+  models: ModelCatalogue;
   /** Files accounts upload (`/v1/files`), stored in the artifact store. */
   files: FileService;
-  /** Artifact files (uploads, downloads). */
+  /** The artifact store itself: the bytes of artifacts and account files. */
   artifacts: ArtifactStore;
-  /** Live leases, read by artifact uploads to check upload tokens. */
-  leases: LeaseStore;
+  /** Run artifacts: worker uploads checked against their lease, input files, downloads. */
+  artifactService: ArtifactService;
   /** Follows runs for callers (SSE, WebSocket, `Prefer: wait`). */
   follower: RunFollower;
   /** Aborted when the gateway starts to stop: requests that wait answer at once instead of being cut. */
@@ -59,8 +69,6 @@ export interface Services {
   fleet: FleetService;
   /** Private workers' current evidence, for audits (`GET /v1/attestation/workers/{id}`). */
   attestation: AttestationService;
-  /** Announces operator trust changes to every instance, which closes the workers they demote. */
-  trust: TrustEnforcer;
   /** The process's Prometheus metrics (`GET /metrics`, docs/operations.md). */
   metrics: GatewayMetrics;
   /** Checks every backing service; throws when one is unreachable. */
