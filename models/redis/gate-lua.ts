@@ -1,3 +1,6 @@
+import type { GateCheck, GateVerdict } from '../types.js';
+import type { RedisKeys } from './keys.js';
+
 /**
  * The request gate's check in Lua: the key's revocation marker, then its rate limit (GCRA on
  * Redis's clock, so instances with skewed clocks agree). A fragment, not a script: the gate
@@ -31,19 +34,18 @@ end
 `;
 }
 
-/** What the gate needs from its caller: its two keys and three arguments (see `gateLua`). */
-export interface GateCheck {
-  keys: [revokedMarker: string, limiter: string];
-  args: [intervalMs: number, toleranceMs: number, limiting: '1' | '0'];
+/** The gate's two keys and three arguments for a check (see `gateLua`), as both scripts take them. */
+export function gateCall(keys: RedisKeys, check: GateCheck): { keys: [string, string]; args: [number, number, '1' | '0'] } {
+  return {
+    keys: [keys.revokedKey(check.lookupId), keys.rateLimit(`key:${check.lookupId}`)],
+    args: [check.intervalMs, check.toleranceMs, check.limiting ? '1' : '0'],
+  };
 }
 
 /**
  * The gate's answer, as both scripts return it: {1 allowed | 0 limited | -1 revoked, wait ms, remaining}.
- * The wait is the limited request's retry after, or the allowed one's `nextMs`: when the key may
- * make one request more than `remaining` (-1 remaining: limiting is off).
+ * The wait is the limited request's retry after, or the allowed one's `nextMs`.
  */
-export type GateVerdict = { outcome: 'allowed'; remaining: number; nextMs: number } | { outcome: 'limited'; retryAfterMs: number } | { outcome: 'revoked' };
-
 export function gateVerdict([verdict, waitMs, remaining]: [number, number, number]): GateVerdict {
   if (verdict === -1) return { outcome: 'revoked' };
   if (verdict === 0) return { outcome: 'limited', retryAfterMs: waitMs };

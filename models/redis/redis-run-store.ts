@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
-import { NEW_RUN_DEFAULTS, type NewRun, type RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, type ImmutableRunFields } from './run-codec.js';
-import { gateVerdict, type GateCheck, type GateVerdict } from './gate-lua.js';
+import { gateCall, gateVerdict } from './gate-lua.js';
 import { GATED_CREATE_RUN } from './gated-create.js';
 import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
 
@@ -49,7 +49,8 @@ export class RedisRunStore implements RunStore {
 
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
     const { keys, args, doc } = this.createCall(run);
-    const reply = await GATED_CREATE_RUN.run<Reply | [number, number, number]>(this.redis, [...keys, ...gate.keys], [...args, ...gate.args]);
+    const call = gateCall(this.keys, gate);
+    const reply = await GATED_CREATE_RUN.run<Reply | [number, number, number]>(this.redis, [...keys, ...call.keys], [...args, ...call.args]);
     if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
     const remaining = Number(reply.pop());
     const nextMs = Number(reply.pop());

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../../models/redis/keys.js';
-import { gateLua, gateVerdict, type GateCheck, type GateVerdict } from '../../../models/redis/gate-lua.js';
+import { gateCall, gateLua, gateVerdict } from '../../../models/redis/gate-lua.js';
 import { LuaScript } from '../../../models/redis/lua-script.js';
+import type { GateCheck, GateVerdict } from '../../../models/types.js';
 
 /**
  * Checked once per authenticated request, in one Redis round trip: whether the key was
@@ -75,16 +76,13 @@ export class RequestGate {
   }
 
   async admit(lookupId: string): Promise<GateVerdict> {
-    const { keys, args } = this.check(lookupId);
+    const { keys, args } = gateCall(this.opts.keys, this.check(lookupId));
     return gateVerdict(await GATE.run<[number, number, number]>(this.opts.redis, keys, args));
   }
 
-  /** The gate's keys and arguments for a key, for a store that runs the gate inside its own script. */
+  /** What the gate checks for a key, for a store that runs the gate inside its own script. */
   check(lookupId: string): GateCheck {
-    return {
-      keys: [this.opts.keys.revokedKey(lookupId), this.opts.keys.rateLimit(`key:${lookupId}`)],
-      args: [this.interval, this.tolerance, this.opts.perSecond > 0 ? '1' : '0'],
-    };
+    return { lookupId, intervalMs: this.interval, toleranceMs: this.tolerance, limiting: this.opts.perSecond > 0 };
   }
 
   /** Marks a key revoked for every instance; kept well past any cache lifetime. */
