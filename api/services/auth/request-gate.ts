@@ -1,17 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../../models/redis/keys.js';
-import { gateCall, gateLua, gateVerdict } from '../../../models/redis/gate-lua.js';
-import { LuaScript } from '../../../models/redis/lua-script.js';
+import { gateCall, gateVerdict } from '../../../models/redis/gate-codec.js';
+import { redisScripts } from '../../../models/redis/redis-scripts.js';
 import type { GateCheck, GateVerdict } from '../../../models/types.js';
-
-/**
- * Checked once per authenticated request, in one Redis round trip: whether the key was
- * revoked (on any instance, whatever the local cache says) and the key's rate limit.
- * KEYS: revoked marker, limiter. ARGV: emission interval ms, burst tolerance ms, limiting on (1/0).
- */
-const GATE = new LuaScript(`${gateLua(1, 2, 1)}
-return { 1, gate_next_ms, gate_remaining }
-`);
 
 export interface RequestGateOptions {
   redis: Redis;
@@ -75,9 +66,13 @@ export class RequestGate {
     };
   }
 
+  /**
+   * Checked once per authenticated request, in one Redis round trip (the requestGate script):
+   * whether the key was revoked (on any instance, whatever the local cache says) and its rate limit.
+   */
   async admit(lookupId: string): Promise<GateVerdict> {
     const { keys, args } = gateCall(this.opts.keys, this.check(lookupId));
-    return gateVerdict(await GATE.run<[number, number, number]>(this.opts.redis, keys, args));
+    return gateVerdict(await redisScripts.run(this.opts.redis, 'requestGate', keys, args));
   }
 
   /** What the gate checks for a key, for a store that runs the gate inside its own script. */
