@@ -53,7 +53,7 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
     args: Array<string | number>,
   ): Promise<ReplyOf<Definitions[Name]>> {
     const script = this.prepared(name);
-    if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} takes ${script.keys} keys, not ${keys.length}`);
+    if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
     try {
       return (await redis.evalsha(script.sha, keys.length, ...keys, ...args)) as ReplyOf<Definitions[Name]>;
     } catch (err) {
