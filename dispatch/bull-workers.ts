@@ -1,6 +1,7 @@
 import { createRedisBackend, Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { redisScripts } from '../models/redis/redis-scripts.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 
 export interface BullWorkersOptions {
@@ -16,13 +17,6 @@ export interface BullWorkersOptions {
   lockMs: number;
   log: Logger;
 }
-
-/** Takes back the attempt a fetch counted (BullMQ's `ats`), if the lock is still the caller's. KEYS: job. ARGV: token. */
-const UNCOUNT_ATTEMPT = `
-if redis.call('GET', KEYS[1] .. ':lock') ~= ARGV[1] then return 0 end
-if tonumber(redis.call('HGET', KEYS[1], 'ats') or '0') > 0 then redis.call('HINCRBY', KEYS[1], 'ats', -1) end
-return 1
-`;
 
 /**
  * Jobs are fetched with `block: false` only, so BullMQ's Workers need no blocking connection:
@@ -105,7 +99,7 @@ export class BullWorkers {
    * commands wait out a Redis outage, so this completes once Redis answers again.
    */
   async handBack(queue: string, job: Job<QueuedJobData>, token: string): Promise<void> {
-    await this.opts.connection.eval(UNCOUNT_ATTEMPT, 1, this.worker(queue).toKey(job.id!), token);
+    await redisScripts.run(this.opts.connection, 'uncountAttempt', [this.worker(queue).toKey(job.id!)], [token]);
     try {
       await job.moveToWait(token);
     } catch (err) {

@@ -1,5 +1,5 @@
 import { RedisKeys } from '../models/redis/keys.js';
-import { LuaScript } from '../models/redis/lua-script.js';
+import { redisScripts } from '../models/redis/redis-scripts.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -7,37 +7,6 @@ import { addSnapshot, emptySnapshot, workerShare, type FleetSnapshot } from './f
 import { effectiveTier } from './worker-info.js';
 
 export { workersServing, availableServing, type ByTier, type FleetSnapshot, type KindCounts, type ModelCounts } from './fleet-snapshot.js';
-
-/**
- * An instance's counts, less the shares of its workers that registered again elsewhere, in one
- * atomic read: `{total, share...}`, or nil once the instance's record expired.
- * KEYS: counts hash, retired set.
- */
-const READ_COUNTS = new LuaScript(`
-local total = redis.call('HGET', KEYS[1], 'total')
-if not total then return false end
-local out = { total }
-for _, w in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local share = redis.call('HGET', KEYS[1], 's:' .. w)
-  if share then out[#out + 1] = share end
-end
-return out
-`);
-
-/**
- * Marks the worker an instance counts under an identity as retired (it registered again
- * elsewhere): readers take its share off that instance's counts until the instance, if alive,
- * lets the old connection go; a dead one's record just expires. The set lives as long as the
- * counts. KEYS: counts hash, retired set. ARGV: identity field, fallback TTL. Returns the worker id.
- */
-const RETIRE = new LuaScript(`
-local w = redis.call('HGET', KEYS[1], ARGV[1])
-if not w then return false end
-redis.call('SADD', KEYS[2], w)
-local ttl = redis.call('PTTL', KEYS[1])
-redis.call('PEXPIRE', KEYS[2], ttl > 0 and ttl or tonumber(ARGV[2]))
-return w
-`);
 
 /** How far behind a reader's clock an index entry may be and still be read (its record's own expiry decides). */
 const INDEX_SKEW_MS = 60_000;
@@ -226,7 +195,7 @@ export class FleetCounters {
     const { redis, ttlMs, gatewayId } = this.opts;
     const ids = await redis.zrangebyscore(this.keys.fleetInstances(), Date.now() - INDEX_SKEW_MS, '+inf');
     await Promise.all(
-      ids.filter((id) => id !== gatewayId).map((id) => RETIRE.run(redis, [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [`i:${identity}`, ttlMs])),
+      ids.filter((id) => id !== gatewayId).map((id) => redisScripts.run(redis, 'retireFleetWorker', [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [`i:${identity}`, ttlMs])),
     );
   }
 
@@ -289,7 +258,7 @@ export class FleetCounters {
     void redis.zremrangebyscore(index, '-inf', now - INDEX_SKEW_MS).catch(() => {});
     const total = emptySnapshot();
     if (ids.length === 0) return total;
-    const replies = await Promise.all(ids.map((id) => READ_COUNTS.run<string[] | null>(redis, [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [])));
+    const replies = await Promise.all(ids.map((id) => redisScripts.run(redis, 'readFleetCounts', [this.keys.fleetCounts(id), this.keys.fleetRetired(id)], [])));
     for (const reply of replies) {
       if (!reply) continue;
       const [counts, ...retired] = reply;

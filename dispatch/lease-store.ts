@@ -1,6 +1,7 @@
 import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import { hashSecret, sameHash } from '../models/credentials.js';
+import { redisScripts } from '../models/redis/redis-scripts.js';
 
 /** A lease as every gateway instance can see it (uploads may reach another instance than the worker's socket). */
 export interface LeaseRecord {
@@ -28,17 +29,6 @@ export interface LeaseRecord {
   /** The worker token's owner: only a worker of the same owner may resume the lease. */
   owner?: string;
 }
-
-const ADOPT = `
-local raw = redis.call('GET', KEYS[1])
-if not raw then return 0 end
-local lease = cjson.decode(raw)
-if lease.worker_id ~= ARGV[1] then return 0 end
-lease.worker_id = ARGV[2]
-lease.gateway_id = ARGV[3]
-redis.call('SET', KEYS[1], cjson.encode(lease), 'PX', ARGV[4])
-return 1
-`;
 
 /**
  * Live leases in Redis, each expiring with its lease TTL unless its worker's heartbeats
@@ -82,7 +72,7 @@ export class LeaseStore {
    * compare-and-set, so of two instances offered the same lease only one adopts it.
    */
   async adopt(leaseId: string, fromWorker: string, to: { worker_id: string; gateway_id: string }, ttlMs: number): Promise<boolean> {
-    const moved = await this.redis.eval(ADOPT, 1, this.key(leaseId), fromWorker, to.worker_id, to.gateway_id, ttlMs);
+    const moved = await redisScripts.run(this.redis, 'adoptLease', [this.key(leaseId)], [fromWorker, to.worker_id, to.gateway_id, ttlMs]);
     return moved === 1;
   }
 

@@ -1,5 +1,4 @@
-import type { NewRun, RunRecord } from './types.js';
-import type { GateCheck } from './redis/gate-lua.js';
+import type { GateCheck, NewRun, RunRecord } from './types.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from './stores.js';
 
 /**

@@ -1,7 +1,6 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
-import type { Account, ApiKeyRecord, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { Account, ApiKeyRecord, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
-import type { GateCheck, GateVerdict } from './redis/gate-lua.js';
 
 /**
  * The store contract. Each resource has one interface; `RedisStores` and `MongoStores`

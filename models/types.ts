@@ -25,6 +25,27 @@ export interface ApiKeyRecord {
   revoked_at: string | null;
 }
 
+/**
+ * What the request gate checks for an API key (api/services/auth/request-gate.ts): its
+ * revocation, then its rate limit (GCRA). Handed to a store that can run the gate in the same
+ * atomic step as a run's create (`RunStore.createGated`).
+ */
+export interface GateCheck {
+  /** The key's lookup id, which its revocation marker and its rate limiter are found by. */
+  lookupId: string;
+  /** The limit: ms between requests, and the burst tolerance (ms: burst × interval). */
+  intervalMs: number;
+  toleranceMs: number;
+  /** False when limiting is off: only the revocation is checked. */
+  limiting: boolean;
+}
+
+/**
+ * The gate's answer. An allowed request's `nextMs` is when the key may make one request more
+ * than `remaining` (-1 remaining: limiting is off); a limited one's `retryAfterMs` is its Retry-After.
+ */
+export type GateVerdict = { outcome: 'allowed'; remaining: number; nextMs: number } | { outcome: 'limited'; retryAfterMs: number } | { outcome: 'revoked' };
+
 export type OperatorTrust = 'open' | 'trusted';
 
 export interface Operator {

@@ -4,9 +4,9 @@ import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/h
 
 /**
  * A plain POST /v1/jobs runs its key's request gate inside the script that creates its run
- * (models/redis/gated-create.ts); every other submission, and every request that fails before
- * its create, runs the gate on its own. Either way: one request off the limit, a revoked or
- * limited key refused before anything is written.
+ * (models/redis/scripts/gated-create-run.ts); every other submission, and every request that
+ * fails before its create, runs the gate on its own. Either way: one request off the limit, a
+ * revoked or limited key refused before anything is written.
  */
 describe('the submission gate', () => {
   const prefix = uniquePrefix('submitgate');

@@ -4,24 +4,7 @@ import { newAccountId } from '../ids.js';
 import type { AccountStore } from '../stores.js';
 import type { Account, WebhookSecret } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import { LuaScript } from './lua-script.js';
-
-const ADJUST = `
-local credits = redis.call('HGET', KEYS[1], 'credits')
-if not credits then return -1 end
-if tonumber(credits) + tonumber(ARGV[1]) < 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'credits', ARGV[1])
-return 1
-`;
-
-// The webhook secret is one JSON field, so it and its creation time are set together.
-// ARGV[2] = '1' replaces it; otherwise it is set only if absent (HSETNX). nil: no such account.
-const WEBHOOK_SECRET = new LuaScript(`
-if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return false end
-if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'webhook_secret', ARGV[1])
-else redis.call('HSETNX', KEYS[1], 'webhook_secret', ARGV[1]) end
-return redis.call('HGET', KEYS[1], 'webhook_secret')
-`);
+import { redisScripts } from './redis-scripts.js';
 
 export function decodeAccount(h: Record<string, string>): Account | null {
   if (!h.id) return null;
@@ -49,7 +32,7 @@ export class RedisAccountStore implements AccountStore {
   }
 
   async adjustCredits(id: string, delta: number): Promise<Account | null> {
-    const result = (await this.redis.eval(ADJUST, 1, this.keys.account(id), String(delta))) as number;
+    const result = await redisScripts.run(this.redis, 'adjustCredits', [this.keys.account(id)], [String(delta)]);
     if (result === -1) throw new NotFoundError('account');
     if (result === 0) return null;
     return this.get(id);
@@ -64,7 +47,7 @@ export class RedisAccountStore implements AccountStore {
   }
 
   private async writeWebhookSecret(id: string, secret: WebhookSecret, replace: boolean): Promise<WebhookSecret> {
-    const stored = await WEBHOOK_SECRET.run<string | null>(this.redis, [this.keys.account(id)], [JSON.stringify(secret), replace ? '1' : '0']);
+    const stored = await redisScripts.run(this.redis, 'writeWebhookSecret', [this.keys.account(id)], [JSON.stringify(secret), replace ? '1' : '0']);
     if (stored === null) throw new NotFoundError('account');
     return JSON.parse(stored) as WebhookSecret;
   }

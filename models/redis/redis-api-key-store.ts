@@ -2,12 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '../stores.js';
 import type { ApiKeyRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
-
-const REVOKE = `
-if redis.call('HGET', KEYS[1], 'account_id') ~= ARGV[1] then return 0 end
-redis.call('HSETNX', KEYS[1], 'revoked_at', ARGV[2])
-return 1
-`;
+import { redisScripts } from './redis-scripts.js';
 
 function decode(h: Record<string, string>): ApiKeyRecord | null {
   if (!h.id) return null;
@@ -53,7 +48,7 @@ export class RedisApiKeyStore implements ApiKeyStore {
     const lookupId = id.replace(/^key_/, '');
     if (!/^[a-z2-7]{16}$/.test(lookupId)) return null;
     const key = this.keys.apiKey(lookupId);
-    const done = await this.redis.eval(REVOKE, 1, key, accountId, new Date().toISOString());
+    const done = await redisScripts.run(this.redis, 'revokeApiKey', [key], [accountId, new Date().toISOString()]);
     return done ? decode(await this.redis.hgetall(key)) : null;
   }
 }

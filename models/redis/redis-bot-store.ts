@@ -2,23 +2,10 @@ import type { Redis } from 'ioredis';
 import type { BotRecord, BotSession, FlowRecord } from '../bot-types.js';
 import type { BotStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
-import { LuaScript } from './lua-script.js';
+import { redisScripts } from './redis-scripts.js';
 
 /**
- * Deletes a bot, its index entry and its flow, only if the bot is still the account's and still
- * names that flow: the caller read the flow id first, and a concurrent delete makes this a no-op.
- * KEYS: bot, account's bots, flow. ARGV: account id, bot id, flow id. Returns the bot's JSON or nil.
- */
-const DELETE_BOT = new LuaScript(`
-local h = redis.call('HMGET', KEYS[1], 'account_id', 'flow_id', 'doc')
-if h[1] ~= ARGV[1] or h[2] ~= ARGV[3] then return false end
-redis.call('DEL', KEYS[1], KEYS[3])
-redis.call('ZREM', KEYS[2], ARGV[2])
-return h[3]
-`);
-
-/**
- * Bots as hashes: `account_id` and `flow_id` for the delete script, the record as JSON (`doc`).
+ * Bots as hashes: `account_id` and `flow_id` for the deleteBot script, the record as JSON (`doc`).
  * Flows and sessions are JSON strings; a session key expires with the session.
  */
 export class RedisBotStore implements BotStore {
@@ -51,7 +38,7 @@ export class RedisBotStore implements BotStore {
   async delete(accountId: string, id: string): Promise<BotRecord | null> {
     const flowId = await this.redis.hget(this.keys.bot(id), 'flow_id');
     if (!flowId) return null;
-    const doc = await DELETE_BOT.run<string | null>(this.redis, [this.keys.bot(id), this.keys.accountBots(accountId), this.keys.flow(flowId)], [accountId, id, flowId]);
+    const doc = await redisScripts.run(this.redis, 'deleteBot', [this.keys.bot(id), this.keys.accountBots(accountId), this.keys.flow(flowId)], [accountId, id, flowId]);
     return doc ? (JSON.parse(doc) as BotRecord) : null;
   }
 

@@ -2,21 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ConversationMessage, ConversationRecord } from '../bot-types.js';
 import type { ConversationStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
-import { LuaScript } from './lua-script.js';
-
-/**
- * Appends to a conversation that still exists, trims it to the last ARGV[1] messages and gives
- * both keys a fresh lifetime of ARGV[2] seconds. KEYS: conversation, its messages.
- * ARGV: keep, ttl seconds, messages (JSON) ... Returns 1, or 0 when the conversation is gone.
- */
-const APPEND = new LuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-return 1
-`);
+import { redisScripts } from './redis-scripts.js';
 
 export class RedisConversationStore implements ConversationStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
@@ -37,8 +23,9 @@ export class RedisConversationStore implements ConversationStore {
 
   async append(id: string, messages: ConversationMessage[], keep: number, ttlSeconds: number): Promise<boolean> {
     if (messages.length === 0) return (await this.redis.exists(this.keys.conversation(id))) === 1;
-    const done = await APPEND.run<number>(
+    const done = await redisScripts.run(
       this.redis,
+      'appendConversation',
       [this.keys.conversation(id), this.keys.conversationMessages(id)],
       [keep, ttlSeconds, ...messages.map((m) => JSON.stringify(m))],
     );

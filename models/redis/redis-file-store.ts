@@ -1,39 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { CreateFileResult, FileRecord, FileStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
-import { LuaScript } from './lua-script.js';
-
-/**
- * Checks the quota and writes the record, its indexes and the account's byte count in one
- * script, so concurrent uploads of one account can never pass its quota together.
- * KEYS: byte count, record, account index, expiry index. ARGV: size, quota, doc, id, expiry ms.
- */
-const CREATE = new LuaScript(`
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local size = tonumber(ARGV[1])
-if used + size > tonumber(ARGV[2]) then return {0, used} end
-redis.call('SET', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], 0, ARGV[4])
-redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
-return {1, redis.call('INCRBY', KEYS[1], size)}
-`);
-
-/**
- * Removes the owner's file and gives its bytes back; false when the record is not the account's.
- * KEYS: record, account index, expiry index, byte count. ARGV: account id, file id.
- */
-const DELETE = new LuaScript(`
-local doc = redis.call('GET', KEYS[1])
-if not doc then return false end
-local file = cjson.decode(doc)
-if file.account_id ~= ARGV[1] then return false end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
-local left = redis.call('DECRBY', KEYS[4], file.size)
-if left <= 0 then redis.call('DEL', KEYS[4]) end
-return doc
-`);
+import { redisScripts } from './redis-scripts.js';
 
 const live = (f: FileRecord | null, now = Date.now()): f is FileRecord => f !== null && Date.parse(f.expires_at) > now;
 
@@ -41,8 +9,9 @@ export class RedisFileStore implements FileStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   async create(file: FileRecord, quotaBytes: number): Promise<CreateFileResult> {
-    const [created, used] = await CREATE.run<[number, number]>(
+    const [created, used] = await redisScripts.run(
       this.redis,
+      'createFile',
       [this.keys.accountFileBytes(file.account_id), this.keys.file(file.id), this.keys.accountFiles(file.account_id), this.keys.filesByExpiry()],
       [file.size, quotaBytes, JSON.stringify(file), file.id, Date.parse(file.expires_at)],
     );
@@ -71,8 +40,9 @@ export class RedisFileStore implements FileStore {
   }
 
   async delete(accountId: string, id: string): Promise<FileRecord | null> {
-    const doc = await DELETE.run<string | null>(
+    const doc = await redisScripts.run(
       this.redis,
+      'deleteFile',
       [this.keys.file(id), this.keys.accountFiles(accountId), this.keys.filesByExpiry(), this.keys.accountFileBytes(accountId)],
       [accountId, id],
     );

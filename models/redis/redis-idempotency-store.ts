@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
-import { RELEASE_CLAIM } from './run-scripts.js';
+import { redisScripts } from './redis-scripts.js';
 
 export class RedisIdempotencyStore implements IdempotencyStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
@@ -21,6 +21,6 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   async release(accountId: string, key: string, runId: string): Promise<void> {
-    await RELEASE_CLAIM.run(this.redis, [this.key(accountId, key)], [runId]);
+    await redisScripts.run(this.redis, 'releaseClaim', [this.key(accountId, key)], [runId]);
   }
 }

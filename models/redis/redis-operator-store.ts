@@ -3,6 +3,7 @@ import { newOperatorId } from '../ids.js';
 import type { OperatorStore, WorkerTokenStore } from '../stores.js';
 import type { Operator, OperatorTrust, WorkerTokenRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
+import { redisScripts } from './redis-scripts.js';
 
 const toOperator = (h: Record<string, string>): Operator | null =>
   h.id ? { id: h.id, name: h.name, trust: h.trust as OperatorTrust, created_at: h.created_at } : null;
@@ -35,13 +36,7 @@ export class RedisOperatorStore implements OperatorStore {
   }
 
   async setTrust(id: string, trust: OperatorTrust): Promise<Operator | null> {
-    // HSET only if the operator exists: a trust change must not create a half record.
-    const done = await this.redis.eval(
-      "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end redis.call('HSET', KEYS[1], 'trust', ARGV[1]) return 1",
-      1,
-      this.keys.operator(id),
-      trust,
-    );
+    const done = await redisScripts.run(this.redis, 'setOperatorTrust', [this.keys.operator(id)], [trust]);
     return done ? this.get(id) : null;
   }
 }

@@ -1,12 +1,11 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
-import { NEW_RUN_DEFAULTS, type NewRun, type RunRecord } from '../types.js';
+import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
+import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
+import { redisScripts } from './redis-scripts.js';
 import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, type ImmutableRunFields } from './run-codec.js';
-import { gateVerdict, type GateCheck, type GateVerdict } from './gate-lua.js';
-import { GATED_CREATE_RUN } from './gated-create.js';
-import { CREATE_RUN, TRANSITION_RUN } from './run-scripts.js';
 
 export interface RedisRunStoreOptions {
   /** Seconds a terminal run is kept. */
@@ -17,7 +16,7 @@ export interface RedisRunStoreOptions {
 
 type Reply = [string, ...string[]];
 
-/** What CREATE_RUN's reply says happened. */
+/** What createRun's reply says happened. */
 function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
   const [tag, ...rest] = reply;
   if (tag === 'no_account') return { outcome: 'no_account' };
@@ -44,19 +43,20 @@ export class RedisRunStore implements RunStore {
 
   async create(run: NewRun): Promise<CreateRunResult> {
     const { keys, args, doc } = this.createCall(run);
-    return createdFrom(await CREATE_RUN.run<Reply>(this.redis, keys, args), doc);
+    return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc);
   }
 
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
     const { keys, args, doc } = this.createCall(run);
-    const reply = await GATED_CREATE_RUN.run<Reply | [number, number, number]>(this.redis, [...keys, ...gate.keys], [...args, ...gate.args]);
+    const call = gateCall(this.keys, gate);
+    const reply = await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]);
     if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
     const remaining = Number(reply.pop());
     const nextMs = Number(reply.pop());
     return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(reply as Reply, doc) };
   }
 
-  /** CREATE_RUN's keys and arguments, and the immutable fields it stores. */
+  /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
     const { priorityBase, webhook_events_filter, input_files, warnings, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
@@ -89,8 +89,9 @@ export class RedisRunStore implements RunStore {
 
   async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
     const set = encodePatch(t.set ?? {});
-    const reply = await TRANSITION_RUN.run<Reply>(
+    const reply = await redisScripts.run(
       this.redis,
+      'transitionRun',
       [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
       [
         `,${t.from.join(',')},`,

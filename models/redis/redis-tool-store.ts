@@ -1,39 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { CreateToolResult, SampledSecret, StoredTool, ToolStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
-import { LuaScript } from './lua-script.js';
-
-/**
- * Create checks the name and the count and writes both keys in one script, so concurrent
- * creates of one name get exactly one winner and an account never passes its limit.
- * KEYS: the account's name index, the tool. ARGV: name, id, account id, limit, doc.
- */
-const CREATE = new LuaScript(`
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'name_conflict' end
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 'limit_reached' end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], 'account_id', ARGV[3], 'name', ARGV[1], 'doc', ARGV[5])
-return 'created'
-`);
-
-/**
- * Delete only the owner's tool, and free its name only if the index still points at this tool.
- * KEYS: the tool, the account's name index. ARGV: account id, tool id.
- */
-const DELETE = new LuaScript(`
-if redis.call('HGET', KEYS[1], 'account_id') ~= ARGV[1] then return false end
-local fields = redis.call('HMGET', KEYS[1], 'name', 'doc')
-redis.call('DEL', KEYS[1])
-if redis.call('HGET', KEYS[2], fields[1]) == ARGV[2] then redis.call('HDEL', KEYS[2], fields[1]) end
-return fields[2]
-`);
+import { redisScripts } from './redis-scripts.js';
 
 export class RedisToolStore implements ToolStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   async create(tool: StoredTool, maxPerAccount: number): Promise<CreateToolResult> {
-    return CREATE.run<CreateToolResult>(
+    return redisScripts.run(
       this.redis,
+      'createTool',
       [this.keys.accountTools(tool.account_id), this.keys.tool(tool.id)],
       [tool.name, tool.id, tool.account_id, maxPerAccount, JSON.stringify(tool)],
     );
@@ -88,7 +64,7 @@ export class RedisToolStore implements ToolStore {
   }
 
   async delete(accountId: string, id: string): Promise<StoredTool | null> {
-    const doc = await DELETE.run<string | null>(this.redis, [this.keys.tool(id), this.keys.accountTools(accountId)], [accountId, id]);
+    const doc = await redisScripts.run(this.redis, 'deleteTool', [this.keys.tool(id), this.keys.accountTools(accountId)], [accountId, id]);
     return doc ? (JSON.parse(doc) as StoredTool) : null;
   }
 }

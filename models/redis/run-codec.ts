@@ -49,10 +49,13 @@ export function pairsToHash(flat: string[]): Record<string, string> {
   return out;
 }
 
-/** The fields TRANSITION_RUN reports as they were before it wrote (`returnPrior`), in its reply's order. */
+/**
+ * The fields the transitionRun script (models/redis/scripts/transition-run.ts) reports as they
+ * were before it wrote (`returnPrior`), in its reply's order.
+ */
 export const PRIOR_FIELDS = ['status', 'worker_id', 'attempts', 'fence', 'started_at', 'progress'] as const;
 
-/** TRANSITION_RUN's prior fields ('' for absent), decoded as `decodeRun` would (absent: the new-run default). */
+/** transitionRun's prior fields ('' for absent), decoded as `decodeRun` would (absent: the new-run default). */
 export function decodePrior(values: string[]): PriorRunFields {
   const [status, workerId, attempts, fence, startedAt, progress] = values;
   return {

@@ -1,16 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../../../models/redis/keys.js';
-import { gateLua, gateVerdict, type GateCheck, type GateVerdict } from '../../../models/redis/gate-lua.js';
-import { LuaScript } from '../../../models/redis/lua-script.js';
-
-/**
- * Checked once per authenticated request, in one Redis round trip: whether the key was
- * revoked (on any instance, whatever the local cache says) and the key's rate limit.
- * KEYS: revoked marker, limiter. ARGV: emission interval ms, burst tolerance ms, limiting on (1/0).
- */
-const GATE = new LuaScript(`${gateLua(1, 2, 1)}
-return { 1, gate_next_ms, gate_remaining }
-`);
+import { gateCall, gateVerdict } from '../../../models/redis/gate-codec.js';
+import { redisScripts } from '../../../models/redis/redis-scripts.js';
+import type { GateCheck, GateVerdict } from '../../../models/types.js';
 
 export interface RequestGateOptions {
   redis: Redis;
@@ -74,17 +66,18 @@ export class RequestGate {
     };
   }
 
+  /**
+   * Checked once per authenticated request, in one Redis round trip (the requestGate script):
+   * whether the key was revoked (on any instance, whatever the local cache says) and its rate limit.
+   */
   async admit(lookupId: string): Promise<GateVerdict> {
-    const { keys, args } = this.check(lookupId);
-    return gateVerdict(await GATE.run<[number, number, number]>(this.opts.redis, keys, args));
+    const { keys, args } = gateCall(this.opts.keys, this.check(lookupId));
+    return gateVerdict(await redisScripts.run(this.opts.redis, 'requestGate', keys, args));
   }
 
-  /** The gate's keys and arguments for a key, for a store that runs the gate inside its own script. */
+  /** What the gate checks for a key, for a store that runs the gate inside its own script. */
   check(lookupId: string): GateCheck {
-    return {
-      keys: [this.opts.keys.revokedKey(lookupId), this.opts.keys.rateLimit(`key:${lookupId}`)],
-      args: [this.interval, this.tolerance, this.opts.perSecond > 0 ? '1' : '0'],
-    };
+    return { lookupId, intervalMs: this.interval, toleranceMs: this.tolerance, limiting: this.opts.perSecond > 0 };
   }
 
   /** Marks a key revoked for every instance; kept well past any cache lifetime. */

@@ -1,0 +1,34 @@
+import { runReply } from './run-reply.js';
+
+/**
+ * `create_run()`: a run's create, shared by createRun and gatedCreateRun so the two can never
+ * drift apart. It reads the calling script's own KEYS and ARGV, which must start with these:
+ * KEYS: run, account, account run index, unconfirmed set.
+ * ARGV: run_id, account_id, price, doc (JSON of the immutable fields), created ms,
+ *       fair-share step, priority base, kind, index floor (ids below it are past retention).
+ * Returns {'created', priority} | {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
+ * Index keys are derived from KEYS[3] (the account's run index).
+ */
+export const createRunFunction = `${runReply}
+local function create_run()
+  if redis.call('EXISTS', KEYS[1]) == 1 then return run_reply('exists', KEYS[1]) end
+  local acct = redis.call('HMGET', KEYS[2], 'credits', 'in_flight')
+  if not acct[1] then return { 'no_account' } end
+  local price = tonumber(ARGV[3])
+  if tonumber(acct[1]) < price then return { 'insufficient', acct[1] } end
+  local priority = tonumber(ARGV[7]) + math.min(math.floor(tonumber(acct[2] or '0') / tonumber(ARGV[6])), 9)
+  redis.call('HINCRBY', KEYS[2], 'credits', -price)
+  redis.call('HINCRBY', KEYS[2], 'reserved', price)
+  redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
+  redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
+    'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0)
+  local floor = '(' .. ARGV[9]
+  redis.call('ZADD', KEYS[3], 0, ARGV[1])
+  redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
+  redis.call('ZADD', KEYS[3] .. ':s:queued', 0, ARGV[1])
+  redis.call('ZADD', KEYS[3] .. ':k:' .. ARGV[8], 0, ARGV[1])
+  redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[8], '-', floor)
+  redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+  return { 'created', tostring(priority) }
+end
+`;
