@@ -82,6 +82,13 @@ interface RunTransitionBase {
    * round trip fewer. @defaultValue true
    */
   awaitListeners?: boolean;
+  /**
+   * A status change (`to`) is also logged in the run's event log by the store itself, in the same
+   * atomic step (stores with `logsStatusEvents`): its `status` event, and `done` after a terminal
+   * status. The result's `statusLogged` says whether it was (a record made before the store could
+   * is left to the caller). ObservedRunStore asks for it; other callers need not.
+   */
+  logStatus?: boolean;
 }
 
 /** The fields a transition reports as they were before it (`returnPrior`). */
@@ -94,7 +101,7 @@ export type PriorRunFields = Pick<RunRecord, 'status' | 'worker_id' | 'attempts'
  */
 export type RunTransition = (RunTransitionBase & { returning?: 'record' }) | (RunTransitionBase & { returning: 'none'; to?: undefined });
 
-type RecordOf<T> = T extends { returning: 'none' } ? { run?: undefined } : { run: RunRecord };
+type RecordOf<T> = (T extends { returning: 'none' } ? { run?: undefined } : { run: RunRecord }) & { statusLogged?: boolean };
 type PriorOf<T> = T extends { returnPrior: true } ? { prior: PriorRunFields } : T extends { returnPrior?: false } ? { prior?: undefined } : { prior?: PriorRunFields };
 
 /** What a transition `T` returns: typed so a caller cannot read a record or prior values it did not ask for. */
@@ -129,6 +136,8 @@ export interface RunStore {
    * once (charged on success, released otherwise), since a run becomes terminal only once.
    */
   transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>>;
+  /** True when `transition` can log a status change in the same step (`logStatus`): the Redis store, given the event log's settings. */
+  readonly logsStatusEvents?: boolean;
   /** Runs created more than `olderThanMs` ago whose queue write is not confirmed (the outbox). */
   listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
   /** Records that these runs are known to be in their queue (or no longer need to be). */

@@ -74,6 +74,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
     mongoDb: c.mongoDb,
     retentionSeconds: c.runRetentionSeconds,
     fairShareStep: c.fairShareStep,
+    eventLog: { maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 },
   });
   lifecycle.add('stores', { stop: () => base.close() });
   await lifecycle.start();
@@ -87,7 +88,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const gate = new RequestGate({ redis, keys, perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
   const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
   const events = new RunEventWriter(eventLog, log);
-  runs.onStatusChange(events.statusChanged);
+  runs.setStatusLog(events);
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });

@@ -5,13 +5,15 @@ import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type R
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
-import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, type ImmutableRunFields } from './run-codec.js';
+import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, viewFragment, type ImmutableRunFields } from './run-codec.js';
 
 export interface RedisRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
   /** In-flight runs per fair-share priority step. */
   fairShareStep: number;
+  /** The run event log's settings (models/run-event-log.ts): given, a transition can log its status change (`logStatus`). */
+  eventLog?: { maxLength: number; ttlMs: number };
 }
 
 type Reply = [string, ...string[]];
@@ -78,6 +80,7 @@ export class RedisRunStore implements RunStore {
         priorityBase,
         run.kind,
         this.indexFloor(),
+        viewFragment(doc),
       ],
       doc,
     };
@@ -87,12 +90,24 @@ export class RedisRunStore implements RunStore {
     return decodeRun(await this.redis.hgetall(this.keys.run(runId)));
   }
 
+  get logsStatusEvents(): boolean {
+    return this.opts.eventLog !== undefined;
+  }
+
   async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
     const set = encodePatch(t.set ?? {});
+    const events = t.logStatus && t.to ? this.opts.eventLog : undefined;
     const reply = await redisScripts.run(
       this.redis,
       'transitionRun',
-      [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
+      [
+        this.keys.run(run.run_id),
+        this.keys.account(run.account_id),
+        this.keys.accountRuns(run.account_id),
+        this.keys.unconfirmed(),
+        this.keys.runEventLog(run.run_id),
+        this.keys.runEventSeq(run.run_id),
+      ],
       [
         `,${t.from.join(',')},`,
         t.to ?? '',
@@ -104,6 +119,9 @@ export class RedisRunStore implements RunStore {
         t.returning === 'none' ? 'none' : '',
         t.returnPrior ? '1' : '',
         set.length,
+        events ? this.keys.runEvents(run.run_id) : '',
+        events?.maxLength ?? '',
+        events?.ttlMs ?? '',
         ...set,
         ...encodePatch(t.setIfAbsent ?? {}),
       ],
@@ -111,7 +129,8 @@ export class RedisRunStore implements RunStore {
     const [tag, ...rest] = reply;
     if (tag === 'missing') return { ok: false, run: null } as TransitionResult<T>;
     if (tag !== 'ok') return { ok: false, run: decodeRun(pairsToHash(rest))! } as TransitionResult<T>;
-    const result: { ok: true; run?: RunRecord; prior?: PriorRunFields } = { ok: true };
+    const logged = rest.shift() === '1';
+    const result: { ok: true; run?: RunRecord; prior?: PriorRunFields; statusLogged?: boolean } = logged ? { ok: true, statusLogged: true } : { ok: true };
     if (t.returnPrior) result.prior = decodePrior(rest.splice(0, PRIOR_FIELDS.length));
     if (t.returning !== 'none') result.run = decodeRun(pairsToHash(rest))!;
     return result as TransitionResult<T>;

@@ -29,13 +29,25 @@ export function encodePatch(patch: RunPatch): string[] {
   return out;
 }
 
+/**
+ * The job view's immutable fields as a JSON fragment (no braces), stored at creation as `vw`:
+ * transitionRun builds a status event's job view from it and the record's other fields as
+ * stored, without decoding `doc` (which holds the input, up to megabytes).
+ */
+export function viewFragment(doc: Pick<ImmutableRunFields, 'run_id' | 'kind' | 'confidentiality' | 'class' | 'created_at'>): string {
+  return JSON.stringify({ run_id: doc.run_id, kind: doc.kind, confidentiality: doc.confidentiality, class: doc.class, created_at: doc.created_at }).slice(1, -1);
+}
+
+/** Hash fields that are no part of the record: the view fragment (`viewFragment`). */
+const NOT_RECORD = new Set(['doc', 'vw']);
+
 export function decodeRun(hash: Record<string, string>): RunRecord | null {
   if (!hash || !hash.doc) return null;
   // Object.assign and a for-in, not spreads and Object.entries: V8 took ~14 us per chat run's
   // record with the spreads (~2 us this way), and every lease and settlement decodes one or two.
   const run: Record<string, unknown> = Object.assign({}, NEW_RUN_DEFAULTS, JSON.parse(hash.doc));
   for (const k in hash) {
-    if (k === 'doc') continue;
+    if (NOT_RECORD.has(k)) continue;
     const v = hash[k];
     run[k] = NUMBERS.has(k) ? Number(v) : SCALARS.has(k) ? (v === '' ? null : v) : JSON.parse(v);
   }

@@ -1,5 +1,6 @@
 import { PRIOR_FIELDS } from '../run-codec.js';
 import { defineScript } from '../script-definition.js';
+import { appendEventsFunction } from './includes/append-events.js';
 import { runReply } from './includes/run-reply.js';
 
 /**
@@ -7,36 +8,44 @@ import { runReply } from './includes/run-reply.js';
  * (charged on success, released otherwise) and moving it between the status indexes. Reads
  * only the run's plain scalar fields (run-codec.ts), so no JSON is decoded here; index keys
  * are derived from KEYS[3] (the account's run index).
- * KEYS: run, account, account run index, unconfirmed set.
+ *
+ * With an event channel, a status change is also logged in the same step: its `status` event
+ * (and `done` after a terminal one), the job view built from the record's fields as stored
+ * (the immutable part written at creation as `vw`, the JSON-text fields as they are), appended
+ * by `append_events` as appendRunEvents would. A record without `vw` (made before it) is left
+ * to the caller to log.
+ * KEYS: run, account, account run index, unconfirmed set, the run's event stream, its counter.
  * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
  *       account_id, required fence or '', reply ('none': no record on success), '1' to report
- *       the prior fields, n, then n flat pairs to set, then flat pairs to set only where absent.
- * Returns {'ok', [prior fields], [HGETALL...]} | {'refused', HGETALL...} | {'missing'}. The prior
- * fields, when asked for, are PRIOR_FIELDS (run-codec.ts) in that order, '' for absent.
+ *       the prior fields, n, event channel or '' (no logging), event log length, event ttl ms,
+ *       then n flat pairs to set, then flat pairs to set only where absent.
+ * Returns {'ok', logged ('1' or ''), [prior fields], [HGETALL...]} | {'refused', HGETALL...} |
+ * {'missing'}. The prior fields, when asked for, are PRIOR_FIELDS (run-codec.ts) in that order,
+ * '' for absent.
  */
 export const transitionRun = defineScript<[string, ...string[]]>({
   name: 'transitionRun',
-  keys: 4,
-  lua: `${runReply}
+  keys: 6,
+  lua: `${runReply}${appendEventsFunction}
 local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence')
 if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
 local status = cur[1]
 if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
 if ARGV[7] ~= '' and (cur[5] or '0') ~= ARGV[7] then return run_reply('refused', KEYS[1]) end
-local reply = { 'ok' }
+local reply = { 'ok', '' }
 if ARGV[9] == '1' then
   local prior = redis.call('HMGET', KEYS[1], ${PRIOR_FIELDS.map((f) => `'${f}'`).join(', ')})
   for i = 1, ${PRIOR_FIELDS.length} do reply[#reply + 1] = prior[i] or '' end
 end
 local to = ARGV[2]
 local flat = {}
-local last_set = 10 + tonumber(ARGV[10])
+local last_set = 13 + tonumber(ARGV[10])
 -- Absent: no field, a null scalar ('') or a null JSON value. Written before the set pairs, which win a field named in both.
 for i = last_set + 1, #ARGV, 2 do
   local v = redis.call('HGET', KEYS[1], ARGV[i])
   if not v or v == '' or v == 'null' then flat[#flat + 1] = ARGV[i]; flat[#flat + 1] = ARGV[i + 1] end
 end
-for i = 11, last_set do flat[#flat + 1] = ARGV[i] end
+for i = 14, last_set do flat[#flat + 1] = ARGV[i] end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
   flat[#flat + 1] = 'status'; flat[#flat + 1] = to
@@ -60,6 +69,20 @@ if to ~= '' and to ~= status then
 end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
 if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
+if ARGV[11] ~= '' and to ~= '' and to ~= status then
+  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation')
+  if h[1] then
+    local function j(v) if not v or v == '' then return 'null' end return v end
+    local view = '{' .. h[1] .. ',"status":"' .. to .. '","terminal":' .. (terminal[to] and 'true' or 'false') ..
+      ',"priority":' .. h[2] .. ',"started_at":' .. j(h[3]) .. ',"finished_at":' .. j(h[4]) .. ',"progress":' .. j(h[5]) ..
+      ',"attempts":' .. (h[6] or '0') .. ',"queue_position":null,"waiting_reason":null,"output":' .. j(h[7]) ..
+      ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. '}'
+    local events = { { 'status', view, '', '' } }
+    if terminal[to] then events[2] = { 'done', view, '', '' } end
+    append_events(KEYS[5], KEYS[6], nil, ARGV[11], ARGV[12], ARGV[13], events)
+    reply[2] = '1'
+  end
+end
 if ARGV[8] ~= 'none' then
   for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
 end

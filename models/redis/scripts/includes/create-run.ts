@@ -5,7 +5,9 @@ import { runReply } from './run-reply.js';
  * drift apart. It reads the calling script's own KEYS and ARGV, which must start with these:
  * KEYS: run, account, account run index, unconfirmed set.
  * ARGV: run_id, account_id, price, doc (JSON of the immutable fields), created ms,
- *       fair-share step, priority base, kind, index floor (ids below it are past retention).
+ *       fair-share step, priority base, kind, index floor (ids below it are past retention),
+ *       the job view's immutable fields as a JSON fragment (`vw`: what transitionRun's status
+ *       events are built from, so it never decodes `doc`).
  * Returns {'created', priority} | {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
  * Index keys are derived from KEYS[3] (the account's run index).
  */
@@ -21,7 +23,7 @@ local function create_run()
   redis.call('HINCRBY', KEYS[2], 'reserved', price)
   redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
   redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
-    'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0)
+    'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0, 'vw', ARGV[10])
   local floor = '(' .. ARGV[9]
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
   redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
