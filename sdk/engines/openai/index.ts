@@ -2,6 +2,7 @@ import { MAX_WORKER_MODELS, MODEL_ID_PATTERN, type WorkerModel } from '../../pro
 import type { Engine, EngineContext, EngineResult } from '../types.js';
 import { chatRequestOf } from './chat-request.js';
 import { CompletionBuilder, type LlmOutput } from './completion-builder.js';
+import { ContentChunks } from './content-chunks.js';
 import { SseReader } from './sse.js';
 import { type BackendAnswer, type BackendRequest, fetchClient, nodeHttpClient } from './backend-client.js';
 import { UpstreamError, errorOfFetch, errorOfResponse } from '../upstream-error.js';
@@ -182,6 +183,7 @@ async function readCompletion(answer: BackendAnswer, model: string, ctx: EngineC
   }
   if (!/^text\/event-stream/i.test(type)) throw new UpstreamError('upstream_bad_response', `the backend answered ${type || 'no content type'}, not an event stream`, true);
   const reader = new SseReader();
+  const plain = new ContentChunks();
   let done = false;
   // Each piece of the body is read where it arrives: its events parsed, their deltas handed on,
   // and true ("read enough") once [DONE] came.
@@ -189,6 +191,12 @@ async function readCompletion(answer: BackendAnswer, model: string, ctx: EngineC
     touch();
     for (const event of reader.feedBytes(bytes)) {
       if (event.data.trim() === '[DONE]') return (done = true);
+      const isError = event.event === 'error';
+      const content = isError ? undefined : plain.contentOf(event.data);
+      if (content !== undefined) {
+        if (builder.addPlainContent(content, plain.model)) ctx.output(content);
+        continue;
+      }
       let chunk: unknown;
       try {
         chunk = JSON.parse(event.data);
@@ -197,8 +205,9 @@ async function readCompletion(answer: BackendAnswer, model: string, ctx: EngineC
         throw new UpstreamError('upstream_bad_response', `the backend streamed data that is not JSON: ${event.data.slice(0, 200)}`, true);
       }
       // llama-server's `error:` line carries the error object itself.
-      const delta = builder.addChunk(event.event === 'error' && isObject(chunk) && !('error' in chunk) ? { error: chunk } : chunk);
+      const delta = builder.addChunk(isError && isObject(chunk) && !('error' in chunk) ? { error: chunk } : chunk);
       if (delta) ctx.output(delta);
+      if (!isError) plain.learn(event.data, chunk);
     }
     return false;
   });
