@@ -42,7 +42,8 @@ export interface BackendExchange {
   release(): void;
 }
 
-export type BackendClient = (url: string, request: BackendRequest) => BackendExchange;
+/** Sends a request to `path` under the backend's base URL (its `/v1`). */
+export type BackendClient = (path: string, request: BackendRequest) => BackendExchange;
 
 /**
  * How long the end of a body may take to come after the reader stopped at `[DONE]`: servers
@@ -50,13 +51,31 @@ export type BackendClient = (url: string, request: BackendRequest) => BackendExc
  */
 export const DRAIN_MS = 1000;
 
-/** The default client: node:http or node:https, keep-alive. */
-export const nodeHttpClient: BackendClient = (url, request) => {
-  const transport = url.startsWith('https:') ? https : http;
+/** Where http.request sends a URL, as it would derive it from the URL itself. */
+function targetOf(url: URL): http.RequestOptions {
+  const auth = url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
+  return { protocol: url.protocol, hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port, path: `${url.pathname}${url.search}`, auth };
+}
+
+/**
+ * The default client: node:http or node:https, keep-alive, to the backend at `base` (without a
+ * trailing slash). The base is parsed once, not for every call; one with a query or fragment,
+ * where a path appended to it lands elsewhere, is parsed with the path each time.
+ */
+export function nodeHttpClient(base: string): BackendClient {
+  const url = new URL(base);
+  const transport = url.protocol === 'https:' ? https : http;
+  const target = targetOf(url);
+  const basePath = url.pathname === '/' ? '' : url.pathname;
+  const plain = url.search === '' && url.hash === '' && base.endsWith(basePath);
+  return (path, request) => exchange(transport, plain ? { ...target, path: `${basePath}${path}` } : targetOf(new URL(`${base}${path}`)), request);
+}
+
+function exchange(transport: typeof http | typeof https, target: http.RequestOptions, request: BackendRequest): BackendExchange {
   const headers = request.body === undefined ? request.headers : { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) };
   let res: http.IncomingMessage | undefined;
   let stoppedEarly = false;
-  const req = transport.request(url, { method: request.method, headers });
+  const req = transport.request({ ...target, method: request.method, headers });
   const answer = new Promise<BackendAnswer>((resolve, reject) => {
     // Kept for the whole exchange: a socket error after the answer came reaches the body's reader too.
     req.on('error', reject);
@@ -115,13 +134,13 @@ export const nodeHttpClient: BackendClient = (url, request) => {
       }
     },
   };
-};
+}
 
 /** A client through the caller's fetch, read as the engine read fetch's responses before it had its own client. */
-export function fetchClient(doFetch: typeof fetch): BackendClient {
-  return (url, request) => {
+export function fetchClient(doFetch: typeof fetch, base: string): BackendClient {
+  return (path, request) => {
     const ac = new AbortController();
-    const answer = doFetch(url, { method: request.method, headers: request.headers, body: request.body, signal: ac.signal }).then(
+    const answer = doFetch(`${base}${path}`, { method: request.method, headers: request.headers, body: request.body, signal: ac.signal }).then(
       (res): BackendAnswer => ({
         status: res.status,
         contentType: res.headers.get('content-type') ?? '',

@@ -52,7 +52,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
   const base = backendBase(opts.backendUrl);
-  const client = opts.fetch ? fetchClient(opts.fetch) : nodeHttpClient;
+  const client = opts.fetch ? fetchClient(opts.fetch, base) : nodeHttpClient(base);
   const timeoutMs = opts.timeoutMs ?? 300_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive number of milliseconds');
   const given = opts.models === undefined ? undefined : checkModelIds(opts.models);
@@ -62,7 +62,7 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
   /** A call to the backend under the silence limit; `signal` (the lease's) aborts it at once. */
   const call = async <T>(path: string, request: BackendRequest, signal: AbortSignal | undefined, read: (answer: BackendAnswer, touch: () => void) => Promise<T>): Promise<T> => {
     const what = `${request.method} ${path}`;
-    const exchange = client(`${base}${path}`, request);
+    const exchange = client(path, request);
     let silent: UpstreamError | undefined;
     // One timer for the whole call, re-armed on each piece of the answer (refresh, not a new one).
     const timer = setTimeout(() => {
