@@ -148,7 +148,9 @@ async function measure(name: string, target: ChatTarget, streams: number, o: Opt
 async function switchyard(o: Options, prefix: string, dataDir: string, stoppers: Array<() => Promise<void>>, fleet: { handler: 'words' | 'demo' | 'openai'; backendUrl?: string }, profileDir?: string) {
   const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl: REDIS_URL, prefix, dataDir, profileDir });
   stoppers.push(() => gw.stop());
-  const workers = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: LLM_KIND, ...fleet });
+  // The fleet's profile goes into its own folder, named by what it ran, beside the gateway's.
+  const fleetProfileDir = profileDir && path.join(profileDir, `worker-fleet-${fleet.handler}`);
+  const workers = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots, kind: LLM_KIND, ...fleet, profileDir: fleetProfileDir });
   stoppers.push(() => workers.stop());
   return { gw, fleet: workers, headers: { authorization: `Bearer ${apiKey}` } };
 }
@@ -249,7 +251,7 @@ export default async function stream(args: string[]): Promise<number> {
         portkeyNote = `skipped: install @portkey-ai/gateway into a directory as docs/benchmarks.md (stream) says (npm install --prefix DIR, with @hono/node-server 2.1.9), then pass --portkey DIR${o.portkey ? ` (nothing at ${o.portkey})` : ''}`;
         log(`  Portkey ${portkeyNote}`);
       }
-      const oa = await switchyard(o, `${prefix}:oa`, dataDir, stoppers, { handler: 'openai', backendUrl: upstream.url });
+      const oa = await switchyard(o, `${prefix}:oa`, dataDir, stoppers, { handler: 'openai', backendUrl: upstream.url }, o.profileDir && path.join(o.profileDir, 'openai'));
       const syRow = await measure('switchyard + openai engine', body(`${oa.gw.url}/v1`, oa.headers, UPSTREAM_MODEL), o.peerStreams, o, meter, oa.gw.pid, oa.fleet.pid, machine.cpus, log);
       rows.push(syRow);
       await stopAll();

@@ -33,6 +33,8 @@ export interface FleetOptions {
   handler?: 'demo' | 'noop' | 'words' | 'openai';
   /** The OpenAI base URL the `openai` handler relays. */
   backendUrl?: string;
+  /** Write a V8 CPU profile of the fleet's process into this directory (written when it stops). */
+  profileDir?: string;
 }
 
 /** The id of the i-th model of a fleet started with `models`: `m-000`, `m-001`, ... */
@@ -43,7 +45,9 @@ export async function startWorkerFleet(o: FleetOptions): Promise<WorkerFleet> {
   const env: Record<string, string> = { GATEWAY_URL: o.gateway, WORKER_TOKEN: o.token, WORKERS: String(o.workers), SLOTS: String(o.slots), MODELS: String(o.models ?? 0), HANDLER: o.handler ?? 'demo' };
   if (o.kind) env.KIND = o.kind;
   if (o.backendUrl) env.BACKEND_URL = o.backendUrl;
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const nodeArgs = ['--import', 'tsx'];
+  if (o.profileDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${o.profileDir}`);
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -68,15 +68,18 @@ export function describeErrorBody(text: string): string {
  * An error answer of the backend (`what`: the call, e.g. `POST /chat/completions`); `describe`
  * reads the body of a backend whose errors have a shape of their own.
  */
-export async function errorOfResponse(res: Response, what: string, describe: (text: string) => string = describeErrorBody): Promise<UpstreamError> {
+export async function errorOfResponse(res: Pick<Response, 'status' | 'text'>, what: string, describe: (text: string) => string = describeErrorBody): Promise<UpstreamError> {
   const text = await res.text().catch(() => '');
   const retryable = isRetryableStatus(res.status);
   return new UpstreamError(retryable ? 'upstream_unavailable' : 'upstream_error', `the backend answered ${what} with ${res.status}: ${describe(text)}`, retryable, res.status);
 }
 
-/** A call that got no answer: refused, reset, unresolvable. Node's fetch hides the reason in `cause`. */
+/**
+ * A call that got no answer: refused, reset, unresolvable. Node's fetch hides the reason in
+ * `cause`; node:http's error carries it as `code`.
+ */
 export function errorOfFetch(err: unknown, what: string, backendUrl: string): UpstreamError {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const why = e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
+  const e = err as { message?: string; code?: unknown; cause?: { code?: string; message?: string } };
+  const why = e?.cause?.code ?? (typeof e?.code === 'string' ? e.code : undefined) ?? e?.cause?.message ?? e?.message ?? String(err);
   return new UpstreamError('upstream_unavailable', `the backend at ${backendUrl} could not be reached (${what}): ${why}`, true);
 }

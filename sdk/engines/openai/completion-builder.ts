@@ -73,6 +73,16 @@ export class CompletionBuilder {
     return content;
   }
 
+  /**
+   * A chunk known to carry nothing but this text and `model` (content-chunks.ts), read without
+   * parsing it: the same effect as addChunk on it.
+   */
+  addPlainContent(content: string, model: string | undefined): string {
+    if (model !== undefined) this.model = model;
+    this.text += content;
+    return content;
+  }
+
   /** A whole `chat.completion` (a backend that ignored `stream: true`): its message read like one chunk. */
   addCompletion(completion: unknown): string {
     return this.addChunk(completion);

@@ -2,7 +2,9 @@ import { MAX_WORKER_MODELS, MODEL_ID_PATTERN, type WorkerModel } from '../../pro
 import type { Engine, EngineContext, EngineResult } from '../types.js';
 import { chatRequestOf } from './chat-request.js';
 import { CompletionBuilder, type LlmOutput } from './completion-builder.js';
+import { ContentChunks } from './content-chunks.js';
 import { SseReader } from './sse.js';
+import { type BackendAnswer, type BackendRequest, fetchClient, nodeHttpClient } from './backend-client.js';
 import { UpstreamError, errorOfFetch, errorOfResponse } from '../upstream-error.js';
 
 export { UpstreamError, type UpstreamErrorCode } from '../upstream-error.js';
@@ -18,7 +20,10 @@ export interface OpenAiEngineOptions {
   apiKey?: string;
   /** The model ids to advertise; the first serves jobs that name none. Unset: the backend's `GET /models`. */
   models?: string[];
-  /** @defaultValue the global fetch (Node's) */
+  /**
+   * A fetch to call the backend through (a proxy, an agent of yours). Unset: node:http(s) with
+   * Node's global keep-alive agents, which costs a fraction of Node's fetch per completion.
+   */
   fetch?: typeof fetch;
   /**
    * The longest the backend may stay silent: before its answer starts (prompt processing
@@ -47,7 +52,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
   const base = backendBase(opts.backendUrl);
-  const doFetch = opts.fetch ?? fetch;
+  const client = opts.fetch ? fetchClient(opts.fetch, base) : nodeHttpClient(base);
   const timeoutMs = opts.timeoutMs ?? 300_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive number of milliseconds');
   const given = opts.models === undefined ? undefined : checkModelIds(opts.models);
@@ -55,33 +60,30 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
   let discovered: Promise<WorkerModel[]> | undefined;
 
   /** A call to the backend under the silence limit; `signal` (the lease's) aborts it at once. */
-  const call = async (path: string, init: RequestInit, signal: AbortSignal | undefined, read: (res: Response, touch: () => void) => Promise<unknown>) => {
-    const what = `${init.method ?? 'GET'} ${path}`;
-    const ac = new AbortController();
+  const call = async <T>(path: string, request: BackendRequest, signal: AbortSignal | undefined, read: (answer: BackendAnswer, touch: () => void) => Promise<T>): Promise<T> => {
+    const what = `${request.method} ${path}`;
+    const exchange = client(path, request);
     let silent: UpstreamError | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const touch = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        silent = new UpstreamError('upstream_unavailable', `the backend sent nothing for ${timeoutMs} ms (${what})`, true);
-        ac.abort(silent);
-      }, timeoutMs);
-    };
-    const onAbort = () => ac.abort(signal!.reason);
+    // One timer for the whole call, re-armed on each piece of the answer (refresh, not a new one).
+    const timer = setTimeout(() => {
+      silent = new UpstreamError('upstream_unavailable', `the backend sent nothing for ${timeoutMs} ms (${what})`, true);
+      exchange.abort(silent);
+    }, timeoutMs);
+    const touch = () => void timer.refresh();
+    const onAbort = () => exchange.abort(signal!.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort();
-    touch();
     try {
-      let res: Response;
+      let answer: BackendAnswer;
       try {
-        res = await doFetch(`${base}${path}`, { ...init, signal: ac.signal });
+        answer = await exchange.answer;
       } catch (err) {
         throw signal?.aborted ? signal.reason : (silent ?? errorOfFetch(err, what, base));
       }
       touch();
-      if (!res.ok) throw await errorOfResponse(res, what);
+      if (answer.status < 200 || answer.status > 299) throw await errorOfResponse(answer, what);
       try {
-        return await read(res, touch);
+        return await read(answer, touch);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         if (silent) throw silent;
@@ -91,14 +93,13 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      // Whatever ended the call, its connection is not left open (a stream read up to [DONE], an error).
-      ac.abort();
+      exchange.release();
     }
   };
 
   const listModels = async (): Promise<WorkerModel[]> => {
     if (given) return given.map((id) => ({ id }));
-    const body = await call('/models', { headers: headers({ accept: 'application/json' }) }, undefined, (res) => res.json());
+    const body = await call('/models', { method: 'GET', headers: headers({ accept: 'application/json' }) }, undefined, readJson);
     const data = isObject(body) && Array.isArray(body.data) ? body.data : null;
     if (!data) throw new UpstreamError('upstream_bad_response', `the backend's GET /models is not a list of models ({"data": [{"id"}]})`, true);
     const ids = [...new Set(data.map((m) => (isObject(m) ? m.id : undefined)).filter((id): id is string => typeof id === 'string'))];
@@ -126,13 +127,13 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
     if (kind !== LLM_KIND) throw Object.assign(new Error(`the openai engine serves ${LLM_KIND} only, not ${kind}`), { code: 'unsupported_kind', retryable: true });
     ctx.signal.throwIfAborted();
     const model = typeof input.model === 'string' && input.model !== '' ? input.model : await defaultModel();
-    const init = { method: 'POST', headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }), body: JSON.stringify(chatRequestOf(input, model)) };
-    const output = (await call('/chat/completions', init, ctx.signal, (res, touch) => readCompletion(res, model, ctx, touch))) as LlmOutput;
+    const request: BackendRequest = { method: 'POST', headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }), body: JSON.stringify(chatRequestOf(input, model)) };
+    const output = await call('/chat/completions', request, ctx.signal, (answer, touch) => readCompletion(answer, model, ctx, touch));
     return { artifacts: [], extra: { ...output } };
   };
 
   const probe = async (signal?: AbortSignal) => {
-    await call('/models', { headers: headers({ accept: 'application/json' }) }, signal, (res) => res.json());
+    await call('/models', { method: 'GET', headers: headers({ accept: 'application/json' }) }, signal, readJson);
   };
   return { handler, listModels, probe };
 }
@@ -157,16 +158,19 @@ function checkModelIds(models: string[]): string[] {
   return [...new Set(models)];
 }
 
+/** A JSON body (as fetch's `json()`: text that does not parse throws). */
+const readJson = async (answer: BackendAnswer): Promise<unknown> => JSON.parse(await answer.text());
+
 /**
  * Reads the answer: an SSE stream of chunks up to `data: [DONE]`, each content delta sent on
  * through `ctx.output` at once; or, from a backend that ignores `stream: true`, one JSON
  * completion. A stream that ends without [DONE] counts as whole only if it said how it finished.
  */
-async function readCompletion(res: Response, model: string, ctx: EngineContext, touch: () => void): Promise<LlmOutput> {
+async function readCompletion(answer: BackendAnswer, model: string, ctx: EngineContext, touch: () => void): Promise<LlmOutput> {
   const builder = new CompletionBuilder(model);
-  const type = res.headers.get('content-type') ?? '';
+  const type = answer.contentType;
   if (/^application\/json/i.test(type)) {
-    const text = await res.text();
+    const text = await answer.text();
     let completion: unknown;
     try {
       completion = JSON.parse(text);
@@ -177,16 +181,21 @@ async function readCompletion(res: Response, model: string, ctx: EngineContext, 
     if (delta) ctx.output(delta);
     return builder.result();
   }
-  if (!/^text\/event-stream/i.test(type) || !res.body) throw new UpstreamError('upstream_bad_response', `the backend answered ${type || 'no content type'}, not an event stream`, true);
+  if (!/^text\/event-stream/i.test(type)) throw new UpstreamError('upstream_bad_response', `the backend answered ${type || 'no content type'}, not an event stream`, true);
   const reader = new SseReader();
-  const decoder = new TextDecoder();
+  const plain = new ContentChunks();
   let done = false;
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+  // Each piece of the body is read where it arrives: its events parsed, their deltas handed on,
+  // and true ("read enough") once [DONE] came.
+  await answer.read((bytes) => {
     touch();
-    for (const event of reader.feed(decoder.decode(bytes, { stream: true }))) {
-      if (event.data.trim() === '[DONE]') {
-        done = true;
-        break;
+    for (const event of reader.feedBytes(bytes)) {
+      if (event.data.trim() === '[DONE]') return (done = true);
+      const isError = event.event === 'error';
+      const content = isError ? undefined : plain.contentOf(event.data);
+      if (content !== undefined) {
+        if (builder.addPlainContent(content, plain.model)) ctx.output(content);
+        continue;
       }
       let chunk: unknown;
       try {
@@ -196,11 +205,12 @@ async function readCompletion(res: Response, model: string, ctx: EngineContext, 
         throw new UpstreamError('upstream_bad_response', `the backend streamed data that is not JSON: ${event.data.slice(0, 200)}`, true);
       }
       // llama-server's `error:` line carries the error object itself.
-      const delta = builder.addChunk(event.event === 'error' && isObject(chunk) && !('error' in chunk) ? { error: chunk } : chunk);
+      const delta = builder.addChunk(isError && isObject(chunk) && !('error' in chunk) ? { error: chunk } : chunk);
       if (delta) ctx.output(delta);
+      if (!isError) plain.learn(event.data, chunk);
     }
-    if (done) break;
-  }
+    return false;
+  });
   if (!done && builder.finishReason === null) {
     throw new UpstreamError('upstream_unavailable', 'the backend ended its stream before the completion finished (no finish_reason, no [DONE])', true);
   }
