@@ -78,18 +78,32 @@ function abortError(message: string): Error {
  */
 export class LeaseInputFiles {
   private readonly fetched = new Map<string, Promise<InputFile>>();
-  private readonly ended = new AbortController();
-  private readonly signal: AbortSignal;
+  /**
+   * Made at the first fetch: most leases fetch no file, and two signals and an AbortError per
+   * lease were ~2.4% of an LLM worker's CPU (docs/benchmarks.md, "stream").
+   */
+  private ended?: AbortController;
+  private combined?: AbortSignal;
+  private disposed = false;
   private dir?: Promise<string>;
   private count = 0;
 
   constructor(
     private readonly files: Readonly<Record<string, LeaseInputFile>>,
     private readonly token: string,
-    leaseSignal: AbortSignal,
+    private readonly leaseSignal: AbortSignal,
     private readonly opts: InputFileOptions = {},
-  ) {
-    this.signal = AbortSignal.any([leaseSignal, this.ended.signal]);
+  ) {}
+
+  /** Aborted when the lease is, or when it ended (`dispose`). */
+  private get signal(): AbortSignal {
+    if (!this.combined) {
+      this.ended = new AbortController();
+      this.combined = AbortSignal.any([this.leaseSignal, this.ended.signal]);
+      // A handler asking for a file after its lease ended gets nothing.
+      if (this.disposed) this.ended.abort(abortError('the lease ended'));
+    }
+    return this.combined;
   }
 
   /** The file of input field `field`; a second call, even a concurrent one, gets the same fetch. */
@@ -106,7 +120,8 @@ export class LeaseInputFiles {
 
   /** Stops the fetches still running and deletes the lease's files. Never rejects. */
   async dispose(): Promise<void> {
-    if (!this.ended.signal.aborted) this.ended.abort(abortError('the lease ended'));
+    this.disposed = true;
+    if (this.ended && !this.ended.signal.aborted) this.ended.abort(abortError('the lease ended'));
     await Promise.allSettled(this.fetched.values());
     const dir = await this.dir?.catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true }).catch(() => {});
