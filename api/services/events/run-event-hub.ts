@@ -34,9 +34,9 @@ export interface RunEventHubOptions {
  *
  * The runs followed and let go in one event-loop turn are subscribed with one SUBSCRIBE and
  * unsubscribed with one UNSUBSCRIBE at its end, each naming many channels: a command per run
- * was 2.5% of the gateway's time in `bench stream` (issue 26). What is sent is the difference
- * between the runs followed and the channels the connection has, so a run let go and followed
- * again in one turn sends nothing and stays subscribed.
+ * was 2.5% of the gateway's thread in `bench stream` (docs/benchmarks.md, stream). What is
+ * sent is the difference between the runs followed and the channels the connection has, so a
+ * run let go and followed again in one turn sends nothing and stays subscribed.
  */
 export class RunEventHub {
   private readonly runs = new Map<string, RunGroup>();
@@ -49,6 +49,7 @@ export class RunEventHub {
   private readonly changed = new Set<string>();
   /** The end of this turn's SUBSCRIBE, awaited by the runs it will subscribe; null when none is due. */
   private due: { reply: Promise<unknown>; send: (reply: Promise<unknown>) => void } | null = null;
+  private flushScheduled = false;
   private readonly channelPrefix: string;
   private readonly onMessage = (channel: string, message: string) => {
     if (!channel.startsWith(this.channelPrefix)) return;
@@ -126,8 +127,6 @@ export class RunEventHub {
     }
     return this.due.reply;
   }
-
-  private flushScheduled = false;
 
   private flushAtEndOfTurn(): void {
     if (this.flushScheduled) return;
