@@ -50,9 +50,9 @@ export interface ArtifactStore {
    * (`ApiError('payload_too_large')`) leaves nothing behind.
    */
   put(body: AsyncIterable<Uint8Array>, opts: PutArtifact): Promise<ArtifactMeta>;
-  /** The metadata of a live artifact, or null when the id is unknown, malformed, or expired. */
+  /** The metadata of a live artifact, or null when the id is unknown, malformed, or expired, or its upload is still under way. */
   get(id: string): Promise<ArtifactMeta | null>;
-  /** A stream of the artifact's bytes (a range of them); `not_found` when it is gone. */
+  /** A stream of the artifact's bytes (a range of them); `not_found` when it is gone or not complete yet. */
   open(id: string, range?: ByteRange): Promise<Readable>;
   delete(id: string): Promise<void>;
   /**

@@ -387,7 +387,9 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
 
   it('drops an interrupted upload without leaving a partial file', async () => {
     const l = await lease();
-    const tmp = path.join(dataDir, 'artifacts', 'tmp');
+    const root = path.join(dataDir, 'artifacts');
+    const before = new Set(await filesUnder(root));
+    const added = async () => (await filesUnder(root)).filter((f) => !before.has(f));
     const until = async (what: string, cond: () => Promise<boolean>) => {
       for (let i = 0; i < 500 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 10));
       assert.ok(await cond(), what);
@@ -401,10 +403,10 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     req.write(randomBytes(256 * 1024));
     // Cut the connection once the upload is under way (its partial file exists), then wait for
     // the server to notice and clean up. These are waits, not timing assertions.
-    await until('the upload started', async () => (await fsp.readdir(tmp)).length > 0);
+    await until('the upload started', async () => (await added()).length > 0);
     req.destroy();
     await closed;
-    await until('the partial file is deleted', async () => (await fsp.readdir(tmp)).length === 0);
+    await until('the partial file is deleted', async () => (await added()).length === 0);
   });
 
   it('404s an expired artifact at once and the sweeper deletes it', async () => {
@@ -496,7 +498,7 @@ describe('FsArtifactStore directories', function () {
       await store.init();
       const put = (text: string) =>
         store.put(Readable.from([Buffer.from(text)]), { name: 'a.txt', accountId: 'acct_dirs', contentType: 'text/plain', retentionSeconds: 60, maxBytes: 1024 });
-      // Every directory but tmp/ goes after each upload, as an operator clearing the artifacts by
+      // Every directory goes after each upload, as an operator clearing the artifacts by
       // hand would do, until an upload lands in a directory the store made before (a birthday
       // draw over 1,024 directories: a few dozen uploads).
       const made = new Set<string>();
@@ -506,7 +508,7 @@ describe('FsArtifactStore directories', function () {
         if (made.has(meta.id.slice(0, 2))) remade++;
         made.add(meta.id.slice(0, 2));
         assert.equal((await store.get(meta.id))?.sha256, sha256(`upload ${i}`));
-        for (const e of await fsp.readdir(root)) if (e !== 'tmp') await fsp.rm(path.join(root, e), { recursive: true });
+        for (const e of await fsp.readdir(root)) await fsp.rm(path.join(root, e), { recursive: true });
       }
       assert.equal(remade, 2);
     } finally {

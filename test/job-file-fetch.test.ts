@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { readArtifactFile } from './helpers/artifact-files.js';
+import { artifactFilesUnder, hasRecord, readArtifactFile } from './helpers/artifact-files.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { samplePng } from './helpers/sample-files.js';
@@ -35,14 +35,10 @@ async function send(res: ServerResponse, bytes: Buffer, size: number, end = true
 /** A PNG's first bytes (enough to be typed as one), padded with zeros to `size`. */
 const pngOf = (size: number) => Buffer.concat([samplePng(8), Buffer.alloc(Math.max(0, size - samplePng(8).length))]);
 
-/** Every artifact file under `root`: the partial uploads in tmp/, and the stored files' metadata by account. */
+/** Every artifact file under `root`: the partial uploads (no record yet), and the stored files' metadata by account. */
 function artifactsOn(root: string): { partial: string[]; accounts: string[] } {
-  const partial = readdirSync(path.join(root, 'tmp'));
-  const accounts = readdirSync(root, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && d.name !== 'tmp')
-    .map((d) => d.name)
-    .flatMap((d) => readdirSync(path.join(root, d)).filter((f) => f.endsWith('.art')).map((f) => readArtifactFile(path.join(root, d, f)).meta.account_id));
-  return { partial, accounts };
+  const files = artifactFilesUnder(root);
+  return { partial: files.filter((f) => !hasRecord(f)), accounts: files.filter(hasRecord).map((f) => readArtifactFile(f).meta.account_id) };
 }
 
 describe('job file inputs from https URLs: streamed, and failures keep nothing', function () {

@@ -21,7 +21,12 @@ describe('RunEventHub fan-out', function () {
   const log = new CountingLog({ redis, prefix, maxLength: 1000, ttlMs: 60_000 });
   const hub = new RunEventHub({ subscriber, log, logger: pino({ level: 'silent' }) });
 
-  before(() => hub.start());
+  // The connection's first 'ready' must come before the first follower: a 'ready' with runs
+  // followed is a reconnect, which reads their events back from the log.
+  before(async () => {
+    hub.start();
+    await until('the subscriber connected', async () => subscriber.status === 'ready');
+  });
   after(async () => {
     hub.stop();
     await cleanupPrefix(prefix);
@@ -54,5 +59,77 @@ describe('RunEventHub fan-out', function () {
     assert.equal(hub.followedRuns, 1);
     stopB();
     assert.equal(hub.followedRuns, 0);
+  });
+
+  describe('subscriptions batched per event-loop turn', function () {
+    const commands: Array<{ command: 'subscribe' | 'unsubscribe'; channels: string[] }> = [];
+    const connection = createRedis(REDIS_URL, { name: 'test-hub-sub-counted', blocking: true });
+    // The hub's own connection, seen through a Proxy that records each (UN)SUBSCRIBE command it sends.
+    const counted = new Proxy(connection, {
+      get(target, prop) {
+        if (prop === 'subscribe' || prop === 'unsubscribe') {
+          return (...channels: string[]) => {
+            commands.push({ command: prop, channels });
+            return target[prop](...channels);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const batched = new RunEventHub({ subscriber: counted, log, logger: pino({ level: 'silent' }) });
+    const numsub = async (runId: string) => Number(((await redis.pubsub('NUMSUB', log.channel(runId))) as [string, number])[1]);
+    const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    before(async () => {
+      batched.start();
+      await until('the subscriber connected', async () => connection.status === 'ready');
+    });
+    beforeEach(() => (commands.length = 0));
+    after(() => {
+      batched.stop();
+      connection.disconnect();
+    });
+
+    it('runs followed in one turn cost one SUBSCRIBE, and each follower gets the events appended once it resolved', async () => {
+      const runIds = Array.from({ length: 50 }, (_, i) => `run_batch_${i}`);
+      const got = new Map<string, number[]>(runIds.map((id) => [id, []]));
+      const stops = await Promise.all(runIds.map((id) => batched.subscribe(id, (e) => got.get(id)!.push(e.id))));
+      assert.deepEqual(commands, [{ command: 'subscribe', channels: runIds.map((id) => log.channel(id)) }]);
+      await Promise.all(runIds.map((id) => log.append(id, [{ event: 'log', data: { line: id } }])));
+      await until('every follower got its event', async () => [...got.values()].every((ids) => ids.length === 1));
+
+      commands.length = 0;
+      for (const stop of stops) stop();
+      await endOfTurn();
+      assert.deepEqual(commands, [{ command: 'unsubscribe', channels: runIds.map((id) => log.channel(id)) }]);
+      await until('no channel subscribed', async () => (await Promise.all(runIds.map(numsub))).every((n) => n === 0));
+    });
+
+    it('a run let go and followed again in one turn stays subscribed, and the new follower gets its events', async () => {
+      const first: number[] = [];
+      const second: number[] = [];
+      const stopFirst = await batched.subscribe('run_again', (e) => first.push(e.id));
+      commands.length = 0;
+      stopFirst();
+      const stopSecond = await batched.subscribe('run_again', (e) => second.push(e.id));
+      await endOfTurn();
+      assert.equal(commands.length, 0, 'neither an UNSUBSCRIBE nor a SUBSCRIBE');
+      assert.equal(await numsub('run_again'), 1);
+      await log.append('run_again', [{ event: 'log', data: { line: 'after' } }]);
+      await until('the new follower', async () => second.length === 1);
+      assert.deepEqual(first, []);
+
+      // Let go in one turn, followed again in the next: the connection gets both, in order.
+      stopSecond();
+      await endOfTurn();
+      const third: number[] = [];
+      const stopThird = await batched.subscribe('run_again', (e) => third.push(e.id));
+      assert.deepEqual(commands.map((c) => c.command), ['unsubscribe', 'subscribe']);
+      assert.equal(await numsub('run_again'), 1);
+      await log.append('run_again', [{ event: 'log', data: { line: 'later' } }]);
+      await until('the third follower', async () => third.length === 1);
+      stopThird();
+    });
   });
 });

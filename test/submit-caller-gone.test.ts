@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
+import { partialUploadsUnder } from './helpers/artifact-files.js';
 import { TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { samplePng } from './helpers/sample-files.js';
 import { ToolServer } from './helpers/tool-server.js';
@@ -75,7 +76,7 @@ describe('a caller that hangs up while an https input is fetched', function () {
   }
 
   /** The partial uploads in the artifact store (a fetch being stored has one). */
-  const partials = () => (existsSync(path.join(artifacts, 'tmp')) ? readdirSync(path.join(artifacts, 'tmp')) : []);
+  const partials = () => partialUploadsUnder(artifacts);
 
   /** Waits until the gateway is storing the fetch's body, then hangs up with `hangUp`; resolves once the origin saw its connection close. */
   async function hangUpMidFetch(pathname: string, hangUp: () => void): Promise<void> {

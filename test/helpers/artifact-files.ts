@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { ArtifactMeta } from '../../models/artifact-store.js';
 
 /**
@@ -18,3 +19,20 @@ export function flipArtifactBytes(file: string): void {
   const size = readArtifactFile(file).meta.size;
   writeFileSync(file, Buffer.concat([whole.subarray(0, size).map((b) => b ^ 0xff), whole.subarray(size)]));
 }
+
+/** Whether an artifact file ends with its record's magic: false while its upload is under way (written in place, the record last). */
+export function hasRecord(file: string): boolean {
+  const whole = readFileSync(file);
+  return whole.length >= 8 && whole.subarray(whole.length - 4).toString('latin1') === 'SYA1';
+}
+
+/** Every `.art` file under the store's `root`, in its two-letter directories. */
+export function artifactFilesUnder(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) => readdirSync(path.join(root, d.name)).filter((f) => f.endsWith('.art')).map((f) => path.join(root, d.name, f)));
+}
+
+/** The files of uploads under way (or cut short) under `root`: those without their record yet. */
+export const partialUploadsUnder = (root: string): string[] => artifactFilesUnder(root).filter((f) => !hasRecord(f));

@@ -27,13 +27,29 @@ export interface RunEventHubOptions {
 }
 
 /**
- * Live fan-out of run events inside one gateway process: one Redis SUBSCRIBE per run that
+ * Live fan-out of run events inside one gateway process: one Redis subscription per run that
  * has local followers (SSE streams, WebSocket subscriptions, `Prefer: wait`), however many
  * followers there are, on the process's one subscriber connection. Each event is parsed
  * and formatted once and handed to every follower.
+ *
+ * The runs followed and let go in one event-loop turn are subscribed with one SUBSCRIBE and
+ * unsubscribed with one UNSUBSCRIBE at its end, each naming many channels: a command per run
+ * was 2.5% of the gateway's thread in `bench stream` (docs/benchmarks.md, stream). What is
+ * sent is the difference between the runs followed and the channels the connection has, so a
+ * run let go and followed again in one turn sends nothing and stays subscribed.
  */
 export class RunEventHub {
   private readonly runs = new Map<string, RunGroup>();
+  /**
+   * The runs whose channel the connection is subscribed to, counting the commands already
+   * sent: each with its SUBSCRIBE's reply, which a follower of the run awaits.
+   */
+  private readonly channels = new Map<string, Promise<unknown>>();
+  /** Runs followed or let go this turn, whose channel may need a command at its end. */
+  private readonly changed = new Set<string>();
+  /** The end of this turn's SUBSCRIBE, awaited by the runs it will subscribe; null when none is due. */
+  private due: { reply: Promise<unknown>; send: (reply: Promise<unknown>) => void } | null = null;
+  private flushScheduled = false;
   private readonly channelPrefix: string;
   private readonly onMessage = (channel: string, message: string) => {
     if (!channel.startsWith(this.channelPrefix)) return;
@@ -78,7 +94,7 @@ export class RunEventHub {
   async subscribe(runId: string, listener: RunEventListener): Promise<() => void> {
     let group = this.runs.get(runId);
     if (!group) {
-      group = { listeners: new Set(), lastId: 0, seenId: 0, chain: Promise.resolve(), subscribed: this.opts.subscriber.subscribe(this.opts.log.channel(runId)) };
+      group = { listeners: new Set(), lastId: 0, seenId: 0, chain: Promise.resolve(), subscribed: this.channels.get(runId) ?? this.subscribeThisTurn(runId) };
       this.runs.set(runId, group);
     }
     group.listeners.add(listener);
@@ -96,7 +112,57 @@ export class RunEventHub {
     group.listeners.delete(listener);
     if (group.listeners.size > 0 || this.runs.get(runId) !== group) return;
     this.runs.delete(runId);
-    this.opts.subscriber.unsubscribe(this.opts.log.channel(runId)).catch(() => {});
+    this.changed.add(runId);
+    this.flushAtEndOfTurn();
+  }
+
+  /** The reply of the SUBSCRIBE that will name `runId`'s channel at the end of this turn. */
+  private subscribeThisTurn(runId: string): Promise<unknown> {
+    this.changed.add(runId);
+    this.flushAtEndOfTurn();
+    if (!this.due) {
+      let send!: (reply: Promise<unknown>) => void;
+      const reply = new Promise<unknown>((resolve) => (send = resolve));
+      this.due = { reply, send };
+    }
+    return this.due.reply;
+  }
+
+  private flushAtEndOfTurn(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Sends what the turn changed: one SUBSCRIBE for the runs newly followed, one UNSUBSCRIBE for those let go. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const subscribe: string[] = [];
+    const unsubscribe: string[] = [];
+    for (const runId of this.changed) {
+      const followed = this.runs.has(runId);
+      if (followed && !this.channels.has(runId)) subscribe.push(runId);
+      else if (!followed && this.channels.has(runId)) unsubscribe.push(runId);
+    }
+    this.changed.clear();
+    const due = this.due;
+    this.due = null;
+    const { subscriber, log } = this.opts;
+    if (subscribe.length > 0) {
+      const reply = subscriber.subscribe(...subscribe.map((runId) => log.channel(runId)));
+      for (const runId of subscribe) this.channels.set(runId, reply);
+      // A refused SUBSCRIBE subscribed nothing: the next follower of these runs tries again.
+      reply.catch(() => {
+        for (const runId of subscribe) if (this.channels.get(runId) === reply) this.channels.delete(runId);
+      });
+      due?.send(reply);
+    } else {
+      due?.send(Promise.resolve());
+    }
+    if (unsubscribe.length > 0) {
+      for (const runId of unsubscribe) this.channels.delete(runId);
+      subscriber.unsubscribe(...unsubscribe.map((runId) => log.channel(runId))).catch(() => {});
+    }
   }
 
   /** One published message: a batch of consecutive events, delivered in one step. */
