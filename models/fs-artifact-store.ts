@@ -1,29 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
 import { NotFoundError, ApiError } from './errors.js';
+import { newArtifactId } from './ids.js';
 
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
-
-/** 32 characters of lowercase base32 from 160 random bits: unguessable, and safe on case-insensitive disks. */
-export function newArtifactId(): string {
-  const bytes = randomBytes(20);
-  let out = '';
-  let bits = 0;
-  let value = 0;
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-    value &= (1 << bits) - 1;
-  }
-  return out;
-}
+export { newArtifactId } from './ids.js';
 
 /**
  * Records of run uploads kept for their settlement. A lease settles within seconds of its

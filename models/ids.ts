@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 /**
@@ -39,4 +39,24 @@ export function runIdFloor(ms: number): string {
     t = Math.floor(t / 32);
   }
   return `run_${time}${'0'.repeat(16)}`;
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** 32 characters of lowercase base32 from 160 random bits: unguessable, and safe on case-insensitive disks. */
+export function newArtifactId(): string {
+  const bytes = randomBytes(20);
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    value &= (1 << bits) - 1;
+  }
+  return out;
 }
