@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { ScriptDefinition } from './script-definition.js';
 import * as ALL_SCRIPTS from './scripts/index.js';
 
@@ -9,7 +9,15 @@ interface Prepared {
   sha: string;
   lua: string;
   keys: number | 'any';
+  /** The sockets known to have run it (`pipe`): Redis has it cached for as long as they live. */
+  loadedOn: WeakSet<object>;
 }
+
+/** A command's place in the results of `pipeline.exec()`: its error, or its reply. */
+export type PipelineResult = [Error | null, unknown];
+
+/** Redis's answer to EVALSHA of a script it does not have cached. */
+export const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith('NOSCRIPT');
 
 /**
  * Runs the gateway's Redis scripts (models/redis/scripts/), always by SHA: EVALSHA, so a call
@@ -22,8 +30,14 @@ interface Prepared {
  * fallback is EVAL). The scripts are deliberately not registered with ioredis's
  * `defineCommand`, as BullMQ registers its own: ioredis copies every registered script into
  * each pipeline it builds, auto-pipelines included, which cost the request connection 6–7% of
- * the gateway's time with BullMQ's (docs/architecture.md, "One gateway process"). No caller runs
- * a script inside a pipeline or MULTI, where a NOSCRIPT could not be answered in the same batch.
+ * the gateway's time with BullMQ's (docs/architecture.md, "One gateway process").
+ *
+ * `pipe` puts a script into a pipeline another library builds (a submission's create before
+ * its BullMQ add, queues/create-and-enqueue.ts), where a NOSCRIPT cannot be answered within the
+ * batch: the commands after it have run by then. So it sends EVAL on a socket until the script
+ * has run there once, and EVALSHA after, as ioredis's `defineCommand` does; a NOSCRIPT can then
+ * only follow a SCRIPT FLUSH (or a reconnect between building and sending the batch), and is
+ * handed to the caller, which knows what the rest of its batch did.
  */
 export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> {
   private readonly scripts = new Map<string, Prepared>();
@@ -31,7 +45,7 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
   constructor(definitions: Definitions) {
     for (const [name, { name: own, keys, lua }] of Object.entries(definitions)) {
       if (own !== name) throw new Error(`the Redis script registered as ${name} is named ${own}`);
-      this.scripts.set(name, { sha: createHash('sha1').update(lua).digest('hex'), lua, keys });
+      this.scripts.set(name, { sha: createHash('sha1').update(lua).digest('hex'), lua, keys, loadedOn: new WeakSet() });
     }
   }
 
@@ -57,9 +71,38 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
     try {
       return (await redis.evalsha(script.sha, keys.length, ...keys, ...args)) as ReplyOf<Definitions[Name]>;
     } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      if (!isNoScript(err)) throw err;
       return (await redis.eval(script.lua, keys.length, ...keys, ...args)) as ReplyOf<Definitions[Name]>;
     }
+  }
+
+  /**
+   * Appends the script `name` to `pipeline`, built on `redis` (ioredis's, or BullMQ's, which is
+   * ioredis's with `runCommand` added), and returns what reads its result once the pipeline has
+   * run: its reply, or its error thrown (`isNoScript` tells Redis did not have it: it did not run).
+   */
+  pipe<Name extends keyof Definitions & string>(
+    pipeline: ChainableCommander,
+    redis: Redis,
+    name: Name,
+    keys: string[],
+    args: Array<string | number>,
+  ): (result: PipelineResult) => ReplyOf<Definitions[Name]> {
+    const script = this.prepared(name);
+    if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
+    // The socket the batch will go out on if it is written now; a reconnect in between sends
+    // it on another, which may lack the script: that is the NOSCRIPT the caller handles.
+    const socket = redis.status === 'ready' ? (redis.stream as object | undefined) : undefined;
+    if (socket && script.loadedOn.has(socket)) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+    else pipeline.eval(script.lua, keys.length, ...keys, ...args);
+    return ([err, reply]) => {
+      if (err) {
+        if (socket && isNoScript(err)) script.loadedOn.delete(socket);
+        throw err;
+      }
+      if (socket) script.loadedOn.add(socket);
+      return reply as ReplyOf<Definitions[Name]>;
+    };
   }
 
   private prepared(name: string): Prepared {
