@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Job, Queue, type IRedisTransaction } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
@@ -12,6 +12,15 @@ export interface QueuedJobData {
   tier: Tier;
   /** The model it is routed by (docs/models.md); absent for a job naming none. */
   model?: string;
+}
+
+/** What a run's job is made of. */
+export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>;
+
+/** The pointers a run's job carries. */
+function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
+  const model = routedModel(run.input);
+  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
 }
 
 export interface JobQueuesOptions {
@@ -84,16 +93,46 @@ export class JobQueues {
     return this.all();
   }
 
-  async add(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>): Promise<void> {
+  async add(run: QueuedRun): Promise<void> {
+    const queue = await this.recordedQueue(run);
+    await queue.add(run.kind, jobData(run), { jobId: run.run_id, priority: run.priority });
+  }
+
+  /**
+   * A pipeline on the queues' connection, BullMQ's own (ioredis's, which BullMQ's scripts are
+   * defined on, with its `runCommand`), for a caller that sends its own commands before a run's
+   * add (`pipeAdd`) in one round trip (queues/create-and-enqueue.ts).
+   */
+  async pipeline(run: Omit<QueuedRun, 'priority'>): Promise<IRedisTransaction> {
+    const queue = await this.recordedQueue(run);
+    return (await queue.getBackend().client).pipeline();
+  }
+
+  /**
+   * Appends the add of a run's job to `pipeline` (from `pipeline`), as `add` adds it: BullMQ's
+   * public `Job.addJob` with a pipeline as its client, the way its FlowProducer adds the jobs
+   * of a flow in one MULTI. Its result is the pipeline's last; returns the job, to change
+   * its priority afterwards.
+   */
+  pipeAdd(pipeline: IRedisTransaction, run: QueuedRun): Job<QueuedJobData> {
+    const queue = this.named(runQueueName(run));
+    const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
+    // Appended synchronously (the command is queued before addJob's first await); its promise
+    // resolves to the pipeline itself, the job's own result being in the pipeline's.
+    job.addJob(pipeline).catch(() => {});
+    return job;
+  }
+
+  /** The run's queue, recorded first among the model queues when it is one (once per process). */
+  private async recordedQueue(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<Queue<QueuedJobData>> {
     const model = routedModel(run.input);
-    const data: QueuedJobData = { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
     const name = queueName(run.kind, run.confidentiality, model);
     // Recorded before the job is added, so a listing never misses a queue that holds a job.
     if (model && !this.recorded.has(name)) {
       await this.opts.connection.sadd(this.opts.modelQueuesKey, name);
       this.recorded.add(name);
     }
-    await this.named(name).add(run.kind, data, { jobId: run.run_id, priority: run.priority });
+    return this.named(name);
   }
 
 
