@@ -109,10 +109,10 @@ export class JobQueues {
   }
 
   /**
-   * Appends the add of a run's job to `pipeline` (from `pipeline`), as `add` adds it: BullMQ's
-   * public `Job.addJob` with a pipeline as its client, the way its FlowProducer adds the jobs
-   * of a flow in one MULTI. Its result is the pipeline's last; returns the job, to change
-   * its priority afterwards.
+   * Appends the add of a run's job, with the options `add` gives it, to a pipeline from
+   * `pipeline()`: BullMQ's public `Job.addJob` with the pipeline as its client (it runs the add
+   * BullMQ's own flows put into one MULTI per job, `addJobToTransaction`). Its result is the
+   * pipeline's last; returns the job, to change its priority afterwards.
    */
   pipeAdd(pipeline: IRedisTransaction, run: QueuedRun): Job<QueuedJobData> {
     const queue = this.named(runQueueName(run));
