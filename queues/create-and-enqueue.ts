@@ -51,6 +51,11 @@ export class CreateAndEnqueue {
     this.forecast = opts.forecast ?? new CreateForecast({ step: opts.store.fairShareStep });
   }
 
+  /** A run became terminal through this instance: its account has one run fewer in flight. */
+  runFinished(run: { account_id: string }): void {
+    this.forecast.finished(run.account_id);
+  }
+
   /** False when the create is expected to be refused: it is then sent alone, before any add. */
   worthPipelining(accountId: string, gate?: GateCheck): boolean {
     return this.forecast.likelyAdmitted(accountId, gate?.lookupId);

@@ -27,8 +27,9 @@ interface AccountForecast {
  * (create-and-enqueue.ts), so before the create has said which priority the run gets: its
  * class's band plus the account's fair-share step, `min(floor(in flight / step), 9)`. The guess
  * takes the account's runs in flight from the last reply here (trusted for `ttlMs`; unknown is
- * 0) plus the creates sent since, which Redis runs in the order they were sent. A wrong guess
- * costs one more round trip (the job's priority changed), never a wrong record.
+ * 0), less its runs finished here since, plus the creates sent since, which Redis runs in the
+ * order they were sent. A wrong guess costs one more round trip (the job's priority changed),
+ * never a wrong record.
  *
  * It also says when a create is likely to be refused (its account refused within `ttlMs`, its
  * key rate-limited or revoked), so that one is sent alone: a refused create's job would have to
@@ -72,6 +73,16 @@ export class CreateForecast {
     entry.seenAt = this.now();
     entry.refusedAt = 0;
     remember(this.accounts, accountId, entry, this.max);
+  }
+
+  /**
+   * A run of the account became terminal through this instance (its runs in flight one fewer):
+   * without it the guess would lag each completion until the next reply, and a busy account
+   * near a step's edge is guessed wrong about half the time (bench cycle, docs/benchmarks.md).
+   */
+  finished(accountId: string): void {
+    const entry = this.accounts.get(accountId);
+    if (entry && this.now() - entry.seenAt <= this.ttlMs) entry.inFlight = Math.max(0, entry.inFlight - 1);
   }
 
   /** The account's create was refused (its credits, or the account gone). */

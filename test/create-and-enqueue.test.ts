@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import type { IRedisTransaction } from 'bullmq';
+import { Job, type IRedisTransaction } from 'bullmq';
 import { newRunId } from '../models/ids.js';
 import { runQueueName } from '../queues/queue-names.js';
 import type { CreateAndEnqueue } from '../queues/create-and-enqueue.js';
@@ -83,20 +83,47 @@ describe('a run created and queued in one round trip', function () {
     const made = [];
     for (let i = 0; i < 25; i++) made.push(await gw.stores.runs.create(newRunSpec(busy.id, { price: 1 })));
     await gw.stores.runs.confirmEnqueued(made.map((m) => (m.outcome === 'created' ? m.run.run_id : '')));
-    const first = await gw.submit(busy.key, image('behind'));
-    assert.equal(first.body.priority, 22);
-    const queued = await queue().getJob(first.body.run_id);
-    assert.equal(queued?.priority, 22, 'the job was given the priority of its record');
-    assert.equal(servedPriority(await gw.redis.zscore(queue().keys.prioritized, first.body.run_id)), 22);
-    // The quiet account's job, submitted later, is served first: the busy one's is behind it, as its record says.
-    const second = await gw.submit(quiet.key, image('ahead'));
-    assert.equal(second.body.priority, 20);
-    assert.equal((await job(second.body.run_id, quiet.key)).queue_position, 1);
-    assert.equal((await job(first.body.run_id, busy.key)).queue_position, 2);
-    // Guessed from the reply this time: the same priority, and its job with it.
-    const third = await gw.submit(busy.key, image('behind-too'));
-    assert.equal(third.body.priority, 22);
-    assert.equal((await queue().getJob(third.body.run_id))?.priority, 22);
+    // Each change of a job's priority is a round trip more: counted, to see the guesses.
+    const changePriority = Job.prototype.changePriority;
+    let changes = 0;
+    Job.prototype.changePriority = function (this: Job, opts) {
+      changes++;
+      return changePriority.call(this, opts);
+    };
+    const runFinished = intake().runFinished;
+    const finished: string[] = [];
+    intake().runFinished = function (this: CreateAndEnqueue, run) {
+      finished.push(run.account_id);
+      return runFinished.call(this, run);
+    };
+    try {
+      const first = await gw.submit(busy.key, image('behind'));
+      assert.equal(first.body.priority, 22);
+      assert.equal(changes, 1, 'guessed 20');
+      const queued = await queue().getJob(first.body.run_id);
+      assert.equal(queued?.priority, 22, 'the job was given the priority of its record');
+      assert.equal(servedPriority(await gw.redis.zscore(queue().keys.prioritized, first.body.run_id)), 22);
+      // The quiet account's job, submitted later, is served first: the busy one's is behind it, as its record says.
+      const second = await gw.submit(quiet.key, image('ahead'));
+      assert.equal(second.body.priority, 20);
+      assert.equal((await job(second.body.run_id, quiet.key)).queue_position, 1);
+      assert.equal((await job(first.body.run_id, busy.key)).queue_position, 2);
+      const third = await gw.submit(busy.key, image('behind-too'));
+      assert.equal(third.body.priority, 22);
+      assert.equal((await queue().getJob(third.body.run_id))?.priority, 22);
+      // Ten of its runs finish here (canceled): 17 in flight, step 1. The intake hears of each, for its guesses.
+      for (const m of made.slice(0, 10)) {
+        assert.ok(m.outcome === 'created');
+        assert.equal((await gw.request('POST', `/v1/jobs/${m.run.run_id}/cancel`, { key: busy.key })).body.status, 'canceled');
+      }
+      assert.deepEqual(finished, Array(10).fill(busy.id));
+      const fourth = await gw.submit(busy.key, image('fewer'));
+      assert.equal(fourth.body.priority, 21);
+      assert.equal((await queue().getJob(fourth.body.run_id))?.priority, 21);
+    } finally {
+      Job.prototype.changePriority = changePriority;
+      intake().runFinished = runFinished;
+    }
   });
 
   it('creates a run with an Idempotency-Key before adding its job: its id is reused by the requests after it', async () => {

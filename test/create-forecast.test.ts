@@ -31,6 +31,18 @@ describe('CreateForecast', () => {
     assert.equal(f.priority('acct_a', 20), 21);
   });
 
+  it('counts the runs finished here since the last reply out', () => {
+    const f = forecast();
+    f.priority('acct_a', 20);
+    f.answered('acct_a', 21);
+    f.finished('acct_a');
+    f.finished('acct_a');
+    assert.equal(f.priority('acct_a', 20), 21, '19 in flight, and this one');
+    f.answered('acct_a', 20);
+    for (let i = 0; i < 25; i++) f.finished('acct_a');
+    assert.equal(f.priority('acct_a', 20), 20, 'never below none');
+  });
+
   it('caps the step at 9 and forgets a reply after its ttl', () => {
     const f = forecast();
     f.priority('acct_a', 30);

@@ -7,6 +7,7 @@ import { RedisKeys } from '../../models/redis/keys.js';
 import { RedisRunStore } from '../../models/redis/redis-run-store.js';
 import { RunEventLog } from '../../models/run-event-log.js';
 import type { Stores } from '../../models/stores.js';
+import { isTerminal } from '../../models/types.js';
 import { CreateAndEnqueue } from '../../queues/create-and-enqueue.js';
 import { JobQueues } from '../../queues/job-queues.js';
 import type { Config } from '../main/config.js';
@@ -94,6 +95,8 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, connection: queueConnection, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
+  // The runs finished here keep the intake's guess of each account's fair-share step current.
+  if (intake) runs.onStatusChange((run) => (isTerminal(run.status) ? intake.runFinished(run) : undefined));
   const gate = new RequestGate({ redis, keys, perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
   const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
   const events = new RunEventWriter(eventLog, log);
