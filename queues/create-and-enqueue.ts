@@ -1,4 +1,3 @@
-import type { ChainableCommander, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { PipedCreate, RedisRunStore } from '../models/redis/redis-run-store.js';
 import { isNoScript } from '../models/redis/redis-scripts.js';
@@ -9,14 +8,12 @@ import type { JobQueues } from './job-queues.js';
 export interface CreateAndEnqueueOptions {
   /** The run store; the runs must be in the Redis the queues are in (not MongoDB). */
   store: RedisRunStore;
-  queues: JobQueues;
   /**
-   * The queues' connection (core.ts `queueConnection`), the one BullMQ's scripts are defined
-   * on: a pipeline carries the scripts of its connection, and the request connection is kept
-   * free of BullMQ's (core.ts says why). The create goes out on it by EVALSHA, which needs no
-   * definition.
+   * The producer queues. Both commands go on their connection (core.ts `queueConnection`): the
+   * one BullMQ's scripts are defined on, which the request connection is kept free of (core.ts
+   * says why); the create goes by EVALSHA, which needs no definition.
    */
-  connection: Redis;
+  queues: JobQueues;
   log: Logger;
   /** @defaultValue one built on the store's fair-share step */
   forecast?: CreateForecast;
@@ -31,11 +28,16 @@ export interface CreateAndEnqueueOptions {
 export type CreateAndEnqueueResult = { ran: false } | ({ ran: true; queued: boolean } & PipedCreate);
 
 /**
- * A submission's create and its BullMQ add in one Redis round trip: one pipeline on one
- * connection, the create first and the add after it. Redis runs a connection's commands in
- * order, so the run's record exists before its job does, as when the two were sent one after
- * the other; a dispatcher never sees the job of a run that will be made. A crash between the
- * two still leaves an unconfirmed run for the EnqueueReconciler.
+ * A submission's create and its BullMQ add in one Redis round trip: both sent on one connection
+ * in the same event-loop turn, the create first, without waiting for its answer. The
+ * connection auto-pipelines, so they go out in one write with whatever else the turn sent
+ * (other submissions' included). An explicit pipeline per submission cost a write each and a
+ * copy of BullMQ's ~60 scripts into each (ioredis copies a connection's defined scripts into
+ * every pipeline it builds: ~47 µs here): 60–80% more gateway CPU per job in the submit
+ * benchmark (docs/benchmarks.md). Redis runs a connection's commands in the order they came,
+ * so the run's record exists before its job does, as when the add waited for the create's
+ * answer; a dispatcher never sees the job of a run that will be made. A crash between the two
+ * still leaves an unconfirmed run for the EnqueueReconciler.
  *
  * The add is sent before the create has answered, so with the priority the create is expected to
  * give (CreateForecast) and changed after when the create gave another. A create that made
@@ -66,23 +68,28 @@ export class CreateAndEnqueue {
     const guess = this.forecast.priority(run.account_id, run.priorityBase);
     let inFlight: number | undefined;
     try {
-      const pipeline = await this.opts.queues.pipeline(run);
-      // BullMQ's pipeline is ioredis's own with `runCommand` added (bullmq's ioredis-client.js).
-      const readCreate = this.opts.store.pipeCreate(pipeline as unknown as ChainableCommander, this.opts.connection, run, gate);
-      const job = this.opts.queues.pipeAdd(pipeline, { ...run, priority: guess });
-      const results = await pipeline.exec();
-      if (!results) throw new Error('the create-and-enqueue pipeline was discarded');
-      let piped: PipedCreate;
+      const client = await this.opts.queues.producer(run);
+      // From here to the awaits below, nothing yields: the two are sent in this order.
+      const created = this.opts.store.sendCreate(this.opts.queues.connection, run, gate);
+      let sent: ReturnType<JobQueues['addNow']>;
       try {
-        piped = readCreate(results[0]);
+        sent = this.opts.queues.addNow(client, { ...run, priority: guess });
       } catch (err) {
+        // Options BullMQ refuses (never ours): the run, if made, is left to the reconciler.
+        created.catch(() => {});
+        throw err;
+      }
+      const { job, added } = sent;
+      const [create, add] = await Promise.allSettled([created, added]);
+      if (create.status === 'rejected') {
         // Any other error is thrown as the create's was before: the create may have run (its
         // job then is its job), or not (its job then is a stray that no record will claim).
-        if (!isNoScript(err)) throw err;
+        if (!isNoScript(create.reason)) throw create.reason;
         this.opts.log.warn({ runId: run.run_id }, 'Redis did not have the create script cached; the run is made again under another id');
         await this.drop(run);
         return { ran: false };
       }
+      const piped = create.value;
       if (!('result' in piped)) {
         this.forecast.gateRefused(gate!.lookupId, piped.gate);
         await this.drop(run);
@@ -99,9 +106,8 @@ export class CreateAndEnqueue {
       // queued any more, which its lease drops. Nothing is removed: the job may be the run's.
       if (result.outcome === 'exists') return { ran: true, queued: false, ...piped };
       inFlight = piped.inFlight;
-      const [addError] = results[results.length - 1];
-      if (addError) {
-        this.opts.log.warn({ err: addError, runId: run.run_id }, 'the queue write of a created run failed; it is written again');
+      if (add.status === 'rejected') {
+        this.opts.log.warn({ err: add.reason, runId: run.run_id }, 'the queue write of a created run failed; it is written again');
         return { ran: true, queued: false, ...piped };
       }
       if (result.run.priority !== guess) await this.reprioritize(job, result.run.priority);

@@ -1,4 +1,4 @@
-import { Job, Queue, type IRedisTransaction } from 'bullmq';
+import { Job, Queue, type RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
@@ -98,29 +98,31 @@ export class JobQueues {
     await queue.add(run.kind, jobData(run), { jobId: run.run_id, priority: run.priority });
   }
 
-  /**
-   * A pipeline on the queues' connection, BullMQ's own (ioredis's, which BullMQ's scripts are
-   * defined on, with its `runCommand`), for a caller that sends its own commands before a run's
-   * add (`pipeAdd`) in one round trip (queues/create-and-enqueue.ts).
-   */
-  async pipeline(run: Omit<QueuedRun, 'priority'>): Promise<IRedisTransaction> {
-    const queue = await this.recordedQueue(run);
-    return (await queue.getBackend().client).pipeline();
+  /** The connection the queues write on (one for all of them). */
+  get connection(): Redis {
+    return this.opts.connection;
   }
 
   /**
-   * Appends the add of a run's job, with the options `add` gives it, to a pipeline from
-   * `pipeline()`: BullMQ's public `Job.addJob` with the pipeline as its client (it runs the add
-   * BullMQ's own flows put into one MULTI per job, `addJobToTransaction`). Its result is the
-   * pipeline's last; returns the job, to change its priority afterwards.
+   * BullMQ's client of `connection` for the run's queue (ioredis's, wrapped, with BullMQ's
+   * scripts defined on it), its queue recorded first among the model queues when it is one:
+   * what `addNow` sends a run's add with.
    */
-  pipeAdd(pipeline: IRedisTransaction, run: QueuedRun): Job<QueuedJobData> {
+  async producer(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<RedisClient> {
+    return (await this.recordedQueue(run)).getBackend().client;
+  }
+
+  /**
+   * Sends the add of a run's job at once with a client from `producer`, as `add` adds it:
+   * BullMQ's public `Job.addJob`, given the client. Nothing is awaited before the command is
+   * sent, so a command sent on the connection just before it runs before it, in the same round
+   * trip (queues/create-and-enqueue.ts). Returns the job (to change its priority afterwards) and
+   * the add's outcome.
+   */
+  addNow(client: RedisClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
     const queue = this.named(runQueueName(run));
     const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
-    // Appended synchronously (the command is queued before addJob's first await); its promise
-    // resolves to the pipeline itself, the job's own result being in the pipeline's.
-    job.addJob(pipeline).catch(() => {});
-    return job;
+    return { job, added: job.addJob(client) };
   }
 
   /** The run's queue, recorded first among the model queues when it is one (once per process). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { Job, type IRedisTransaction } from 'bullmq';
+import { Job } from 'bullmq';
 import { newRunId } from '../models/ids.js';
 import { runQueueName } from '../queues/queue-names.js';
 import type { CreateAndEnqueue } from '../queues/create-and-enqueue.js';
@@ -217,25 +217,22 @@ describe('a run created and queued in one round trip', function () {
 
   it('a create Redis lacks the script for (SCRIPT FLUSH) is made again under another id, and the job sent with it is removed', async () => {
     const { id: accountId, key } = await gw.account(100);
-    // The next script sent in a pipeline of the queues connection goes by a SHA Redis does not know.
-    const connection = gw.gateway.core.queueConnection as unknown as { pipeline: (...args: unknown[]) => Spied };
-    const pipeline = connection.pipeline;
+    // The next script sent on the queues connection goes by a SHA Redis does not know.
+    const connection = gw.gateway.core.queueConnection as unknown as Spied;
+    const { eval: evalText, evalsha } = connection;
     let spent: string | undefined;
-    connection.pipeline = function (this: unknown, ...args: unknown[]) {
-      const built = pipeline.apply(this, args);
-      const evalsha = built.evalsha;
-      built.eval = built.evalsha = function (this: unknown, ...call: unknown[]) {
-        if (spent !== undefined) return evalsha.apply(this, call);
-        spent = String(call[2]).replace(`${prefix}:run:`, '');
-        return evalsha.apply(this, ['0'.repeat(40), ...call.slice(1)]);
-      };
-      return built;
+    connection.eval = connection.evalsha = function (this: unknown, ...call: unknown[]) {
+      spent = String(call[2]).replace(`${prefix}:run:`, '');
+      connection.eval = evalText;
+      connection.evalsha = evalsha;
+      return evalsha.apply(this, ['0'.repeat(40), ...call.slice(1)]);
     };
     let res;
     try {
       res = await gw.submit(key, image('flushed'));
     } finally {
-      connection.pipeline = pipeline;
+      connection.eval = evalText;
+      connection.evalsha = evalsha;
     }
     assert.equal(res.status, 202);
     assert.ok(spent?.startsWith('run_'), 'the create went out with an unknown SHA');
@@ -250,26 +247,22 @@ describe('a run created and queued in one round trip', function () {
   });
 });
 
-describe('a run whose add failed in its pipeline', () => {
+describe('a run whose add failed behind its create', () => {
   it('is queued by the reconciler when the queue write after it fails too', async () => {
     const prefix = uniquePrefix('pipelined-add');
     const gw = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     try {
       const { key } = await gw.account(100);
       const queues = gw.queues;
-      const { pipeAdd, add } = queues;
-      // The add in the pipeline fails (a write Redis refuses in its place), and so does the write after it.
-      queues.pipeAdd = (pipeline: IRedisTransaction) => {
-        pipeline.runCommand('set', [`${prefix}:not-a-list`, 'x']);
-        pipeline.runCommand('lpush', [`${prefix}:not-a-list`, 'y']);
-        return { changePriority: async () => {} } as unknown as ReturnType<typeof pipeAdd>;
-      };
+      const { addNow, add } = queues;
+      // The add sent behind the create fails, and so does the queue write after it.
+      queues.addNow = () => ({ job: {} as ReturnType<typeof addNow>['job'], added: Promise.reject(new Error('simulated add failure')) });
       queues.add = () => Promise.reject(new Error('simulated queue write failure'));
       let res;
       try {
         res = await gw.submit(key, image('outbox'));
       } finally {
-        queues.pipeAdd = pipeAdd;
+        queues.addNow = addNow;
         queues.add = add;
       }
       assert.equal(res.status, 202);

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRedis } from '../models/redis-connection.js';
 import { defineScript, type ScriptDefinition } from '../models/redis/script-definition.js';
-import type { ChainableCommander, Redis } from 'ioredis';
-import { RedisScripts, isNoScript, redisScripts, type PipelineResult } from '../models/redis/redis-scripts.js';
+import type { Redis } from 'ioredis';
+import { RedisScripts, isNoScript, redisScripts } from '../models/redis/redis-scripts.js';
 import * as ALL_SCRIPTS from '../models/redis/scripts/index.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
@@ -160,35 +160,41 @@ describe('RedisScripts', () => {
 });
 
 /**
- * `pipe` puts a script into a pipeline with commands after it, where a NOSCRIPT could not be
- * answered in the batch: EVAL until it has run on the socket, EVALSHA after. On a Redis of its
- * own, which these flush and restart.
+ * `send` sends a script with commands behind it on the same connection, where a NOSCRIPT could
+ * not be answered before they run: EVAL until it has run on the socket, EVALSHA after. On a
+ * Redis of its own, which these flush and restart.
  */
-describe('RedisScripts.pipe', function () {
+describe('RedisScripts.send', function () {
   this.timeout(30_000);
   let server: RedisServerProcess;
   let redis: Redis;
   const scripts = new RedisScripts({ count: defineScript<number>({ name: 'count', keys: 1, lua: `return redis.call('INCRBY', KEYS[1], ARGV[1])` }) });
-  const names = (p: ChainableCommander) => (p as unknown as { _queue: Array<{ name: string }> })._queue.map((c) => c.name);
-  /** One pipe of `count` with an INCR after it: what was queued, the script's reply (or error) and the INCR's result. */
-  const batch = async (by: number) => {
-    const pipeline = redis.pipeline();
-    const read = scripts.pipe(pipeline, redis, 'count', ['n'], [by]);
-    pipeline.incr('after');
-    const queued = names(pipeline);
-    const [script, after] = (await pipeline.exec())!;
-    let reply: unknown;
-    try {
-      reply = read(script as PipelineResult);
-    } catch (err) {
-      reply = err;
+  /** `count` sent with an INCR right behind it: which command carried the script, its reply (or error) and the INCR's. */
+  const behind = async (by: number) => {
+    const used: string[] = [];
+    const spied = redis as unknown as Record<'eval' | 'evalsha', (...args: unknown[]) => Promise<unknown>>;
+    const originals = { eval: spied.eval, evalsha: spied.evalsha };
+    for (const name of ['eval', 'evalsha'] as const) {
+      spied[name] = function (this: unknown, ...args: unknown[]) {
+        used.push(name);
+        return originals[name].apply(this, args);
+      };
     }
-    return { queued, reply, after: after[1] };
+    let script: Promise<unknown>;
+    let after: Promise<number>;
+    try {
+      script = scripts.send(redis, 'count', ['n'], [by]);
+      after = redis.incr('after');
+    } finally {
+      Object.assign(spied, originals);
+    }
+    const reply = await script.catch((err: unknown) => err);
+    return { used, reply, after: await after };
   };
 
   before(async function () {
     server = await RedisServerProcess.start(requireProgram(this, REDIS_SERVER));
-    redis = createRedis(server.url, { name: 'test-pipe', blocking: true });
+    redis = createRedis(server.url, { name: 'test-send', autoPipelining: true });
     await redis.ping();
   });
   after(async () => {
@@ -197,26 +203,25 @@ describe('RedisScripts.pipe', function () {
   });
 
   it('sends the text until the script ran on the socket, then its SHA', async () => {
-    assert.deepEqual(await batch(2), { queued: ['eval', 'incr'], reply: 2, after: 1 });
-    assert.deepEqual(await batch(3), { queued: ['evalsha', 'incr'], reply: 5, after: 2 });
+    assert.deepEqual(await behind(2), { used: ['eval'], reply: 2, after: 1 });
+    assert.deepEqual(await behind(3), { used: ['evalsha'], reply: 5, after: 2 });
   });
 
-  it('hands a NOSCRIPT to the caller (the commands after it ran), and sends the text again after it', async () => {
+  it('hands a NOSCRIPT to the caller (the command behind it ran), and sends the text again after it', async () => {
     await redis.script('FLUSH');
-    const flushed = await batch(1);
-    assert.deepEqual(flushed.queued, ['evalsha', 'incr']);
+    const flushed = await behind(1);
+    assert.deepEqual(flushed.used, ['evalsha']);
     assert.ok(isNoScript(flushed.reply), String(flushed.reply));
-    assert.equal(flushed.after, 3, 'the INCR after it ran');
+    assert.equal(flushed.after, 3, 'the INCR behind it ran');
     assert.equal(await redis.get('n'), '5', 'the script did not');
-    assert.deepEqual(await batch(1), { queued: ['eval', 'incr'], reply: 6, after: 4 });
+    assert.deepEqual(await behind(1), { used: ['eval'], reply: 6, after: 4 });
   });
 
   it('sends the text again on the socket of a reconnection (a restarted Redis has no scripts)', async () => {
     await server.kill();
     await server.restart();
-    await until('the connection back', async () => redis.status === 'ready' && (await redis.ping()) === 'PONG');
-    const restarted = await batch(1);
-    assert.equal(restarted.queued[0], 'eval');
-    assert.equal(restarted.reply, 7);
+    await until('the connection back', async () => redis.status === 'ready' && (await redis.ping().catch(() => null)) === 'PONG');
+    const restarted = await behind(1);
+    assert.deepEqual([restarted.used, restarted.reply], [['eval'], 7]);
   });
 });

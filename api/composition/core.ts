@@ -92,7 +92,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
   const keys = new RedisKeys(c.redisPrefix);
   const queues = new JobQueues({ connection: queueConnection, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues() });
-  const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, connection: queueConnection, log }) : undefined;
+  const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
   // The runs finished here keep the intake's guess of each account's fair-share step current.

@@ -1,10 +1,10 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
-import { redisScripts, type PipelineResult } from './redis-scripts.js';
+import { redisScripts } from './redis-scripts.js';
 import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, viewFragment, type ImmutableRunFields } from './run-codec.js';
 
 export interface RedisRunStoreOptions {
@@ -19,9 +19,9 @@ export interface RedisRunStoreOptions {
 type Reply = [string, ...string[]];
 
 /**
- * What a create sent in another library's pipeline did (`pipeCreate`): as `createGated` (or
- * `create`, without a gate) answers, and, when it created the run, the account's runs in flight
- * with it.
+ * What a create sent ahead of another library's commands did (`sendCreate`): as `createGated`
+ * (or `create`, without a gate) answers, and, when it created the run, the account's runs in
+ * flight with it.
  */
 export type PipedCreate =
   | { gate: Exclude<GateVerdict, { outcome: 'allowed' }> }
@@ -82,28 +82,21 @@ export class RedisRunStore implements RunStore {
   }
 
   /**
-   * `create` (`createGated` when given the gate) appended to `pipeline`, a batch built on
-   * `redis` with commands of another library after it (the run's BullMQ add,
-   * queues/create-and-enqueue.ts): nothing is sent until the caller runs the batch. Returns what
-   * reads the create's result out of the batch's results; it throws the create's error, a
-   * NOSCRIPT included (`isNoScript`: the create did not run).
+   * `create` (`createGated` when given the gate) sent at once on `redis`, a connection other
+   * than the store's, so that what the caller sends on it right after (the run's BullMQ add,
+   * queues/create-and-enqueue.ts) runs after the create, in the same round trip. Rejects with
+   * the create's error, a NOSCRIPT included (`isNoScript`: the create did not run).
    */
-  pipeCreate(pipeline: ChainableCommander, redis: Redis, run: NewRun, gate?: GateCheck): (result: PipelineResult) => PipedCreate {
+  sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
-      const read = redisScripts.pipe(pipeline, redis, 'createRun', keys, args);
-      return (result) => {
-        const reply = read(result);
-        return { result: createdFrom(reply, doc), inFlight: inFlightOf(reply) };
-      };
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), inFlight: inFlightOf(reply) }));
     }
     const call = gateCall(this.keys, gate);
-    const read = redisScripts.pipe(pipeline, redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]);
-    return (result) => {
-      const reply = read(result);
+    return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
       const gated = gatedFrom(reply, doc);
       return 'result' in gated ? { ...gated, inFlight: inFlightOf(reply as Reply) } : gated;
-    };
+    });
   }
 
   /** createRun's keys and arguments, and the immutable fields it stores. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { ScriptDefinition } from './script-definition.js';
 import * as ALL_SCRIPTS from './scripts/index.js';
 
@@ -9,12 +9,9 @@ interface Prepared {
   sha: string;
   lua: string;
   keys: number | 'any';
-  /** The sockets known to have run it (`pipe`): Redis has it cached for as long as they live. */
+  /** The sockets known to have run it (`send`): Redis has it cached for as long as they live. */
   loadedOn: WeakSet<object>;
 }
-
-/** A command's place in the results of `pipeline.exec()`: its error, or its reply. */
-export type PipelineResult = [Error | null, unknown];
 
 /** Redis's answer to EVALSHA of a script it does not have cached. */
 export const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith('NOSCRIPT');
@@ -32,12 +29,13 @@ export const isNoScript = (err: unknown): boolean => err instanceof Error && err
  * each pipeline it builds, auto-pipelines included, which cost the request connection 6–7% of
  * the gateway's time with BullMQ's (docs/architecture.md, "One gateway process").
  *
- * `pipe` puts a script into a pipeline another library builds (a submission's create before
- * its BullMQ add, queues/create-and-enqueue.ts), where a NOSCRIPT cannot be answered within the
- * batch: the commands after it have run by then. So it sends EVAL on a socket until the script
- * has run there once, and EVALSHA after, as ioredis's `defineCommand` does; a NOSCRIPT can then
- * only follow a SCRIPT FLUSH (or a reconnect between building and sending the batch), and is
- * handed to the caller, which knows what the rest of its batch did.
+ * `send` sends a script with commands of another library right behind it on the same
+ * connection, which Redis runs after it (a submission's create, then its BullMQ add,
+ * queues/create-and-enqueue.ts). A NOSCRIPT cannot be answered with EVAL there: the commands
+ * behind it have run by then. So it sends EVAL on a socket until the script has run there once,
+ * and EVALSHA after, as ioredis's `defineCommand` does; a NOSCRIPT can then only follow a
+ * SCRIPT FLUSH (or a reconnect between the send and the write), and is handed to the caller,
+ * which knows what the commands behind it did.
  */
 export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> {
   private readonly scripts = new Map<string, Prepared>();
@@ -77,32 +75,29 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
   }
 
   /**
-   * Appends the script `name` to `pipeline`, built on `redis` (ioredis's, or BullMQ's, which is
-   * ioredis's with `runCommand` added), and returns what reads its result once the pipeline has
-   * run: its reply, or its error thrown (`isNoScript` tells Redis did not have it: it did not run).
+   * Sends the script `name` on `redis` at once (joining the connection's auto-pipeline as any
+   * command does), so a command the caller sends on `redis` right after it runs after it, in
+   * the same round trip. Resolves with its reply; rejects with its error, a NOSCRIPT included
+   * (`isNoScript`: it did not run), which is not answered here.
    */
-  pipe<Name extends keyof Definitions & string>(
-    pipeline: ChainableCommander,
-    redis: Redis,
-    name: Name,
-    keys: string[],
-    args: Array<string | number>,
-  ): (result: PipelineResult) => ReplyOf<Definitions[Name]> {
+  send<Name extends keyof Definitions & string>(redis: Redis, name: Name, keys: string[], args: Array<string | number>): Promise<ReplyOf<Definitions[Name]>> {
     const script = this.prepared(name);
     if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
-    // The socket the batch will go out on if it is written now; a reconnect in between sends
-    // it on another, which may lack the script: that is the NOSCRIPT the caller handles.
+    // The socket it will go out on if it is written now; a reconnect in between sends it on
+    // another, which may lack the script: that is the NOSCRIPT the caller handles.
     const socket = redis.status === 'ready' ? (redis.stream as object | undefined) : undefined;
-    if (socket && script.loadedOn.has(socket)) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
-    else pipeline.eval(script.lua, keys.length, ...keys, ...args);
-    return ([err, reply]) => {
-      if (err) {
+    const sent =
+      socket && script.loadedOn.has(socket) ? redis.evalsha(script.sha, keys.length, ...keys, ...args) : redis.eval(script.lua, keys.length, ...keys, ...args);
+    return sent.then(
+      (reply) => {
+        if (socket) script.loadedOn.add(socket);
+        return reply as ReplyOf<Definitions[Name]>;
+      },
+      (err: unknown) => {
         if (socket && isNoScript(err)) script.loadedOn.delete(socket);
         throw err;
-      }
-      if (socket) script.loadedOn.add(socket);
-      return reply as ReplyOf<Definitions[Name]>;
-    };
+      },
+    );
   }
 
   private prepared(name: string): Prepared {

@@ -4,9 +4,9 @@ type Spied = Record<'eval' | 'evalsha', (...args: unknown[]) => unknown>;
 
 /**
  * The arguments of every script call the gateway sends while `fn` runs: each EVALSHA of its
- * request connection, and each EVAL or EVALSHA in a pipeline of its queues' connection (where a
- * submission's create goes out with its job's add, queues/create-and-enqueue.ts). Which Redis
- * scripts a request ran, and with which keys.
+ * request connection, and each EVAL or EVALSHA of its queues' connection (where a submission's
+ * create goes out ahead of its job's add, queues/create-and-enqueue.ts). Which Redis scripts a
+ * request ran, and with which keys.
  */
 export async function scriptCalls(gw: TestGateway, fn: () => Promise<void>): Promise<string[][]> {
   const calls: string[][] = [];
@@ -20,19 +20,9 @@ export async function scriptCalls(gw: TestGateway, fn: () => Promise<void>): Pro
       target[name] = original;
     };
   };
-  const restore = [record(gw.redis as unknown as Spied, 'evalsha')];
-  // BullMQ's pipelines are ioredis's, built by the raw client's `pipeline()` (bullmq's ioredis-client.js).
-  const queues = gw.gateway.core.queueConnection as unknown as { pipeline: (...args: unknown[]) => Spied };
-  const pipeline = queues.pipeline;
-  queues.pipeline = function (this: unknown, ...args: unknown[]) {
-    const built = pipeline.apply(this, args);
-    record(built, 'eval');
-    record(built, 'evalsha');
-    return built;
-  };
-  restore.push(() => {
-    queues.pipeline = pipeline;
-  });
+  // BullMQ's own scripts on the queues connection go by the commands it defines, not these.
+  const queues = gw.gateway.core.queueConnection as unknown as Spied;
+  const restore = [record(gw.redis as unknown as Spied, 'evalsha'), record(queues, 'evalsha'), record(queues, 'eval')];
   try {
     await fn();
   } finally {
