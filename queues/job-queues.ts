@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Job, Queue, type RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
@@ -12,6 +12,15 @@ export interface QueuedJobData {
   tier: Tier;
   /** The model it is routed by (docs/models.md); absent for a job naming none. */
   model?: string;
+}
+
+/** What a run's job is made of. */
+export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>;
+
+/** The pointers a run's job carries. */
+function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
+  const model = routedModel(run.input);
+  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
 }
 
 export interface JobQueuesOptions {
@@ -84,16 +93,48 @@ export class JobQueues {
     return this.all();
   }
 
-  async add(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>): Promise<void> {
+  async add(run: QueuedRun): Promise<void> {
+    const queue = await this.recordedQueue(run);
+    await queue.add(run.kind, jobData(run), { jobId: run.run_id, priority: run.priority });
+  }
+
+  /** The connection the queues write on (one for all of them). */
+  get connection(): Redis {
+    return this.opts.connection;
+  }
+
+  /**
+   * BullMQ's client of `connection` for the run's queue (ioredis's, wrapped, with BullMQ's
+   * scripts defined on it), its queue recorded first among the model queues when it is one:
+   * what `addNow` sends a run's add with.
+   */
+  async producer(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<RedisClient> {
+    return (await this.recordedQueue(run)).getBackend().client;
+  }
+
+  /**
+   * Sends the add of a run's job at once with a client from `producer`, as `add` adds it:
+   * BullMQ's public `Job.addJob`, given the client. Nothing is awaited before the command is
+   * sent, so a command sent on the connection just before it runs before it, in the same round
+   * trip (queues/create-and-enqueue.ts). Returns the job (to change its priority afterwards) and
+   * the add's outcome.
+   */
+  addNow(client: RedisClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
+    const queue = this.named(runQueueName(run));
+    const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
+    return { job, added: job.addJob(client) };
+  }
+
+  /** The run's queue, recorded first among the model queues when it is one (once per process). */
+  private async recordedQueue(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<Queue<QueuedJobData>> {
     const model = routedModel(run.input);
-    const data: QueuedJobData = { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
     const name = queueName(run.kind, run.confidentiality, model);
     // Recorded before the job is added, so a listing never misses a queue that holds a job.
     if (model && !this.recorded.has(name)) {
       await this.opts.connection.sadd(this.opts.modelQueuesKey, name);
       this.recorded.add(name);
     }
-    await this.named(name).add(run.kind, data, { jobId: run.run_id, priority: run.priority });
+    return this.named(name);
   }
 
 

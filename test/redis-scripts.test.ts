@@ -5,9 +5,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRedis } from '../models/redis-connection.js';
 import { defineScript, type ScriptDefinition } from '../models/redis/script-definition.js';
-import { RedisScripts, redisScripts } from '../models/redis/redis-scripts.js';
+import type { Redis } from 'ioredis';
+import { RedisScripts, isNoScript, redisScripts } from '../models/redis/redis-scripts.js';
 import * as ALL_SCRIPTS from '../models/redis/scripts/index.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
+import { RedisServerProcess } from './helpers/redis-server-process.js';
 
 /**
  * The gateway's Redis scripts live in one place, models/redis/scripts/ (one file per script,
@@ -153,5 +156,72 @@ describe('RedisScripts', () => {
     const scripts = fresh();
     const calls = await sent(redis, () => assert.rejects(scripts.run(redis, 'count', [], [1]), /wants 1 KEYS, was given 0/));
     assert.deepEqual(calls, []);
+  });
+});
+
+/**
+ * `send` sends a script with commands behind it on the same connection, where a NOSCRIPT could
+ * not be answered before they run: EVAL until it has run on the socket, EVALSHA after. On a
+ * Redis of its own, which these flush and restart.
+ */
+describe('RedisScripts.send', function () {
+  this.timeout(30_000);
+  let server: RedisServerProcess;
+  let redis: Redis;
+  const scripts = new RedisScripts({ count: defineScript<number>({ name: 'count', keys: 1, lua: `return redis.call('INCRBY', KEYS[1], ARGV[1])` }) });
+  /** `count` sent with an INCR right behind it: which command carried the script, its reply (or error) and the INCR's. */
+  const behind = async (by: number) => {
+    const used: string[] = [];
+    const spied = redis as unknown as Record<'eval' | 'evalsha', (...args: unknown[]) => Promise<unknown>>;
+    const originals = { eval: spied.eval, evalsha: spied.evalsha };
+    for (const name of ['eval', 'evalsha'] as const) {
+      spied[name] = function (this: unknown, ...args: unknown[]) {
+        used.push(name);
+        return originals[name].apply(this, args);
+      };
+    }
+    let script: Promise<unknown>;
+    let after: Promise<number>;
+    try {
+      script = scripts.send(redis, 'count', ['n'], [by]);
+      after = redis.incr('after');
+    } finally {
+      Object.assign(spied, originals);
+    }
+    const reply = await script.catch((err: unknown) => err);
+    return { used, reply, after: await after };
+  };
+
+  before(async function () {
+    server = await RedisServerProcess.start(requireProgram(this, REDIS_SERVER));
+    redis = createRedis(server.url, { name: 'test-send', autoPipelining: true });
+    await redis.ping();
+  });
+  after(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('sends the text until the script ran on the socket, then its SHA', async () => {
+    assert.deepEqual(await behind(2), { used: ['eval'], reply: 2, after: 1 });
+    assert.deepEqual(await behind(3), { used: ['evalsha'], reply: 5, after: 2 });
+  });
+
+  it('hands a NOSCRIPT to the caller (the command behind it ran), and sends the text again after it', async () => {
+    await redis.script('FLUSH');
+    const flushed = await behind(1);
+    assert.deepEqual(flushed.used, ['evalsha']);
+    assert.ok(isNoScript(flushed.reply), String(flushed.reply));
+    assert.equal(flushed.after, 3, 'the INCR behind it ran');
+    assert.equal(await redis.get('n'), '5', 'the script did not');
+    assert.deepEqual(await behind(1), { used: ['eval'], reply: 6, after: 4 });
+  });
+
+  it('sends the text again on the socket of a reconnection (a restarted Redis has no scripts)', async () => {
+    await server.kill();
+    await server.restart();
+    await until('the connection back', async () => redis.status === 'ready' && (await redis.ping().catch(() => null)) === 'PONG');
+    const restarted = await behind(1);
+    assert.deepEqual([restarted.used, restarted.reply], [['eval'], 7]);
   });
 });

@@ -41,6 +41,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     idempotency: core.stores.idempotency,
     queues: core.queues,
     confirmer,
+    intake: core.intake,
     prices: c.prices,
     log,
     dispatch: fleet.dispatcher,

@@ -4,8 +4,11 @@ import { createStores } from '../../models/create-stores.js';
 import { ObservedRunStore } from '../../models/observed-run-store.js';
 import { createRedis } from '../../models/redis-connection.js';
 import { RedisKeys } from '../../models/redis/keys.js';
+import { RedisRunStore } from '../../models/redis/redis-run-store.js';
 import { RunEventLog } from '../../models/run-event-log.js';
 import type { Stores } from '../../models/stores.js';
+import { isTerminal } from '../../models/types.js';
+import { CreateAndEnqueue } from '../../queues/create-and-enqueue.js';
 import { JobQueues } from '../../queues/job-queues.js';
 import type { Config } from '../main/config.js';
 import { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
@@ -42,6 +45,12 @@ export interface Core {
   stores: Stores;
   runs: ObservedRunStore;
   queues: JobQueues;
+  /**
+   * A submission's create and job add in one round trip, on `queueConnection`; absent when the
+   * runs are in MongoDB. It creates through the Redis store itself, past `runs`: a create sets
+   * no status, so there is nothing for the observed store's listeners.
+   */
+  intake?: CreateAndEnqueue;
   metrics: GatewayMetrics;
   gate: RequestGate;
   auth: ApiKeyAuthenticator;
@@ -83,8 +92,11 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
   const keys = new RedisKeys(c.redisPrefix);
   const queues = new JobQueues({ connection: queueConnection, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues() });
+  const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
+  // The runs finished here keep the intake's guess of each account's fair-share step current.
+  if (intake) runs.onStatusChange((run) => (isTerminal(run.status) ? intake.runFinished(run) : undefined));
   const gate = new RequestGate({ redis, keys, perSecond: c.rateLimitPerSecond, burst: c.rateLimitBurst });
   const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
   const events = new RunEventWriter(eventLog, log);
@@ -92,7 +104,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
-  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, metrics, gate, auth, eventLog, events, hub };
+  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub };
 }
 
 /** The stores other than runs, passed through as they are. */

@@ -18,6 +18,18 @@ export interface RedisRunStoreOptions {
 
 type Reply = [string, ...string[]];
 
+/**
+ * What a create sent ahead of another library's commands did (`sendCreate`): as `createGated`
+ * (or `create`, without a gate) answers, and, when it created the run, the account's runs in
+ * flight with it.
+ */
+export type PipedCreate =
+  | { gate: Exclude<GateVerdict, { outcome: 'allowed' }> }
+  | { gate?: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult; inFlight?: number };
+
+/** The account's runs in flight that createRun's reply gives when it created the run. */
+const inFlightOf = (reply: Reply): number | undefined => (reply[0] === 'created' ? Number(reply[2]) : undefined);
+
 /** What createRun's reply says happened. */
 function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
   const [tag, ...rest] = reply;
@@ -29,6 +41,16 @@ function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
   // largest single cost of our own code in the submit benchmark's profile.
   const run = Object.assign({}, NEW_RUN_DEFAULTS, doc, { status: 'queued', settlement: 'reserved', priority: Number(rest[0]) }) as RunRecord;
   return { outcome: 'created', run };
+}
+
+/** What gatedCreateRun's reply says happened: the gate's refusal, or its go-ahead and the create's result. */
+function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFields): GatedCreateResult {
+  if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
+  const rest = reply as Reply;
+  // The gate's two values come last, after createRun's own reply (whose length varies).
+  const remaining = Number(rest[rest.length - 1]);
+  const nextMs = Number(rest[rest.length - 2]);
+  return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc) };
 }
 
 export class RedisRunStore implements RunStore {
@@ -51,11 +73,30 @@ export class RedisRunStore implements RunStore {
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
     const { keys, args, doc } = this.createCall(run);
     const call = gateCall(this.keys, gate);
-    const reply = await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]);
-    if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
-    const remaining = Number(reply.pop());
-    const nextMs = Number(reply.pop());
-    return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(reply as Reply, doc) };
+    return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc);
+  }
+
+  /** In-flight runs per fair-share priority step, as the create script is given it. */
+  get fairShareStep(): number {
+    return this.opts.fairShareStep;
+  }
+
+  /**
+   * `create` (`createGated` when given the gate) sent at once on `redis`, a connection other
+   * than the store's, so that what the caller sends on it right after (the run's BullMQ add,
+   * queues/create-and-enqueue.ts) runs after the create, in the same round trip. Rejects with
+   * the create's error, a NOSCRIPT included (`isNoScript`: the create did not run).
+   */
+  sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
+    const { keys, args, doc } = this.createCall(run);
+    if (!gate) {
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), inFlight: inFlightOf(reply) }));
+    }
+    const call = gateCall(this.keys, gate);
+    return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
+      const gated = gatedFrom(reply, doc);
+      return 'result' in gated ? { ...gated, inFlight: inFlightOf(reply as Reply) } : gated;
+    });
   }
 
   /** createRun's keys and arguments, and the immutable fields it stores. */

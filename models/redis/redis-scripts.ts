@@ -9,7 +9,12 @@ interface Prepared {
   sha: string;
   lua: string;
   keys: number | 'any';
+  /** The sockets known to have run it (`send`): Redis has it cached for as long as they live. */
+  loadedOn: WeakSet<object>;
 }
+
+/** Redis's answer to EVALSHA of a script it does not have cached. */
+export const isNoScript = (err: unknown): boolean => err instanceof Error && err.message.startsWith('NOSCRIPT');
 
 /**
  * Runs the gateway's Redis scripts (models/redis/scripts/), always by SHA: EVALSHA, so a call
@@ -22,8 +27,15 @@ interface Prepared {
  * fallback is EVAL). The scripts are deliberately not registered with ioredis's
  * `defineCommand`, as BullMQ registers its own: ioredis copies every registered script into
  * each pipeline it builds, auto-pipelines included, which cost the request connection 6–7% of
- * the gateway's time with BullMQ's (docs/architecture.md, "One gateway process"). No caller runs
- * a script inside a pipeline or MULTI, where a NOSCRIPT could not be answered in the same batch.
+ * the gateway's time with BullMQ's (docs/architecture.md, "One gateway process").
+ *
+ * `send` sends a script with commands of another library right behind it on the same
+ * connection, which Redis runs after it (a submission's create, then its BullMQ add,
+ * queues/create-and-enqueue.ts). A NOSCRIPT cannot be answered with EVAL there: the commands
+ * behind it have run by then. So it sends EVAL on a socket until the script has run there once,
+ * and EVALSHA after, as ioredis's `defineCommand` does; a NOSCRIPT can then only follow a
+ * SCRIPT FLUSH (or a reconnect between the send and the write), and is handed to the caller,
+ * which knows what the commands behind it did.
  */
 export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> {
   private readonly scripts = new Map<string, Prepared>();
@@ -31,7 +43,7 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
   constructor(definitions: Definitions) {
     for (const [name, { name: own, keys, lua }] of Object.entries(definitions)) {
       if (own !== name) throw new Error(`the Redis script registered as ${name} is named ${own}`);
-      this.scripts.set(name, { sha: createHash('sha1').update(lua).digest('hex'), lua, keys });
+      this.scripts.set(name, { sha: createHash('sha1').update(lua).digest('hex'), lua, keys, loadedOn: new WeakSet() });
     }
   }
 
@@ -57,9 +69,35 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
     try {
       return (await redis.evalsha(script.sha, keys.length, ...keys, ...args)) as ReplyOf<Definitions[Name]>;
     } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      if (!isNoScript(err)) throw err;
       return (await redis.eval(script.lua, keys.length, ...keys, ...args)) as ReplyOf<Definitions[Name]>;
     }
+  }
+
+  /**
+   * Sends the script `name` on `redis` at once (joining the connection's auto-pipeline as any
+   * command does), so a command the caller sends on `redis` right after it runs after it, in
+   * the same round trip. Resolves with its reply; rejects with its error, a NOSCRIPT included
+   * (`isNoScript`: it did not run), which is not answered here.
+   */
+  send<Name extends keyof Definitions & string>(redis: Redis, name: Name, keys: string[], args: Array<string | number>): Promise<ReplyOf<Definitions[Name]>> {
+    const script = this.prepared(name);
+    if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
+    // The socket it will go out on if it is written now; a reconnect in between sends it on
+    // another, which may lack the script: that is the NOSCRIPT the caller handles.
+    const socket = redis.status === 'ready' ? (redis.stream as object | undefined) : undefined;
+    const sent =
+      socket && script.loadedOn.has(socket) ? redis.evalsha(script.sha, keys.length, ...keys, ...args) : redis.eval(script.lua, keys.length, ...keys, ...args);
+    return sent.then(
+      (reply) => {
+        if (socket) script.loadedOn.add(socket);
+        return reply as ReplyOf<Definitions[Name]>;
+      },
+      (err: unknown) => {
+        if (socket && isNoScript(err)) script.loadedOn.delete(socket);
+        throw err;
+      },
+    );
   }
 
   private prepared(name: string): Prepared {

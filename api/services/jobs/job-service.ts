@@ -4,6 +4,7 @@ import { AlreadyTerminalError, InsufficientCreditsError, NotFoundError, ApiError
 import { newRunId } from '../../../models/ids.js';
 import type { CreateRunResult, RunStore, IdempotencyStore } from '../../../models/stores.js';
 import { isTerminal, type GateCheck, type GateVerdict, type NewRun, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
+import type { CreateAndEnqueue } from '../../../queues/create-and-enqueue.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { routedModel, runQueueName } from '../../../queues/queue-names.js';
@@ -48,6 +49,11 @@ export interface JobServiceOptions {
   idempotency: IdempotencyStore;
   queues: JobQueues;
   confirmer: EnqueueConfirmer;
+  /**
+   * Creates a run and adds its job in one Redis round trip; absent when the runs are not in the
+   * Redis the queues are in (MongoDB), where the job is added once the create has answered.
+   */
+  intake?: Pick<CreateAndEnqueue, 'submit' | 'worthPipelining'>;
   prices: Record<string, number>;
   log: Logger;
   /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
@@ -179,7 +185,7 @@ export class JobService {
       idempotency_key: idempotencyKey ?? null,
       created_at: new Date().toISOString(),
     };
-    const result = fused ? await this.createGated(newRun, fused) : await this.opts.runs.create(newRun);
+    const { result, queued } = await this.create(newRun, fused);
 
     // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
     // or every refused (or replayed) submission would leave a file the caller never asked to keep.
@@ -197,8 +203,32 @@ export class JobService {
       return { run: result.run, replayed: true };
     }
     this.opts.metrics?.runSubmitted(result.run);
-    await this.enqueue(result.run);
+    await this.enqueue(result.run, queued);
     return { run: result.run, replayed: false };
+  }
+
+  /**
+   * The run's create (behind the fused gate, when there is one), and with it the add of its job
+   * when the intake can send both in one round trip: `queued` says the job is in. Only a run with
+   * a fresh id goes that way (no Idempotency-Key: the id is this request's alone), as a refused
+   * create leaves a stray job under it for a moment; and not one the intake expects refused.
+   */
+  private async create(run: NewRun, fused?: SubmitGate): Promise<{ result: CreateRunResult; queued: boolean }> {
+    const intake = this.opts.intake;
+    if (intake && run.idempotency_key === null && intake.worthPipelining(run.account_id, fused?.check)) {
+      const done = await intake.submit(run, fused?.check);
+      if (done.ran) {
+        if (fused) {
+          if (!done.gate) throw new ApiError('internal', 'the gated create gave no verdict');
+          fused.settle(done.gate);
+        }
+        if (!('result' in done)) throw new ApiError('internal', 'the gate refused without saying why');
+        return { result: done.result, queued: done.queued };
+      }
+      // Nothing was made (Redis lacked the script): again the two-step way, under an id its stray job cannot meet.
+      run = { ...run, run_id: newRunId() };
+    }
+    return { result: fused ? await this.createGated(run, fused) : await this.opts.runs.create(run), queued: false };
   }
 
   /** The create and the gate in one step; a refusal throws, having created nothing. */
@@ -219,9 +249,13 @@ export class JobService {
     }
   }
 
-  /** Queue write, then its confirmation. A failure here leaves the run to the reconciler: it stays accepted. */
-  private async enqueue(run: RunRecord): Promise<void> {
-    await this.write(run);
+  /**
+   * Queue write (unless `written` with the create), then its confirmation. A failure here leaves
+   * the run to the reconciler: it stays accepted.
+   */
+  private async enqueue(run: RunRecord, written: boolean): Promise<void> {
+    if (written) this.opts.confirmer.confirm(run.run_id);
+    else await this.write(run);
     // Best effort: a missed announcement only waits for the dispatchers' safety sweep.
     this.opts.dispatch?.announce(runQueueName(run)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
   }

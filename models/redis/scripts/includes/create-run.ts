@@ -8,7 +8,9 @@ import { runReply } from './run-reply.js';
  *       fair-share step, priority base, kind, index floor (ids below it are past retention),
  *       the job view's immutable fields as a JSON fragment (`vw`: what transitionRun's status
  *       events are built from, so it never decodes `doc`).
- * Returns {'created', priority} | {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
+ * Returns {'created', priority, in_flight} (the account's runs in flight with this one: what a
+ * gateway guesses the next one's fair-share step from, queues/create-forecast.ts) |
+ * {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
  * Index keys are derived from KEYS[3] (the account's run index).
  */
 export const createRunFunction = `${runReply}
@@ -18,7 +20,8 @@ local function create_run()
   if not acct[1] then return { 'no_account' } end
   local price = tonumber(ARGV[3])
   if tonumber(acct[1]) < price then return { 'insufficient', acct[1] } end
-  local priority = tonumber(ARGV[7]) + math.min(math.floor(tonumber(acct[2] or '0') / tonumber(ARGV[6])), 9)
+  local in_flight = tonumber(acct[2] or '0')
+  local priority = tonumber(ARGV[7]) + math.min(math.floor(in_flight / tonumber(ARGV[6])), 9)
   redis.call('HINCRBY', KEYS[2], 'credits', -price)
   redis.call('HINCRBY', KEYS[2], 'reserved', price)
   redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
@@ -31,6 +34,6 @@ local function create_run()
   redis.call('ZADD', KEYS[3] .. ':k:' .. ARGV[8], 0, ARGV[1])
   redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[8], '-', floor)
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
-  return { 'created', tostring(priority) }
+  return { 'created', tostring(priority), tostring(in_flight + 1) }
 end
 `;
