@@ -56,13 +56,13 @@ export const RANK_MISMATCH = 'rank_mismatch';
 /** What a `rank_mismatch` says: the model, the catalogue's count and the worker's, and where it is in the list. */
 function rankMismatch(c: RankConflict, models: WorkerModels): { message: string; details: Record<string, unknown> } {
   const i = (models[c.kind] ?? []).findIndex((m) => m.id === c.id);
-  const shape = (n: number | null) => (n === null ? 'whole (no ranks)' : `${n} ranks`);
   const rank = models[c.kind]?.[i]?.rank;
+  const catalogue = c.catalogue === null ? 'whole' : `in ${c.catalogue} ranks`;
   const advertised = rank ? `rank ${rank.index} of ${rank.count}` : 'it whole';
   return {
     message:
-      `${c.kind} model ${c.id} is served in ${shape(c.catalogue)} in the catalogue, and this worker advertises ${advertised}: ` +
-      `serve it as the catalogue says, or have an operator change the model (PUT /v1/admin/models/{kind}/{model}, docs/models.md)`,
+      `${c.kind} model ${c.id} is served ${catalogue} in the catalogue, and this worker advertises ${advertised}: ` +
+      `serve it as the catalogue says, or have an operator change the model (PUT /v1/admin/models/${c.kind}/${encodeURIComponent(c.id)}, docs/ranks.md)`,
     details: { path: `/models/${c.kind}/${i}${rank ? '/rank/count' : ''}`, kind: c.kind, model: c.id, catalogue_ranks: c.catalogue, advertised_ranks: c.advertised },
   };
 }

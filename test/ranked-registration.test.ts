@@ -120,7 +120,7 @@ describe('ranked models: a worker advertises the rank it serves (protocol 6)', f
     assert.equal((await w.next((f) => f.type === 'models_accepted' || f.type === 'error')).type, 'models_accepted');
   });
 
-  it('refuses a rank outside its count, and a rank from a worker of protocol 5 or older, as the fields its version lacks', async () => {
+  it('refuses a rank outside its count, a rank from a worker of protocol 5 or older (as the fields its version lacks), and a rank of a model the catalogue serves whole', async () => {
     const outside = await refusal({ protocol: [6], models: { [LLM]: [{ id: 'x', rank: { index: 3, count: 3 } }] } });
     assert.deepEqual([outside.code, outside.details.path], ['bad_models', `/models/${LLM}/0/rank/index`]);
     const tooMany = await refusal({ protocol: [6], models: { [LLM]: [{ id: 'x', rank: { index: 0, count: 65 } }] } });
@@ -129,6 +129,10 @@ describe('ranked models: a worker advertises the rank it serves (protocol 6)', f
     assert.equal(v5.code, 'bad_frame');
     assert.match(v5.message, /rank of tiny-3 needs protocol 6; this connection agreed on 5/);
     assert.equal((await gw.request('GET', `/v1/admin/models/${LLM}/x`, { headers: admin })).status, 404);
+    await raw({ protocol: [6], models: { [LLM]: [{ id: 'served-whole' }] } });
+    const ranked = await refusal({ protocol: [6], models: { [LLM]: [{ id: 'served-whole', rank: { index: 0, count: 2 } }] } });
+    assert.equal(ranked.code, 'rank_mismatch');
+    assert.match(ranked.message, /model served-whole is served whole in the catalogue, and this worker advertises rank 0 of 2: .*PUT \/v1\/admin\/models\/inference:llm:text-generate\/served-whole/);
   });
 
   it('a worker of protocol 5 keeps working: it registers on 5, takes its models and runs a job; its models frame may not carry a rank', async () => {
