@@ -2,7 +2,7 @@ import { RedisKeys } from '../models/redis/keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ArtifactStore } from '../models/artifact-store.js';
-import type { ModelStore, RunStore } from '../models/stores.js';
+import type { ModelStore, RankConflict, RunStore } from '../models/stores.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
 import { BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -195,9 +195,8 @@ export class Dispatcher {
 
   // ---- workers coming and going -------------------------------------------------------------
 
-  /** A registered worker joins: its models are recorded in the catalogue, it is counted in the fleet and offered work. */
+  /** A registered worker joins (its models already recorded by `advertise`): it is counted in the fleet and offered work. */
   async attach(worker: ConnectedWorker): Promise<void> {
-    await this.advertise(worker.info.models);
     return this.pool.attach(worker);
   }
 
@@ -214,15 +213,27 @@ export class Dispatcher {
     this.pool.setBackend(worker, available, message);
   }
 
-  /** Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue, then routing by it. */
-  async setModels(worker: ConnectedWorker, models: WorkerModels): Promise<void> {
-    await this.advertise(models);
-    this.pool.setModels(worker, models);
+  /**
+   * Protocol 3: a worker's new model list (checked by the caller), recorded in the catalogue,
+   * then routing by it; refused, as a whole, when a rank count is not the catalogue's.
+   */
+  async setModels(worker: ConnectedWorker, models: WorkerModels): Promise<RankConflict | null> {
+    const conflict = await this.advertise(models);
+    if (!conflict) this.pool.setModels(worker, models);
+    return conflict;
   }
 
-  private async advertise(models: WorkerModels): Promise<void> {
-    const list = Object.entries(models).flatMap(([kind, ms]) => ms.map((m) => ({ kind, id: m.id, description: m.description ?? null, input_schema: m.input_schema ?? null })));
-    if (list.length > 0) await this.opts.catalogue?.advertise(list, new Date().toISOString());
+  /**
+   * Records a worker's models in the catalogue before it is told `registered` (so a worker is
+   * never counted with a model the catalogue does not know), in one atomic step that refuses
+   * them all when a model's rank count is not the catalogue's (docs/ranks.md).
+   */
+  async advertise(models: WorkerModels): Promise<RankConflict | null> {
+    const list = Object.entries(models).flatMap(([kind, ms]) =>
+      ms.map((m) => ({ kind, id: m.id, description: m.description ?? null, input_schema: m.input_schema ?? null, ranks: m.rank?.count ?? null })),
+    );
+    if (list.length === 0 || !this.opts.catalogue) return null;
+    return this.opts.catalogue.advertise(list, new Date().toISOString());
   }
 
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */

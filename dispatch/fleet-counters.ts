@@ -6,7 +6,7 @@ import type { ConnectedWorker } from './connected-worker.js';
 import { addSnapshot, emptySnapshot, workerShare, type FleetSnapshot } from './fleet-snapshot.js';
 import { effectiveTier } from './worker-info.js';
 
-export { workersServing, availableServing, type ByTier, type FleetSnapshot, type KindCounts, type ModelCounts } from './fleet-snapshot.js';
+export { workersServing, availableServing, rankCounts, rankKey, type ByTier, type FleetSnapshot, type KindCounts, type ModelCounts, type RankCounts } from './fleet-snapshot.js';
 
 /** How far behind a reader's clock an index entry may be and still be read (its record's own expiry decides). */
 const INDEX_SKEW_MS = 60_000;

@@ -5,6 +5,16 @@ import { effectiveTier } from './worker-info.js';
 export type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
 
+/**
+ * The workers serving one rank of a ranked model (docs/ranks.md) that could be offered a lease
+ * now (connected, their backend answering): by their tier, and by each tier of work they take
+ * (a trusted worker counts under `trusted` and `open`), which is what placement reads.
+ */
+export interface RankCounts {
+  by_tier: ByTier;
+  takes: ByTier;
+}
+
 /** The workers serving one model of a kind (docs/models.md). */
 export interface ModelCounts {
   workers: number;
@@ -15,6 +25,11 @@ export interface ModelCounts {
   /** Of `workers`, those whose backend is down (protocol 5 `backend`): connected, offered no lease. */
   unavailable: number;
   unavailable_by_tier: ByTier;
+  /**
+   * Protocol 6: its rank workers, by `<index>/<count>` as each advertised it. Keyed by the
+   * count too, so that workers of a count the catalogue no longer has are told apart. Absent: none.
+   */
+  ranks?: Record<string, RankCounts>;
 }
 
 /** Workers and slots under one kind (a worker counts under every kind it serves). */
@@ -62,6 +77,32 @@ const addTiers = (to: ByTier, from: ByTier | undefined, sign: number): void => {
   if (from) for (const t of TIERS) to[t] += sign * (from[t] ?? 0);
 };
 
+/** The key of rank `index` of `count` in `ModelCounts.ranks`. */
+export const rankKey = (index: number, count: number): string => `${index}/${count}`;
+
+/** Adds or takes away a part's rank counts; a rank left with no worker goes, and `ranks` when none is left. */
+function addRanks(to: ModelCounts, from: ModelCounts['ranks'], sign: number): void {
+  for (const [key, r] of Object.entries(from ?? {})) {
+    const ranks = (to.ranks ??= {});
+    const sum = (ranks[key] ??= { by_tier: zeroByTier(), takes: zeroByTier() });
+    addTiers(sum.by_tier, r.by_tier, sign);
+    addTiers(sum.takes, r.takes, sign);
+    if (TIERS.every((t) => sum.by_tier[t] <= 0 && sum.takes[t] <= 0)) delete ranks[key];
+    if (Object.keys(ranks).length === 0) delete to.ranks;
+  }
+}
+
+/**
+ * A ranked model's counts per rank for the catalogue's `count`, rank 0 first: a rank nobody
+ * serves is zeros, and workers that advertised another count are left out.
+ */
+export function rankCounts(model: ModelCounts | undefined, count: number): RankCounts[] {
+  return Array.from({ length: count }, (_, i) => {
+    const r = model?.ranks?.[rankKey(i, count)];
+    return { by_tier: { ...zeroByTier(), ...r?.by_tier }, takes: { ...zeroByTier(), ...r?.takes } };
+  });
+}
+
 /**
  * Adds (`sign` 1) or takes away (-1) a part of the fleet (one worker's share, or an instance's
  * counts); kinds and models left with no worker go. Fields missing from `part` count as 0.
@@ -91,6 +132,7 @@ export function addSnapshot(to: FleetSnapshot, part: FleetSnapshot, sign: 1 | -1
       c.unavailable += sign * (m.unavailable ?? 0);
       addTiers(c.by_tier, m.by_tier, sign);
       addTiers(c.unavailable_by_tier, m.unavailable_by_tier, sign);
+      addRanks(c, m.ranks, sign);
       if (c.workers <= 0) delete sum.models[id];
     }
     if (sum.workers <= 0) delete to.kinds[kind];
@@ -105,6 +147,8 @@ export function addSnapshot(to: FleetSnapshot, part: FleetSnapshot, sign: 1 | -1
 export function workerShare(w: ConnectedWorker, now: number, leasesOf?: (worker: ConnectedWorker, kind: string, model: string) => number): FleetSnapshot {
   const s = emptySnapshot();
   const tier = effectiveTier(w.info, now);
+  // The tiers of work it takes now: a private worker takes private work only while attested.
+  const takes = (w.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[w.info.tier])).filter((t) => t !== 'private' || tier === 'private');
   const busy = Math.min(w.leases.size, w.info.slots);
   const down = w.info.backend_down ? 1 : 0;
   const idle = w.info.slots - busy;
@@ -133,6 +177,12 @@ export function workerShare(w: ConnectedWorker, now: number, leasesOf?: (worker:
       c.unavailable_by_tier[tier] += down;
       c.slots += Math.min(w.info.slots, m.max_concurrency ?? Infinity);
       c.free += down ? 0 : Math.max(0, Math.min(idle, (m.max_concurrency ?? Infinity) - held));
+      if (m.rank && !down) {
+        const r = { by_tier: zeroByTier(), takes: zeroByTier() };
+        r.by_tier[tier] = 1;
+        for (const t of takes) r.takes[t] = 1;
+        c.ranks = { [rankKey(m.rank.index, m.rank.count)]: r };
+      }
     }
   }
   return s;

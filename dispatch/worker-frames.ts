@@ -10,12 +10,15 @@ import {
   MAX_OUTPUT_DELTA,
   MAX_PROGRESS_MESSAGE,
   MAX_BACKEND_MESSAGE,
+  MAX_RANKS,
   WORKER_IDENTITY_PATTERN,
   BACKEND_STATE_PROTOCOL,
   IDENTITY_PROTOCOL,
   MODELS_PROTOCOL,
+  RANKS_PROTOCOL,
   type RegisterFrame,
   type WorkerFrame,
+  type WorkerModels,
 } from '../sdk/protocol/index.js';
 
 /**
@@ -50,6 +53,13 @@ const workerModels = {
         description: { type: 'string', maxLength: MAX_MODEL_DESCRIPTION },
         input_schema: { type: 'object' },
         max_concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+        // Protocol 6: one pipeline stage of the model. That index < count is checked with the kinds (`checkWorkerModels`).
+        rank: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['index', 'count'],
+          properties: { index: { type: 'integer', minimum: 0, maximum: MAX_RANKS - 1 }, count: { type: 'integer', minimum: 2, maximum: MAX_RANKS } },
+        },
       },
     },
   },
@@ -229,6 +239,20 @@ export function frameTooNew(type: WorkerFrame['type'], version: number): string 
 export function registerFieldTooNew(frame: RegisterFrame, version: number): string | null {
   for (const [field, since] of Object.entries(REGISTER_FIELD_SINCE)) {
     if (frame[field as keyof typeof REGISTER_FIELD_SINCE] !== undefined && version < since) return `${field} needs protocol ${since}; offer it in protocol, or leave ${field} out`;
+  }
+  return frame.models ? modelFieldTooNew(frame.models, version) : null;
+}
+
+/**
+ * Why a model list (of `register` or a `models` frame) cannot be taken on a connection that
+ * agreed on `version`, or null: a model's `rank` needs protocol 6, and a worker of an older
+ * version that sends one is refused as for any field its version does not have.
+ */
+export function modelFieldTooNew(models: WorkerModels, version: number): string | null {
+  if (version >= RANKS_PROTOCOL) return null;
+  for (const [kind, list] of Object.entries(models)) {
+    const ranked = list.find((m) => m.rank !== undefined);
+    if (ranked) return `models.${kind}: the rank of ${ranked.id} needs protocol ${RANKS_PROTOCOL}; this connection agreed on ${version}`;
   }
   return null;
 }

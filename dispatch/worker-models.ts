@@ -15,8 +15,10 @@ export class WorkerModelsError extends Error {
 
 /**
  * Checks a worker's models (already of the frame schema's shape) against what it registered:
- * each kind one it serves, ids unique per kind, at most MAX_WORKER_MODELS in all, each input
- * schema one that extends its kind's. Returns the list without empty kinds.
+ * each kind one it serves, ids unique per kind (so a worker serves one rank of a model at
+ * most), each rank within its count, at most MAX_WORKER_MODELS in all, each input schema one
+ * that extends its kind's. Returns the list without empty kinds. That a rank count is the
+ * catalogue's is checked where the list is recorded (`Dispatcher.advertise`).
  */
 export function checkWorkerModels(models: WorkerModels, kinds: readonly string[]): WorkerModels {
   const out: WorkerModels = {};
@@ -27,6 +29,9 @@ export function checkWorkerModels(models: WorkerModels, kinds: readonly string[]
     for (const [i, model] of list.entries()) {
       if (seen.has(model.id)) throw new WorkerModelsError(`models.${kind} lists ${model.id} twice`, `/models/${kind}/${i}/id`);
       seen.add(model.id);
+      if (model.rank && model.rank.index >= model.rank.count) {
+        throw new WorkerModelsError(`models.${kind}: ${model.id} is rank ${model.rank.index} of ${model.rank.count}; ranks are numbered 0 to ${model.rank.count - 1}`, `/models/${kind}/${i}/rank/index`);
+      }
       if (model.input_schema !== undefined) {
         try {
           checkModelSchema(findKind(kind) as KindSpec, model.input_schema);

@@ -164,10 +164,12 @@ export class WorkerPool {
 /**
  * The queues a worker takes leases from, per tier (docs/models.md, "Routing"): for each of its
  * kinds, the kind's default queue (jobs naming no model) and then the queue of each model it
- * serves. The scheduler walks each tier's list round-robin, so kinds and models take turns.
+ * serves whole. The scheduler walks each tier's list round-robin, so kinds and models take turns.
+ * A model it serves one rank of is not among them: a rank worker never runs a job whole, only
+ * its rank of a pipeline (docs/ranks.md).
  */
 export function tierQueues(kinds: readonly string[], models: WorkerModels, tier: Tier): string[] {
-  return kinds.flatMap((kind) => [queueName(kind, tier), ...(models[kind] ?? []).map((m) => queueName(kind, tier, m.id))]);
+  return kinds.flatMap((kind) => [queueName(kind, tier), ...(models[kind] ?? []).filter((m) => !m.rank).map((m) => queueName(kind, tier, m.id))]);
 }
 
 /** Sets the worker's queues and per-queue limits from its kinds, tiers and models. */

@@ -2,7 +2,7 @@ import { ulid } from 'ulid';
 import type { Logger } from 'pino';
 import { isDatastoreUnavailable, toApiError } from '../models/errors.js';
 import { KIND_NAMES } from '../models/kinds.js';
-import type { OperatorStore } from '../models/stores.js';
+import type { OperatorStore, RankConflict } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
 import type { Evidence } from '../sdk/attestation/index.js';
 import { HANDOVER_PROTOCOL, PROTOCOL_VERSIONS, type ErrorFrame, type GatewayFrame, type LeaseReport, type RegisterFrame, type RegisteredFrame, type WorkerModels } from '../sdk/protocol/index.js';
@@ -12,7 +12,7 @@ export type { WorkerLink } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 import { privateWorkerTiers, type PrivateRegistrations } from './private-registration.js';
 import type { TrustEnforcer } from './trust-enforcer.js';
-import { registerFieldTooNew } from './worker-frames.js';
+import { modelFieldTooNew, registerFieldTooNew } from './worker-frames.js';
 import { checkWorkerModels, WorkerModelsError } from './worker-models.js';
 
 /** Who a worker token belongs to, and the trust it carries (read at connect). */
@@ -49,6 +49,23 @@ const refused = (code: string, message: string, close: number, reason: string, d
   refusal: { error: { type: 'error', code, message, ...(details ? { details } : {}) }, close, reason },
 });
 const badRegister = (message: string, details?: Record<string, unknown>) => refused('bad_frame', message, 4400, 'bad register frame', details);
+
+/** The protocol error of a model list whose rank count is not the catalogue's (docs/ranks.md). */
+export const RANK_MISMATCH = 'rank_mismatch';
+
+/** What a `rank_mismatch` says: the model, the catalogue's count and the worker's, and where it is in the list. */
+function rankMismatch(c: RankConflict, models: WorkerModels): { message: string; details: Record<string, unknown> } {
+  const i = (models[c.kind] ?? []).findIndex((m) => m.id === c.id);
+  const rank = models[c.kind]?.[i]?.rank;
+  const catalogue = c.catalogue === null ? 'whole' : `in ${c.catalogue} ranks`;
+  const advertised = rank ? `rank ${rank.index} of ${rank.count}` : 'it whole';
+  return {
+    message:
+      `${c.kind} model ${c.id} is served ${catalogue} in the catalogue, and this worker advertises ${advertised}: ` +
+      `serve it as the catalogue says, or have an operator change the model (PUT /v1/admin/models/${c.kind}/${encodeURIComponent(c.id)}, docs/ranks.md)`,
+    details: { path: `/models/${c.kind}/${i}${rank ? '/rank/count' : ''}`, kind: c.kind, model: c.id, catalogue_ranks: c.catalogue, advertised_ranks: c.advertised },
+  };
+}
 
 /**
  * The gateway's half of one worker connection (docs/worker-protocol.md): the registration rules
@@ -131,6 +148,20 @@ export class WorkerSession {
         return { attesting: true };
       }
     }
+    // In the catalogue before it counts; a rank count the catalogue disagrees with refuses it, recording nothing.
+    let conflict: RankConflict | null;
+    try {
+      conflict = await dispatcher.advertise(models);
+    } catch (err) {
+      // Like a failed attach: a close the worker retries, never the final 4400.
+      const unavailable = toApiError(err).code === 'unavailable';
+      this.deps.log.warn({ err }, "could not record a registering worker's models; closing it");
+      return refused(unavailable ? 'unavailable' : 'internal', 'registration failed; reconnect', 1011, 'registration failed; reconnect');
+    }
+    if (conflict) {
+      const { message, details } = rankMismatch(conflict, models);
+      return refused(RANK_MISMATCH, message, 4400, 'rank count differs from the catalogue', details);
+    }
     // Protocol 5: its older connection, here or on any instance, is retired before this one counts.
     await dispatcher.claimIdentity(worker);
     // Protocol 2: leases brought from a stopping instance are adopted before any new one is offered.
@@ -198,11 +229,14 @@ export class WorkerSession {
   }
 
   /**
-   * Protocol 3: the worker's new model list. Refused (`bad_models`, naming what is wrong) it keeps
-   * its current list; accepted it is in force before `models_accepted`.
+   * Protocol 3: the worker's new model list. Refused (`bad_models`, naming what is wrong;
+   * `rank_mismatch`; `bad_frame` for a rank before protocol 6) it keeps its current list;
+   * accepted it is in force before `models_accepted`.
    */
   async models(models: WorkerModels): Promise<GatewayFrame> {
     const worker = this.worker!;
+    const tooNew = modelFieldTooNew(models, worker.protocol ?? 1);
+    if (tooNew) return { type: 'error', code: 'bad_frame', of: 'models', message: tooNew };
     let checked: WorkerModels;
     try {
       checked = checkWorkerModels(models, worker.info.kinds);
@@ -211,7 +245,8 @@ export class WorkerSession {
       return { type: 'error', code: err.code, of: 'models', message: err.message, details: { path: err.path } };
     }
     try {
-      await this.deps.dispatcher.setModels(worker, checked);
+      const conflict = await this.deps.dispatcher.setModels(worker, checked);
+      if (conflict) return { type: 'error', code: RANK_MISMATCH, of: 'models', ...rankMismatch(conflict, checked) };
     } catch (err) {
       const unavailable = toApiError(err).code === 'unavailable';
       this.deps.log.warn({ err, workerId: worker.info.worker_id }, "could not record a worker's models");

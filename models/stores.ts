@@ -237,8 +237,23 @@ export interface FileStore {
   expired(now: Date, limit: number): Promise<FileRecord[]>;
 }
 
-/** What a worker or an operator says about a model: the fields of a ModelRecord they set. */
-export type ModelDescription = Pick<ModelRecord, 'kind' | 'id' | 'description' | 'input_schema'>;
+/**
+ * What a worker or an operator says about a model: the fields of a ModelRecord they set. A
+ * worker's `ranks` is the count of the rank it serves (absent or null: it serves the model
+ * whole); `middle_ranks` is an operator's alone, and advertisements ignore it.
+ */
+export type ModelDescription = Pick<ModelRecord, 'kind' | 'id' | 'description' | 'input_schema'> & Partial<Pick<ModelRecord, 'ranks' | 'middle_ranks'>>;
+
+/**
+ * An advertisement refused because a model's rank count is not the catalogue's: `catalogue`
+ * and `advertised` are the two counts (null: whole). Nothing of that advertisement is recorded.
+ */
+export interface RankConflict {
+  kind: string;
+  id: string;
+  catalogue: number | null;
+  advertised: number | null;
+}
 
 /**
  * The model catalogue (docs/models.md): every model ever advertised by a worker or declared by
@@ -250,12 +265,16 @@ export interface ModelStore {
    * `first_seen = last_seen = at`; a known one gets `last_seen = at` and, unless an operator
    * declared it, the description and schema advertised (the latest advertisement wins). An
    * operator's declaration is never changed by a worker. One call may name many models.
+   *
+   * A model's rank count is never changed by a worker: a new model takes the advertised one,
+   * and when a model of the call is known with another count (a ranked model advertised whole
+   * counts too), the call records nothing and returns that conflict (the first found).
    */
-  advertise(models: ModelDescription[], at: string): Promise<void>;
+  advertise(models: ModelDescription[], at: string): Promise<RankConflict | null>;
   /**
    * An operator declares a model ahead of any worker, or redeclares it: created, or its
-   * description and schema replaced, and from then on `declared` (workers only refresh its
-   * `last_seen`). Returns the record and whether it was created.
+   * description, schema, ranks and middle_ranks replaced, and from then on `declared` (workers
+   * only refresh its `last_seen`). Returns the record and whether it was created.
    */
   declare(model: ModelDescription, at: string): Promise<{ record: ModelRecord; created: boolean }>;
   get(kind: string, id: string): Promise<ModelRecord | null>;

@@ -180,6 +180,16 @@ export const NEW_RUN_DEFAULTS = {
   warnings: [],
 } satisfies Partial<RunRecord>;
 
+/**
+ * A ranked model's placement policy for its middle ranks (docs/ranks.md): `trusted` keeps every
+ * rank of a trusted job on vetted operators' workers; `open` lets any worker carry the ranks
+ * that see only activations.
+ */
+export const MIDDLE_RANKS = ['trusted', 'open'] as const;
+export type MiddleRanks = (typeof MIDDLE_RANKS)[number];
+/** What a ranked model's `middle_ranks` is when no operator declared one. */
+export const DEFAULT_MIDDLE_RANKS: MiddleRanks = 'trusted';
+
 /** A model of the catalogue (docs/models.md). */
 export interface ModelRecord {
   kind: string;
@@ -187,7 +197,18 @@ export interface ModelRecord {
   description: string | null;
   /** The model's input schema, extending its kind's (null: none published). */
   input_schema: Record<string, unknown> | null;
-  /** Declared by an operator: its description and schema are the operator's. */
+  /**
+   * The number of ranks (pipeline stages) the model is served in (docs/ranks.md); null: it is
+   * served whole. Set by the model's first advertisement or by an operator's declaration, and
+   * from then on the authority: a worker advertising another count is refused.
+   */
+  ranks: number | null;
+  /**
+   * Ranked models: which workers may hold the ranks between the first and the last of a
+   * trusted job (`trusted` unless an operator declared `open`); null for a whole model.
+   */
+  middle_ranks: MiddleRanks | null;
+  /** Declared by an operator: its description, schema, ranks and placement are the operator's. */
   declared: boolean;
   /** When a worker first and last advertised it (null: never, a declared model no worker has shown). */
   first_seen: string | null;

@@ -35,6 +35,8 @@ describe('admin API: the model catalogue', () => {
       id: 'sdxl',
       description: 'Stable Diffusion XL',
       input_schema: schema,
+      ranks: null,
+      middle_ranks: null,
       declared: true,
       first_seen: null,
       last_seen: null,

@@ -26,6 +26,8 @@ const record = (input_schema: Record<string, unknown> | null, id = 'sdxl'): Mode
   id,
   description: null,
   input_schema,
+  ranks: null,
+  middle_ranks: null,
   declared: false,
   first_seen: null,
   last_seen: null,

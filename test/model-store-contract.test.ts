@@ -27,6 +27,8 @@ describe('model store contract', () => {
           id: 'sdxl',
           description: 'Stable Diffusion XL',
           input_schema: schema,
+          ranks: null,
+          middle_ranks: null,
           declared: false,
           first_seen: t(1),
           last_seen: t(1),
@@ -44,7 +46,7 @@ describe('model store contract', () => {
         let got = await stores.models.get(kind, 'sdxl');
         assert.deepEqual(
           { ...got },
-          { kind, id: 'sdxl', description: 'new', input_schema: { properties: { cfg: { type: 'number' } } }, declared: false, first_seen: t(1), last_seen: t(2), created_at: t(1), updated_at: t(2) },
+          { kind, id: 'sdxl', description: 'new', input_schema: { properties: { cfg: { type: 'number' } } }, ranks: null, middle_ranks: null, declared: false, first_seen: t(1), last_seen: t(2), created_at: t(1), updated_at: t(2) },
         );
         await stores.models.advertise([model(kind, 'sdxl')], t(3));
         got = await stores.models.get(kind, 'sdxl');
@@ -87,7 +89,7 @@ describe('model store contract', () => {
       it('declares a model ahead of any worker, then replaces it on redeclaration', async () => {
         const kind = newKind();
         const first = await stores.models.declare(model(kind, 'llama3:8b', { description: 'Llama 3 8B', input_schema: { type: 'object' } }), t(1));
-        const expected = { kind, id: 'llama3:8b', description: 'Llama 3 8B', input_schema: { type: 'object' }, declared: true, first_seen: null, last_seen: null, created_at: t(1), updated_at: t(1) };
+        const expected = { kind, id: 'llama3:8b', description: 'Llama 3 8B', input_schema: { type: 'object' }, ranks: null, middle_ranks: null, declared: true, first_seen: null, last_seen: null, created_at: t(1), updated_at: t(1) };
         assert.deepEqual(first, { created: true, record: expected });
         assert.deepEqual(await stores.models.get(kind, 'llama3:8b'), expected);
         const again = await stores.models.declare(model(kind, 'llama3:8b', { description: null, input_schema: null }), t(2));
@@ -101,7 +103,7 @@ describe('model store contract', () => {
         await stores.models.advertise([model(kind, 'sdxl', { description: 'worker', input_schema: { type: 'object', properties: { a: {} } } })], t(1));
         const declared = await stores.models.declare(model(kind, 'sdxl', { description: 'operator', input_schema: { type: 'object', properties: { b: {} } } }), t(2));
         assert.equal(declared.created, false);
-        assert.deepEqual({ ...declared.record, input_schema: null }, { kind, id: 'sdxl', description: 'operator', input_schema: null, declared: true, first_seen: t(1), last_seen: t(1), created_at: t(1), updated_at: t(2) });
+        assert.deepEqual({ ...declared.record, input_schema: null }, { kind, id: 'sdxl', description: 'operator', input_schema: null, ranks: null, middle_ranks: null, declared: true, first_seen: t(1), last_seen: t(1), created_at: t(1), updated_at: t(2) });
         await stores.models.advertise([model(kind, 'sdxl', { description: 'worker again', input_schema: { type: 'object', properties: { c: {} } } })], t(3));
         assert.deepEqual(await stores.models.get(kind, 'sdxl'), { ...declared.record, last_seen: t(3) });
         // A declared model no worker had shown: its first sighting sets first_seen too.
@@ -140,6 +142,8 @@ describe('model store contract', () => {
           id: 'sdxl',
           description: 'worker',
           input_schema: null,
+          ranks: null,
+          middle_ranks: null,
           declared: false,
           first_seen: t(3),
           last_seen: t(3),

@@ -16,7 +16,7 @@ const LLM = 'inference:llm:text-generate';
  * which must cover exactly the frame types of sdk/protocol) while a Python worker goes through
  * every frame it can send but `attestation` (that one needs a private worker and a verifier:
  * the private-tier tests cover it): register with identity and models, heartbeats, progress, a
- * log line, numbered outputs, a `fail` whose backend went down, `backend` both ways, `models`,
+ * log line, numbered outputs, a `fail` whose backend went down, `backend` both ways, `models` (with a rank of protocol 6),
  * `complete`. Its constants are compared with sdk/protocol in python-protocol-drift.test.ts.
  */
 describe('Python worker SDK: every frame it sends is one the gateway takes', function () {
@@ -47,7 +47,7 @@ describe('Python worker SDK: every frame it sends is one the gateway takes', fun
         received.push(frame);
         const answer = (f: object) => ws.send(JSON.stringify(f));
         if (frame.type === 'register') {
-          answer({ type: 'registered', worker_id: 'wkr_drift', protocol: 5, heartbeat_ms: 100, lease_ttl_ms: 5000 });
+          answer({ type: 'registered', worker_id: 'wkr_drift', protocol: 6, heartbeat_ms: 100, lease_ttl_ms: 5000 });
           answer(lease());
         } else if (frame.type === 'models') answer({ type: 'models_accepted' });
         else if ('lease_id' in frame) {
@@ -79,7 +79,7 @@ async def main():
         job.output("world")
         if calls["n"] == 1:
             raise WorkerError("the server refused the connection", "upstream_unavailable", True)
-        worker.set_models({"${LLM}": [{"id": "drift-llm", "max_concurrency": 1}]})
+        worker.set_models({"${LLM}": [{"id": "drift-llm", "max_concurrency": 1}, {"id": "drift-ranked", "rank": {"index": 1, "count": 3}}]})
         done.set()
         return {"text": "hello world"}
     worker = Worker("${url}", "swt_test", handlers={"${LLM}": handler}, identity="drift-box",
@@ -111,5 +111,8 @@ asyncio.run(main())
     const backend = received.filter((f) => f.type === 'backend').map((f) => f.type === 'backend' && f.available);
     assert.deepEqual(backend, [false, true]);
     assert.ok(received.filter((f) => f.type === 'output').every((f) => f.type === 'output' && typeof f.seq === 'number'), 'outputs are numbered on protocol 5');
+    const models = received.find((f) => f.type === 'models');
+    assert.deepEqual(models?.type === 'models' && models.models[LLM].find((m) => m.id === 'drift-ranked')?.rank, { index: 1, count: 3 }, 'a rank (protocol 6) in the shape the gateway takes');
+    assert.ok(register.type === 'register' && register.protocol.includes(6), 'the Python SDK offers protocol 6');
   });
 });

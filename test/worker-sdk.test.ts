@@ -284,7 +284,7 @@ describe('worker SDK: frames (scripted gateway)', () => {
     await w.start();
     const [reg] = gw.of('register');
     assert.equal(reg.authorization, 'Bearer swt_test');
-    assert.deepEqual(reg.protocol, [1, 2, 3, 4, 5]);
+    assert.deepEqual(reg.protocol, [1, 2, 3, 4, 5, 6]);
     assert.match(reg.identity, /^sdk-[0-9a-f]{24}$/, 'a random identity of its own, sent on every connection');
     assert.deepEqual(reg.kinds, [KIND]);
     assert.equal(reg.tier, 'open');

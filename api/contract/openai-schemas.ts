@@ -3,6 +3,7 @@
  * fields they do not name, and optional fields may be null (several client libraries send
  * explicit nulls). The request schema validates; all of them feed the OpenAPI document.
  */
+import { optionalRankFields } from './rank-schemas.js';
 import { errorCode } from './schemas.js';
 
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
@@ -120,7 +121,14 @@ export const chatCompletion = {
 export const model = {
   type: 'object',
   required: ['id', 'object', 'created', 'owned_by'],
-  properties: { id: { type: 'string' }, object: { const: 'model' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
+  properties: {
+    id: { type: 'string' },
+    object: { const: 'model' },
+    created: { type: 'integer' },
+    owned_by: { type: 'string' },
+    // Switchyard's own, on ranked models only (docs/ranks.md).
+    ...optionalRankFields,
+  },
 };
 
 export const modelList = {

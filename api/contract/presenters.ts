@@ -58,6 +58,8 @@ export function modelView(m: ModelRecord) {
     id: m.id,
     description: m.description,
     input_schema: m.input_schema,
+    ranks: m.ranks,
+    middle_ranks: m.middle_ranks,
     declared: m.declared,
     first_seen: m.first_seen,
     last_seen: m.last_seen,

@@ -1,6 +1,7 @@
 import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
+import { rankFields } from './rank-schemas.js';
 
 /**
  * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
@@ -317,14 +318,15 @@ export const capabilities = {
             description: "The kind's models of the catalogue (docs/models.md), served now or not.",
             items: {
               type: 'object',
-              required: ['id', 'description', 'workers', 'workers_by_tier', 'workers_unavailable', 'input_schema'],
+              required: ['id', 'description', 'workers', 'workers_by_tier', 'workers_unavailable', 'input_schema', 'ranks', 'middle_ranks', 'ranks_available', 'pipelines'],
               properties: {
                 id: { type: 'string' },
                 description: nullable({ type: 'string' }),
-                workers: { type: 'integer', description: 'Workers connected now that serve this model.' },
+                workers: { type: 'integer', description: 'Workers connected now that serve this model (a ranked model: any of its ranks).' },
                 workers_by_tier: byTier,
                 workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend does not answer.' },
                 input_schema: nullable({ type: 'object', additionalProperties: true, description: "JSON Schema (2020-12) extending the kind's, or null." }),
+                ...rankFields,
               },
             },
           },

@@ -1,6 +1,6 @@
 import { MongoBulkWriteError, type Collection } from 'mongodb';
-import type { ModelDescription, ModelStore } from '../stores.js';
-import type { ModelRecord } from '../types.js';
+import type { ModelDescription, ModelStore, RankConflict } from '../stores.js';
+import { DEFAULT_MIDDLE_RANKS, type ModelRecord } from '../types.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
 /**
@@ -8,8 +8,11 @@ import { isDuplicateKey } from './mongo-errors.js';
  * keys start with `$` (`$ref`, `$defs`) and may hold dots, which MongoDB field names reserve
  * (`$ref` is a DBRef), and as text it comes back byte for byte.
  */
-export interface ModelDoc extends Omit<ModelRecord, 'input_schema'> {
+export interface ModelDoc extends Omit<ModelRecord, 'input_schema' | 'ranks' | 'middle_ranks'> {
   input_schema: string | null;
+  /** Absent (documents written before ranks) or null: whole. */
+  ranks?: number | null;
+  middle_ranks?: ModelRecord['middle_ranks'];
 }
 
 // Every value of ours goes in as a literal: in a pipeline update a string starting with `$`
@@ -43,11 +46,15 @@ function advertisement(m: ModelDescription, at: string) {
   ];
 }
 
+const ranksOf = (d: Pick<ModelDoc, 'ranks'>): number | null => (typeof d.ranks === 'number' && d.ranks > 0 ? d.ranks : null);
+
 const toRecord = (d: ModelDoc): ModelRecord => ({
   kind: d.kind,
   id: d.id,
   description: d.description ?? null,
   input_schema: d.input_schema ? (JSON.parse(d.input_schema) as Record<string, unknown>) : null,
+  ranks: ranksOf(d),
+  middle_ranks: ranksOf(d) === null ? null : (d.middle_ranks ?? DEFAULT_MIDDLE_RANKS),
   declared: d.declared === true,
   first_seen: d.first_seen ?? null,
   last_seen: d.last_seen ?? null,
@@ -78,11 +85,42 @@ async function retryingDuplicate<T>(write: () => Promise<T>): Promise<T> {
 export class MongoModelStore implements ModelStore {
   constructor(private readonly models: Collection<ModelDoc>) {}
 
-  async advertise(models: ModelDescription[], at: string): Promise<void> {
-    if (models.length === 0) return;
-    const ops = models.map((m) => ({ updateOne: { filter: { kind: m.kind, id: m.id }, update: advertisement(m, at), upsert: true } }));
-    // Unordered: one model's failure does not hold back the others; each write is atomic on its own.
-    await retryingDuplicate(() => this.models.bulkWrite(ops, { ordered: false }));
+  /**
+   * The rank counts are read first, so a refused advertisement records nothing. Each write then
+   * also matches on the count read: a declaration that changed it meanwhile makes the upsert
+   * insert a second (kind, id), which the unique index refuses, and the conflict is read again.
+   * Unlike Redis's one script, the models of a call are written each on its own, so in that
+   * race the others may already be recorded.
+   */
+  async advertise(models: ModelDescription[], at: string): Promise<RankConflict | null> {
+    if (models.length === 0) return null;
+    const early = await this.rankConflict(models);
+    if (early) return early;
+    // `ranks: null` matches a whole model's missing or null field; an upsert writes the advertised count.
+    const ops = models.map((m) => ({ updateOne: { filter: { kind: m.kind, id: m.id, ranks: m.ranks ?? null }, update: advertisement(m, at), upsert: true } }));
+    try {
+      // Unordered: one model's failure does not hold back the others; each write is atomic on its own.
+      await retryingDuplicate(() => this.models.bulkWrite(ops, { ordered: false }));
+    } catch (err) {
+      if (!isDuplicateKey(err) && !onlyDuplicates(err)) throw err;
+      const late = await this.rankConflict(models);
+      if (late) return late;
+      throw err;
+    }
+    return null;
+  }
+
+  /** The first model of `models` the catalogue knows with another rank count. */
+  private async rankConflict(models: ModelDescription[]): Promise<RankConflict | null> {
+    const docs = await this.models.find({ $or: models.map((m) => ({ kind: m.kind, id: m.id })) }, { projection: { kind: 1, id: 1, ranks: 1 } }).toArray();
+    const known = new Map(docs.map((d) => [`${d.kind}\n${d.id}`, ranksOf(d)]));
+    for (const m of models) {
+      const key = `${m.kind}\n${m.id}`;
+      const advertised = m.ranks ?? null;
+      const catalogue = known.get(key);
+      if (catalogue !== undefined && catalogue !== advertised) return { kind: m.kind, id: m.id, catalogue, advertised };
+    }
+    return null;
   }
 
   async declare(model: ModelDescription, at: string): Promise<{ record: ModelRecord; created: boolean }> {
@@ -91,6 +129,8 @@ export class MongoModelStore implements ModelStore {
         $set: {
           description: lit(model.description ?? null),
           input_schema: lit(schemaText(model)),
+          ranks: lit(model.ranks ?? null),
+          middle_ranks: lit(model.ranks ? (model.middle_ranks ?? DEFAULT_MIDDLE_RANKS) : null),
           declared: lit(true),
           first_seen: { $ifNull: ['$first_seen', null] },
           last_seen: { $ifNull: ['$last_seen', null] },

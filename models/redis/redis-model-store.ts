@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { ModelDescription, ModelStore } from '../stores.js';
-import type { ModelRecord } from '../types.js';
+import type { ModelDescription, ModelStore, RankConflict } from '../stores.js';
+import { DEFAULT_MIDDLE_RANKS, type ModelRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
@@ -10,8 +10,11 @@ import { redisScripts } from './redis-scripts.js';
  * schema that went through it would come back changed. The scripts decode and re-encode only
  * this envelope of strings, booleans and nulls.
  */
-interface StoredModel extends Omit<ModelRecord, 'input_schema'> {
+interface StoredModel extends Omit<ModelRecord, 'input_schema' | 'ranks' | 'middle_ranks'> {
   input_schema: string | null;
+  /** Absent (records written before ranks, whole models): whole. */
+  ranks?: number | null;
+  middle_ranks?: ModelRecord['middle_ranks'];
 }
 
 /**
@@ -22,11 +25,14 @@ const opt = (value: string | null): string => (value === null ? 'n' : `s${value}
 
 function toRecord(json: string): ModelRecord {
   const s = JSON.parse(json) as StoredModel;
+  const ranks = typeof s.ranks === 'number' && s.ranks > 0 ? s.ranks : null;
   return {
     kind: s.kind,
     id: s.id,
     description: s.description ?? null,
     input_schema: s.input_schema === null || s.input_schema === undefined ? null : (JSON.parse(s.input_schema) as Record<string, unknown>),
+    ranks,
+    middle_ranks: ranks === null ? null : (s.middle_ranks ?? DEFAULT_MIDDLE_RANKS),
     declared: s.declared === true,
     first_seen: s.first_seen ?? null,
     last_seen: s.last_seen ?? null,
@@ -42,11 +48,14 @@ const byId = (a: ModelRecord, b: ModelRecord) => (a.id < b.id ? -1 : a.id > b.id
 export class RedisModelStore implements ModelStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
-  async advertise(models: ModelDescription[], at: string): Promise<void> {
-    if (models.length === 0) return;
+  async advertise(models: ModelDescription[], at: string): Promise<RankConflict | null> {
+    if (models.length === 0) return null;
     const keys = [this.keys.modelKinds(), ...models.map((m) => this.keys.models(m.kind))];
-    const args = [at, ...models.flatMap((m) => [m.kind, m.id, opt(m.description), opt(schemaText(m))])];
-    await redisScripts.run(this.redis, 'advertiseModels', keys, args);
+    const args = [at, ...models.flatMap((m) => [m.kind, m.id, opt(m.description), opt(schemaText(m)), String(m.ranks ?? 0)])];
+    const reply = await redisScripts.run(this.redis, 'advertiseModels', keys, args);
+    if (typeof reply === 'number') return null;
+    const [, kind, id, catalogue, advertised] = reply;
+    return { kind, id, catalogue: catalogue || null, advertised: advertised || null };
   }
 
   async declare(model: ModelDescription, at: string): Promise<{ record: ModelRecord; created: boolean }> {
@@ -54,7 +63,7 @@ export class RedisModelStore implements ModelStore {
       this.redis,
       'declareModel',
       [this.keys.modelKinds(), this.keys.models(model.kind)],
-      [at, model.kind, model.id, opt(model.description), opt(schemaText(model))],
+      [at, model.kind, model.id, opt(model.description), opt(schemaText(model)), String(model.ranks ?? 0), opt(model.ranks ? (model.middle_ranks ?? DEFAULT_MIDDLE_RANKS) : null)],
     );
     return { record: toRecord(json), created: created === 1 };
   }

@@ -27,3 +27,5 @@ export const MAX_MODEL_DESCRIPTION = 1_000;
 export const WORKER_IDENTITY_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$';
 /** `backend.message`, in UTF-16 units. */
 export const MAX_BACKEND_MESSAGE = 1_000;
+/** The most ranks (pipeline stages) a model may be split into: a worker's `rank.count`, a catalogue entry's `ranks`. */
+export const MAX_RANKS = 64;

@@ -2,7 +2,7 @@
  * The worker protocol versions (docs/worker-protocol.md). One list for both ends: the SDK offers
  * it in `register` and the gateway picks the highest version it shares, so the two cannot drift.
  */
-export const PROTOCOL_VERSIONS = [1, 2, 3, 4, 5] as const;
+export const PROTOCOL_VERSIONS = [1, 2, 3, 4, 5, 6] as const;
 
 export type ProtocolVersion = (typeof PROTOCOL_VERSIONS)[number];
 
@@ -25,6 +25,12 @@ export const DELTA_SEQ_PROTOCOL = 4;
  */
 export const IDENTITY_PROTOCOL = 5;
 export const BACKEND_STATE_PROTOCOL = 5;
+
+/**
+ * The first version whose models may carry `rank` (`{index, count}`): the worker serves one
+ * pipeline stage of a model split into `count` ranks, not the whole model (docs/ranks.md).
+ */
+export const RANKS_PROTOCOL = 6;
 
 /**
  * The close code (and `error` code) of a connection retired because the same worker identity

@@ -37,6 +37,23 @@ export interface WorkerModel {
   input_schema?: Record<string, unknown>;
   /** At most this many leases of the model at once on this worker (default: its slots). */
   max_concurrency?: number;
+  /**
+   * Protocol 6: the worker serves one rank (pipeline stage) of the model, not the whole of it.
+   * Absent: the whole model. The count must be the catalogue's for the model, if it has one.
+   */
+  rank?: ModelRank;
+}
+
+/**
+ * Which stage of a model split into pipeline stages a worker serves: rank `index` of `count`
+ * (0-based). Rank 0 sees the job's input, rank `count - 1` produces its output, the ranks
+ * between see only activations (docs/ranks.md).
+ */
+export interface ModelRank {
+  /** 0 to `count - 1`. */
+  index: number;
+  /** 2 to MAX_RANKS. */
+  count: number;
 }
 
 /** The models a worker serves, by kind (each kind one of its `kinds`). */

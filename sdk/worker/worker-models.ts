@@ -1,4 +1,4 @@
-import { MAX_MODEL_DESCRIPTION, MAX_MODEL_SCHEMA_BYTES, MAX_WORKER_MODELS, MODEL_ID_PATTERN, type WorkerModel, type WorkerModels } from '../protocol/index.js';
+import { MAX_MODEL_DESCRIPTION, MAX_MODEL_SCHEMA_BYTES, MAX_RANKS, MAX_WORKER_MODELS, MODEL_ID_PATTERN, type WorkerModel, type WorkerModels } from '../protocol/index.js';
 import { isRecord } from './is-record.js';
 
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
@@ -13,7 +13,7 @@ const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
  * @param kinds the worker's kinds; `['all']` admits any kind name
  */
 export function checkWorkerModels(models: unknown, kinds: readonly string[], slots: number): WorkerModels {
-  if (!isRecord(models)) throw new TypeError('models must be an object: kind -> [{id, description?, input_schema?, max_concurrency?}]');
+  if (!isRecord(models)) throw new TypeError('models must be an object: kind -> [{id, description?, input_schema?, max_concurrency?, rank?}]');
   const anyKind = kinds.includes('all');
   const out: WorkerModels = {};
   let total = 0;
@@ -42,8 +42,8 @@ function deepFreeze<T>(value: T): T {
 }
 
 function checkModel(m: unknown, kind: string, slots: number): WorkerModel {
-  if (!isRecord(m) || typeof m.id !== 'string') throw new TypeError(`each model of ${kind} must be {id, description?, input_schema?, max_concurrency?}`);
-  const { id, description, input_schema, max_concurrency, ...unknown } = m;
+  if (!isRecord(m) || typeof m.id !== 'string') throw new TypeError(`each model of ${kind} must be {id, description?, input_schema?, max_concurrency?, rank?}`);
+  const { id, description, input_schema, max_concurrency, rank, ...unknown } = m;
   const extra = Object.keys(unknown);
   if (extra.length) throw new TypeError(`the model ${JSON.stringify(id)} (${kind}) has fields the protocol does not know: ${extra.join(', ')}`);
   if (!MODEL_ID.test(id)) throw new TypeError(`${JSON.stringify(id)} (${kind}) is not a model id: 1-200 of letters, digits and ._:/@+-, starting with a letter or digit`);
@@ -69,5 +69,15 @@ function checkModel(m: unknown, kind: string, slots: number): WorkerModel {
     }
     model.max_concurrency = max_concurrency as number;
   }
+  if (rank !== undefined) model.rank = checkRank(rank, id);
   return model;
+}
+
+/** Protocol 6: `{index, count}`, rank `index` (0-based) of a model served in `count` pipeline stages. */
+function checkRank(rank: unknown, id: string): { index: number; count: number } {
+  const { index, count, ...unknown } = isRecord(rank) ? rank : {};
+  if (!isRecord(rank) || Object.keys(unknown).length > 0) throw new TypeError(`the rank of ${id} must be {index, count}`);
+  if (!Number.isInteger(count) || (count as number) < 2 || (count as number) > MAX_RANKS) throw new RangeError(`the rank count of ${id} must be a whole number from 2 to ${MAX_RANKS}`);
+  if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= (count as number)) throw new RangeError(`the rank index of ${id} must be a whole number from 0 to ${(count as number) - 1}`);
+  return { index: index as number, count: count as number };
 }

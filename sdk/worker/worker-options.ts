@@ -75,7 +75,9 @@ export interface SwitchyardWorkerOptions {
   /**
    * The models served, by kind (each one of `kinds`): ids matching MODEL_ID_PATTERN, at most
    * MAX_WORKER_MODELS in all. Unset: the kinds' default model only. Change it later with
-   * `worker.setModels()` (e.g. after loading a model).
+   * `worker.setModels()` (e.g. after loading a model). A model given `rank: {index, count}`
+   * (protocol 6) is served as that one pipeline stage, never whole; its count must be the
+   * catalogue's, or the gateway refuses the worker with `rank_mismatch` (docs/ranks.md).
    */
   models?: WorkerModels;
   /**

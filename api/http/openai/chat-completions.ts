@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, toApiError } from '../../../models/errors.js';
 import type { SubmitGate } from '../../services/jobs/job-service.js';
+import type { RankedModelView } from '../../services/fleet/ranked-models.js';
 import { noLlmWorker, type LlmRunner, type ModelCheck } from '../../services/llm/llm-runner.js';
 import { chunkOf, completionOf, finishReasonOf, toolCallDeltas, usageChunkOf, usageOf, type CompletionMeta } from './chat-objects.js';
 import { checkChatRequest, toLlmRequest, type ChatCompletionBody } from './chat-request.js';
@@ -39,14 +40,15 @@ export class ChatCompletions {
 
   /** `GET /v1/models`: what the connected llm workers advertise. */
   async listModels() {
-    const ids = await this.opts.llm.models();
-    return { object: 'list', data: ids.map(modelObject) };
+    const models = await this.opts.llm.servedModels();
+    return { object: 'list', data: models.map((m) => modelObject(m.id, m.ranked)) };
   }
 
   async retrieveModel(id: string) {
-    const ids = await this.opts.llm.models();
-    if (!ids.includes(id)) throw modelNotFound(id, ids);
-    return modelObject(id);
+    const models = await this.opts.llm.servedModels();
+    const found = models.find((m) => m.id === id);
+    if (!found) throw modelNotFound(id, models.map((m) => m.id));
+    return modelObject(id, found.ranked);
   }
 
   /** A finished `chat.completion` and the run id of its job. */
@@ -129,5 +131,8 @@ function modelNotFound(model: string, live: string[]): ApiError {
 
 const completionId = (runId: string) => `chatcmpl-${runId}`;
 
-/** Switchyard does not know when a worker's model was made: `created` is 0. */
-const modelObject = (id: string) => ({ id, object: 'model', created: 0, owned_by: 'switchyard' });
+/**
+ * Switchyard does not know when a worker's model was made: `created` is 0. A ranked model
+ * (docs/ranks.md) also says its ranks, its workers per rank and the pipelines it could form.
+ */
+const modelObject = (id: string, ranked: RankedModelView | null = null) => ({ id, object: 'model', created: 0, owned_by: 'switchyard', ...ranked });

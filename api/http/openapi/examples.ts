@@ -80,6 +80,8 @@ const model = {
   id: 'sdxl-turbo',
   description: 'SDXL Turbo, 1 to 4 steps',
   input_schema: { type: 'object', properties: { steps: { type: 'integer', minimum: 1, maximum: 4 } } },
+  ranks: null,
+  middle_ranks: null,
   declared: true,
   first_seen: T1,
   last_seen: T2,
@@ -127,6 +129,29 @@ const bot = {
 const byTier = (open: number, trusted: number, priv: number) => ({ open, trusted, private: priv });
 const imageKind = KINDS[0];
 const openAiModel = { id: 'llama-3.1-8b-instruct', object: 'model', created: 1768469400, owned_by: 'switchyard' };
+const rankedExample = {
+  ranks: 2,
+  middle_ranks: 'trusted',
+  ranks_available: [
+    { rank: 0, workers: byTier(0, 1, 0) },
+    { rank: 1, workers: byTier(1, 1, 0) },
+  ],
+  pipelines: byTier(1, 1, 0),
+};
+const rankedOpenAiModel = {
+  id: 'tiny-llm-3r',
+  object: 'model',
+  created: 0,
+  owned_by: 'switchyard',
+  ranks: 3,
+  middle_ranks: 'open',
+  ranks_available: [
+    { rank: 0, workers: byTier(0, 1, 0) },
+    { rank: 1, workers: byTier(2, 0, 0) },
+    { rank: 2, workers: byTier(0, 1, 0) },
+  ],
+  pipelines: byTier(1, 1, 0),
+};
 
 export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   submitJob: {
@@ -179,7 +204,19 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
             input_schema: imageKind.inputSchema,
             output_artifacts: imageKind.output.artifacts,
             output_schema: imageKind.output.schema,
-            models: [{ id: model.id, description: model.description, workers: 1, workers_by_tier: byTier(1, 0, 0), workers_unavailable: 0, input_schema: model.input_schema }],
+            models: [
+              { id: model.id, description: model.description, workers: 1, workers_by_tier: byTier(1, 0, 0), workers_unavailable: 0, input_schema: model.input_schema, ranks: null, middle_ranks: null, ranks_available: null, pipelines: null },
+              // A 2-rank model: one trusted pipeline (and open jobs may also use the open rank-1 worker).
+              {
+                id: 'flux-dev-2r',
+                description: 'FLUX.1 dev in 2 ranks',
+                workers: 3,
+                workers_by_tier: byTier(1, 2, 0),
+                workers_unavailable: 0,
+                input_schema: null,
+                ...rankedExample,
+              },
+            ],
           },
         ],
       },
@@ -263,7 +300,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
       },
     },
   },
-  listModels: { responses: { 200: { object: 'list', data: [openAiModel] } } },
+  listModels: { responses: { 200: { object: 'list', data: [openAiModel, rankedOpenAiModel] } } },
   retrieveModel: { responses: { 200: openAiModel } },
   createTool: {
     request: { name: tool.name, description: tool.description, kind: 'http', method: 'GET', url: tool.url, inputSchema: tool.inputSchema, auth: { type: 'bearer', token: 'shop-api-token' } },

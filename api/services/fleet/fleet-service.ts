@@ -4,6 +4,7 @@ import { parseQueueName } from '../../../queues/queue-names.js';
 import { KINDS, TIERS, type Tier } from '../../../models/kinds.js';
 import type { ModelStore } from '../../../models/stores.js';
 import type { ModelRecord } from '../../../models/types.js';
+import { WHOLE_MODEL, rankedModelView } from './ranked-models.js';
 
 type ByTier = Record<Tier, number>;
 const zeroByTier = (): ByTier => ({ open: 0, trusted: 0, private: 0 });
@@ -54,6 +55,7 @@ export class FleetService {
               workers_by_tier: live ? { ...live.by_tier } : zeroByTier(),
               workers_unavailable: live?.unavailable ?? 0,
               input_schema: m.input_schema,
+              ...(rankedModelView(m, live) ?? WHOLE_MODEL),
             };
           }),
         };

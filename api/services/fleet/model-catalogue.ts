@@ -2,7 +2,7 @@ import { ApiError, NotFoundError } from '../../../models/errors.js';
 import { KIND_NAMES, findKind, type KindSpec } from '../../../models/kinds.js';
 import { checkModelSchema } from '../../../models/model-schema.js';
 import type { ModelStore } from '../../../models/stores.js';
-import type { ModelRecord } from '../../../models/types.js';
+import { DEFAULT_MIDDLE_RANKS, type MiddleRanks, type ModelRecord } from '../../../models/types.js';
 import { MODEL_ID_PATTERN } from '../../../sdk/protocol/limits.js';
 
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
@@ -11,6 +11,10 @@ const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
 export interface ModelDeclaration {
   description?: string | null;
   input_schema?: Record<string, unknown> | null;
+  /** Served in this many ranks (pipeline stages); absent or null: whole (docs/ranks.md). */
+  ranks?: number | null;
+  /** Ranked models: who may hold the middle ranks of trusted jobs. @defaultValue 'trusted' */
+  middle_ranks?: MiddleRanks | null;
 }
 
 export interface ModelCatalogueOptions {
@@ -39,8 +43,10 @@ export class ModelCatalogue {
 
   /**
    * Declares a model, or replaces its declaration (workers then only refresh when it was seen).
-   * 400 for an unknown kind, a malformed id (`invalid_request`) or an input schema the kind
-   * cannot take (`invalid_schema`, its place in `details.path`).
+   * 400 for an unknown kind, a malformed id (`invalid_request`), `middle_ranks` without `ranks`
+   * (`invalid_request`) or an input schema the kind cannot take (`invalid_schema`, its place in
+   * `details.path`). The rank count and placement become the catalogue's: rank workers that
+   * advertise another count are refused from their next advertisement (docs/ranks.md).
    */
   async declare(kindName: string, id: string, declaration: ModelDeclaration): Promise<{ record: ModelRecord; created: boolean }> {
     const kind = knownKind(kindName);
@@ -51,7 +57,13 @@ export class ModelCatalogue {
     }
     const inputSchema = declaration.input_schema ?? null;
     if (inputSchema !== null) checkModelSchema(kind, inputSchema);
-    return this.opts.models.declare({ kind: kind.kind, id, description: declaration.description ?? null, input_schema: inputSchema }, new Date().toISOString());
+    const ranks = declaration.ranks ?? null;
+    // A placement policy for ranks a model does not have would be silently meaningless.
+    if (ranks === null && declaration.middle_ranks != null) {
+      throw new ApiError('invalid_request', 'middle_ranks is for ranked models: declare ranks too, or leave middle_ranks out', { details: { path: '/middle_ranks' } });
+    }
+    const rankFields = ranks === null ? { ranks: null, middle_ranks: null } : { ranks, middle_ranks: declaration.middle_ranks ?? DEFAULT_MIDDLE_RANKS };
+    return this.opts.models.declare({ kind: kind.kind, id, description: declaration.description ?? null, input_schema: inputSchema, ...rankFields }, new Date().toISOString());
   }
 
   /** Forgets a model; a worker advertising it again brings it back, undeclared. */

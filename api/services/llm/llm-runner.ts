@@ -4,6 +4,7 @@ import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 import type { ModelStore } from '../../../models/stores.js';
 import type { RunFollower } from '../events/run-follower.js';
 import type { JobService, SubmitGate } from '../jobs/job-service.js';
+import { rankedModelView, type RankedModelView } from '../fleet/ranked-models.js';
 
 export const LLM_KIND = 'inference:llm:text-generate';
 
@@ -96,11 +97,19 @@ export class LlmRunner {
    * `default` while some connected llm worker advertises no model (it serves only that).
    */
   async models(): Promise<string[]> {
+    return (await this.servedModels()).map((m) => m.id);
+  }
+
+  /**
+   * `models()` with what /v1/models shows of each: a ranked model (docs/ranks.md) is listed
+   * while any worker serves one of its ranks, with its ranks, workers per rank and pipelines.
+   */
+  async servedModels(): Promise<Array<{ id: string; ranked: RankedModelView | null }>> {
     const [fleet, catalogue] = await Promise.all([this.opts.fleet.read(), this.opts.catalogue.list(LLM_KIND)]);
     const llm = fleet.kinds[LLM_KIND];
     if (!llm?.workers) return [];
-    const live = catalogue.filter((m) => (llm.models[m.id]?.workers ?? 0) > 0).map((m) => m.id);
-    return [...(llm.without_models > 0 ? [DEFAULT_MODEL] : []), ...live].sort();
+    const live = catalogue.filter((m) => (llm.models[m.id]?.workers ?? 0) > 0).map((m) => ({ id: m.id, ranked: rankedModelView(m, llm.models[m.id]) }));
+    return [...(llm.without_models > 0 ? [{ id: DEFAULT_MODEL, ranked: null }] : []), ...live].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Whether `model` is a model of the catalogue (or `default`) and whether a connected worker serves it. */

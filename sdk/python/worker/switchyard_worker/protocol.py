@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-PROTOCOL_VERSIONS = (1, 2, 3, 4, 5)
+PROTOCOL_VERSIONS = (1, 2, 3, 4, 5, 6)
 #: The first version with ``reconnect`` and ``resume``: leases survive a move to another instance.
 HANDOVER_PROTOCOL = 2
 #: The first version with ``models`` in ``register`` and the ``models`` frame.
@@ -23,6 +23,8 @@ DELTA_SEQ_PROTOCOL = 4
 #: The first version with ``identity`` in ``register`` and the ``backend`` frame.
 IDENTITY_PROTOCOL = 5
 BACKEND_STATE_PROTOCOL = 5
+#: The first version whose models may carry ``rank`` (``{"index", "count"}``): one pipeline stage of a model.
+RANKS_PROTOCOL = 6
 #: The close code (and ``error`` code) of a connection retired because its identity registered again.
 SUPERSEDED_CLOSE = 4409
 SUPERSEDED_CODE = "superseded"
@@ -43,6 +45,8 @@ MAX_MODEL_DESCRIPTION = 1_000
 #: ``register.identity``: letters, digits and ``._:-``, starting with a letter or digit, 1-128 long.
 WORKER_IDENTITY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_BACKEND_MESSAGE = 1_000
+#: The most ranks (pipeline stages) a model may be split into.
+MAX_RANKS = 64
 TIERS = ("open", "trusted", "private")
 
 
@@ -162,7 +166,7 @@ def _parse_files(value: Any, base: str) -> Dict[str, InputFileRef]:
 def check_models(models: Any, kinds: Sequence[str], slots: int) -> Dict[str, List[Dict[str, Any]]]:
     """Checks a model list against the protocol's limits; returns a copy. Raises ValueError."""
     if not isinstance(models, dict):
-        raise ValueError("models must be a dict: kind -> [{id, description?, input_schema?, max_concurrency?}]")
+        raise ValueError("models must be a dict: kind -> [{id, description?, input_schema?, max_concurrency?, rank?}]")
     any_kind = "all" in kinds
     out: Dict[str, List[Dict[str, Any]]] = {}
     total = 0
@@ -180,8 +184,8 @@ def check_models(models: Any, kinds: Sequence[str], slots: int) -> Dict[str, Lis
             if isinstance(m, str):
                 m = {"id": m}
             if not isinstance(m, dict) or not isinstance(m.get("id"), str):
-                raise ValueError(f"each model of {kind} must be {{id, description?, input_schema?, max_concurrency?}} or an id")
-            unknown = set(m) - {"id", "description", "input_schema", "max_concurrency"}
+                raise ValueError(f"each model of {kind} must be {{id, description?, input_schema?, max_concurrency?, rank?}} or an id")
+            unknown = set(m) - {"id", "description", "input_schema", "max_concurrency", "rank"}
             if unknown:
                 raise ValueError(f"the model {m['id']!r} ({kind}) has fields the protocol does not know: {', '.join(sorted(unknown))}")
             if not MODEL_ID_PATTERN.match(m["id"]):
@@ -200,6 +204,24 @@ def check_models(models: Any, kinds: Sequence[str], slots: int) -> Dict[str, Lis
             mc = m.get("max_concurrency")
             if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1 or mc > slots):
                 raise ValueError(f"max_concurrency of {m['id']} must be a whole number from 1 to the worker's slots ({slots})")
+            if m.get("rank") is not None:
+                m = {**m, "rank": _check_rank(m["rank"], m["id"])}
             checked.append({k: v for k, v in m.items() if v is not None})
         out[kind] = checked
     return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_rank(rank: Any, model_id: str) -> Dict[str, int]:
+    """Protocol 6: ``{"index", "count"}``, rank ``index`` (0-based) of a model served in ``count`` stages."""
+    if not isinstance(rank, dict) or set(rank) != {"index", "count"}:
+        raise ValueError(f"the rank of {model_id} must be {{index, count}}")
+    index, count = rank["index"], rank["count"]
+    if not _is_int(count) or count < 2 or count > MAX_RANKS:
+        raise ValueError(f"the rank count of {model_id} must be a whole number from 2 to {MAX_RANKS}")
+    if not _is_int(index) or index < 0 or index >= count:
+        raise ValueError(f"the rank index of {model_id} must be a whole number from 0 to {count - 1}")
+    return {"index": index, "count": count}

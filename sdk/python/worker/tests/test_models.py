@@ -1,11 +1,13 @@
-"""Models (protocol 3): the ones listed at register and by set_models() route jobs naming them to the worker."""
+"""Models (protocol 3): the ones listed at register and by set_models() route jobs naming them to the worker; ranks (protocol 6)."""
 from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from conftest import GATEWAY, API_KEY, http, wait_for
 
-from switchyard_worker import Job
+from switchyard_worker import Job, WorkerRefusedError
 
 LLM = "inference:llm:text-generate"
 
@@ -30,3 +32,18 @@ def test_jobs_naming_a_model_the_worker_lists_reach_it_and_set_models_adds_one_w
     assert job["status"] == "succeeded", job
     assert served == [first, second]
     assert len(w.named("registered")) == 1, "no reconnect for a new model list"
+
+
+def test_a_worker_serving_one_rank_of_a_model_shows_per_rank_and_another_count_is_refused_for_good(make_worker):
+    model = f"py-ranked-{uuid.uuid4().hex[:8]}"
+    make_worker({LLM: lambda job: None}, models={LLM: [{"id": model, "rank": {"index": 1, "count": 3}}]})
+    listed = next(m for m in http("GET", f"{GATEWAY}/v1/models", key=API_KEY)["data"] if m["id"] == model)
+    assert listed["ranks"] == 3, listed
+    assert [r["workers"]["open"] for r in listed["ranks_available"]] == [0, 1, 0], listed
+    assert listed["pipelines"] == {"open": 0, "trusted": 0, "private": 0}, listed
+
+    wrong = make_worker({LLM: lambda job: None}, start=False, models={LLM: [{"id": model, "rank": {"index": 0, "count": 4}}]})
+    with pytest.raises(WorkerRefusedError) as e:
+        wrong.start()
+    assert (e.value.status, e.value.code) == (4400, "rank_mismatch"), e.value
+    assert "3 ranks in the catalogue" in str(e.value) and "rank 0 of 4" in str(e.value)

@@ -51,5 +51,12 @@ def test_options_are_checked_up_front():
         check_models({"inference:rig": ["a"]}, [IMAGE], 1)
     with pytest.raises(ValueError, match="over 65536 bytes of JSON"):
         check_models({IMAGE: [{"id": "a", "input_schema": {"description": "x" * 70_000}}]}, [IMAGE], 1)
+    assert check_models({IMAGE: [{"id": "a", "rank": {"index": 1, "count": 3}}]}, [IMAGE], 1) == {IMAGE: [{"id": "a", "rank": {"index": 1, "count": 3}}]}
+    with pytest.raises(ValueError, match="rank index of a must be a whole number from 0 to 2"):
+        check_models({IMAGE: [{"id": "a", "rank": {"index": 3, "count": 3}}]}, [IMAGE], 1)
+    with pytest.raises(ValueError, match="rank count of a must be a whole number from 2 to 64"):
+        check_models({IMAGE: [{"id": "a", "rank": {"index": 0, "count": 1}}]}, [IMAGE], 1)
+    with pytest.raises(ValueError, match="must be {index, count}"):
+        check_models({IMAGE: [{"id": "a", "rank": {"index": 0, "count": 2, "of": 1}}]}, [IMAGE], 1)
     with pytest.raises(TypeError, match="probe"):
         Worker("http://127.0.0.1:1", "swt_x", probe="http://127.0.0.1:8188")  # type: ignore[arg-type]
