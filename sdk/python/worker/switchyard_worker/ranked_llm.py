@@ -14,7 +14,7 @@ Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
 from .ranked_frames import RankedFrame, RankedFrameError, check_count, check_range, encode_frame, expect_frame
 from .ranked_math import ACT_LIMIT, argmax, center, dense, int32le, leaky_relu, normalize, rows_of, seeded_ints, sha256
