@@ -112,10 +112,6 @@ function render(latent: Int32Array): Buffer {
   return encodePng(S, S, 3, px, { text, stored: true });
 }
 
-function checkIds(ids: Int32Array): void {
-  if (ids.length > MAX_PROMPT_TOKENS) throw new RankedFrameError(`ranked frame: a prompt of ${ids.length} tokens (at most ${MAX_PROMPT_TOKENS})`);
-}
-
 /**
  * One rank of demo-ranked-image, stateless. Rank 0: a prompt frame (step 0) in, a latent frame
  * out. Rank 1: a latent frame in, the PNG's bytes out (the job's artifact, not a frame).
@@ -136,7 +132,7 @@ export class RankedImageStage {
       const f = expectFrame(bytes, RANKED_IMAGE.id, ['prompt'], who);
       if (f.step !== 0) throw new RankedFrameError(`ranked frame: a prompt frame at step ${f.step} (prompts are step 0)`);
       checkRange(f, 0, V - 1, 'token');
-      checkIds(f.values);
+      if (f.values.length > MAX_PROMPT_TOKENS) throw new RankedFrameError(`ranked frame: a prompt of ${f.values.length} tokens (at most ${MAX_PROMPT_TOKENS})`);
       return encodeFrame({ type: 'latent', model: RANKED_IMAGE.id, step: 0, values: latentOf(f.values) });
     }
     const f = expectFrame(bytes, RANKED_IMAGE.id, ['latent'], who);
