@@ -12,11 +12,45 @@ function chunk(type: string, body: Buffer): Buffer {
   return Buffer.concat([head, body, crc]);
 }
 
+export interface PngOptions {
+  /** tEXt chunks (keyword, text), Latin-1, written after IHDR in this order. */
+  text?: Array<[string, string]>;
+  /**
+   * Stored (uncompressed) deflate blocks instead of zlib level 9: the bytes then depend on the
+   * pixels alone, not on the zlib build, so another language's writer can match them exactly
+   * (the demo ranked image, docs/ranks.md).
+   */
+  stored?: boolean;
+}
+
+/** A zlib stream of stored deflate blocks (at most 65535 bytes each) and its Adler-32. */
+export function zlibStored(data: Uint8Array): Buffer {
+  const parts: Buffer[] = [Buffer.from([0x78, 0x01])];
+  for (let at = 0; at === 0 || at < data.length; at += 0xffff) {
+    const block = data.subarray(at, at + 0xffff);
+    const head = Buffer.alloc(5);
+    head[0] = at + 0xffff >= data.length ? 1 : 0; // BFINAL on the last block, BTYPE 00
+    head.writeUInt16LE(block.length, 1);
+    head.writeUInt16LE(~block.length & 0xffff, 3);
+    parts.push(head, Buffer.from(block));
+  }
+  let a = 1;
+  let b = 0;
+  for (const byte of data) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  const adler = Buffer.alloc(4);
+  adler.writeUInt32BE(((b << 16) | a) >>> 0, 0);
+  parts.push(adler);
+  return Buffer.concat(parts);
+}
+
 /**
- * A minimal but complete PNG: IHDR, one IDAT (zlib, filter 0 on every row) and IEND.
+ * A minimal but complete PNG: IHDR, any tEXt chunks, one IDAT (filter 0 on every row) and IEND.
  * `pixels` holds width*height*channels bytes, row by row.
  */
-export function encodePng(width: number, height: number, channels: 1 | 3 | 4, pixels: Uint8Array): Buffer {
+export function encodePng(width: number, height: number, channels: 1 | 3 | 4, pixels: Uint8Array, options: PngOptions = {}): Buffer {
   if (pixels.length !== width * height * channels) throw new Error('encodePng: pixel buffer has the wrong size');
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
@@ -28,7 +62,9 @@ export function encodePng(width: number, height: number, channels: 1 | 3 | 4, pi
   const raw = Buffer.alloc((stride + 1) * height);
   for (let y = 0; y < height; y++) raw.set(pixels.subarray(y * stride, (y + 1) * stride), y * (stride + 1) + 1);
   const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return Buffer.concat([signature, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
+  const text = (options.text ?? []).map(([key, value]) => chunk('tEXt', Buffer.from(`${key}\0${value}`, 'latin1')));
+  const idat = options.stored ? zlibStored(raw) : deflateSync(raw, { level: 9 });
+  return Buffer.concat([signature, chunk('IHDR', ihdr), ...text, chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
 }
 
 export interface DecodedImage {
