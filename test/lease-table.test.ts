@@ -43,10 +43,18 @@ describe('LeaseTable', function () {
     assert.equal((await records.verifyUpload(lease.lease_id, lease.upload_token))?.run_id, body.run_id);
     assert.equal(await records.verifyUpload(lease.lease_id, 'not-the-token'), null);
     const recordKey = new RedisKeys(prefix).lease(lease.lease_id);
+    const readAt = Date.now();
     const ttl = await gw.redis.pttl(recordKey);
     assert.ok(ttl > 0 && ttl <= 3000, `the record lives one lease TTL (${ttl} ms)`);
-    // Heartbeats (every 200 ms) push it out again.
-    await until('a heartbeat extends the record', async () => (await gw.redis.pttl(recordKey)) > ttl);
+    // Heartbeats (every 200 ms) push it out again: left alone its TTL only falls, by the time
+    // gone since it was read; a heartbeat puts it back above that by the time since the lease
+    // was made (200 ms and more from the second one on). Comparing with the first reading
+    // instead would need a poll to land within the few milliseconds that reading took. A record
+    // gone (PTTL -2) was not extended.
+    await until('a heartbeat extends the record', async () => {
+      const now = await gw.redis.pttl(recordKey);
+      return now > 0 && now > ttl - (Date.now() - readAt) + 100;
+    });
 
     assert.equal((await w.complete(lease)).type, 'ack');
     await until('the record deleted', async () => (await gw.redis.exists(recordKey)) === 0);
