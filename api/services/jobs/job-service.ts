@@ -197,9 +197,17 @@ export class JobService {
       throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
     }
     if (result.outcome === 'exists') {
+      if (result.run.account_id !== accountId) throw new ApiError('internal', 'run id collision');
+      // Without a key the run id is this request's own: the run found is the one this create
+      // made, its answer lost to a reconnect and the create sent again by ioredis. Its files are
+      // the ones just staged, and its queue write is still to do.
+      if (idempotencyKey === undefined) {
+        this.opts.metrics?.runSubmitted(result.run);
+        await this.enqueue(result.run, queued);
+        return { run: result.run, replayed: false };
+      }
       // The run an earlier request with this Idempotency-Key made keeps that request's files.
       await this.opts.inputFiles.discard(accountId, staged);
-      if (result.run.account_id !== accountId) throw new ApiError('internal', 'run id collision');
       return { run: result.run, replayed: true };
     }
     this.opts.metrics?.runSubmitted(result.run);
