@@ -12,7 +12,7 @@ const KIND = 'inference:3d:image-to-mesh';
  * says the run exists. Without an Idempotency-Key the run id is the request's own, so the run
  * found is the one this request made: it keeps the input files just staged for it and is
  * queued, answered 202 like any new run (with a key, the run found is an earlier request's, and
- * the files staged again are dropped: test/idempotency tests that path).
+ * the files staged again are dropped: test/credits-and-idempotency.test.ts tests that path).
  */
 describe('JobService: a create sent twice by the client library', function () {
   this.timeout(30_000);
