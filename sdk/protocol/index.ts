@@ -7,6 +7,18 @@ export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, MODELS_PROTOCOL, BATCH_ACK_PROTOC
 export { WORKER_PATH, workerSocketUrl } from './worker-url.js';
 export { artifactUrl, parseArtifactUrl, leaseUploadUrl, leaseFileUrl, type ArtifactRef } from './artifact-url.js';
 export {
+  PIPELINE_FRAME_MAGIC,
+  PIPELINE_FRAME_VERSION,
+  PIPELINE_HEADER_BYTES,
+  MAX_PIPELINE_PAYLOAD,
+  PipelineFrameError,
+  encodePipelineFrame,
+  decodePipelineFrame,
+  writePipelineHeader,
+  isPipelineLeaseId,
+  type PipelineFrame,
+} from './pipeline-frame.js';
+export {
   MAX_FRAME_BYTES,
   MAX_LOG_LINE,
   MAX_OUTPUT_DELTA,
@@ -46,6 +58,7 @@ export type {
   RegisteredFrame,
   LeaseInfo,
   LeaseInputFile,
+  LeaseRank,
   LeaseFrame,
   CancelFrame,
   AttestFrame,

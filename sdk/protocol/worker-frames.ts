@@ -208,6 +208,25 @@ export interface LeaseInfo extends LeaseRef {
   upload_token: string;
   /** The input's files, by the name of the input field that holds each (kinds' file fields are top-level). */
   files?: Record<string, LeaseInputFile>;
+  /**
+   * Protocol 6: the lease is one rank of a pipeline (docs/ranks.md). Only rank 0 is given the
+   * job's `input` and `files`; the other ranks get `input: {}` and see only the activation
+   * frames the rank before sends (binary frames, sdk/protocol/pipeline-frame.ts).
+   */
+  rank?: LeaseRank;
+}
+
+/** Which stage of which pipeline a rank lease is. */
+export interface LeaseRank {
+  /** 0 to `count - 1`. */
+  index: number;
+  count: number;
+  /** The pipeline's id (`pip_...`): every rank lease of one job's attempt shares it. */
+  pipeline_id: string;
+  /** The model the pipeline runs (rank 0 also finds it in `input.model`). */
+  model: string;
+  /** The worker id holding each rank, by index: a private pipeline's last rank names them in its receipt. */
+  workers: string[];
 }
 
 export interface LeaseFrame extends LeaseInfo {
@@ -218,6 +237,14 @@ export interface CancelFrame {
   type: 'cancel';
   lease_id: string;
   run_id: string;
+  /**
+   * Protocol 6, rank leases: why the lease ends. `canceled` (the caller canceled; absent means
+   * the same) or `pipeline_ended` (another rank was lost or failed, or the last rank finished:
+   * the gateway has ended the lease already, so whatever the worker reports about it is refused).
+   */
+  reason?: 'canceled' | 'pipeline_ended';
+  /** For `pipeline_ended`: what ended the pipeline, for the worker's log. */
+  message?: string;
 }
 
 /** Private workers: send evidence for this nonce. */
