@@ -8,6 +8,11 @@ import type { WorkerInfo } from './worker-info.js';
 export interface WorkerLink {
   send(frame: GatewayFrame): void;
   close(code: number, reason: string): void;
+  /** A binary pipeline frame; `written` is called once it is out of the process (or failed). */
+  sendBinary?(data: Buffer, written: (err?: Error) => void): void;
+  /** Stops, and starts again, reading the worker's frames: back-pressure on a rank that sends too fast. */
+  pause?(): void;
+  resume?(): void;
 }
 
 /** A worker connected to this gateway process, whatever carries its frames. */
@@ -24,6 +29,10 @@ export interface ConnectedWorker {
   modelLimits?: Map<string, number>;
   send(frame: GatewayFrame): void;
   close(code: number, reason: string): void;
+  /** The transport's binary path and read pausing, for rank leases (`WorkerLink`). */
+  link?: WorkerLink;
+  /** What holds its socket paused: the receiving rank leases its frames wait on. */
+  pausedBy?: Set<string>;
   /** Lease ids it holds. */
   leases: Set<string>;
   /** Final reports (`complete`, `fail`) of its being handled, until their answer is ready. */

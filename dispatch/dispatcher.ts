@@ -18,6 +18,8 @@ import type { WorkerInfo } from './worker-info.js';
 import { RetryPolicy } from './retry-policy.js';
 import { WorkerIdentities } from './worker-identities.js';
 import { WorkerPool } from './worker-pool.js';
+import { Pipelines } from './pipelines/pipelines.js';
+import type { ErrorFrame } from '../sdk/protocol/index.js';
 
 export type { WorkerReportSink } from './lease-settlement.js';
 
@@ -55,8 +57,10 @@ export interface DispatcherOptions {
   metrics?: DispatchObserver;
   /** Checks the receipts of private runs; without it a private run cannot succeed. */
   receipts?: ReceiptChecker;
-  /** The model catalogue: every model a worker advertises is recorded there (docs/models.md). */
-  catalogue?: Pick<ModelStore, 'advertise'>;
+  /** The model catalogue: every model a worker advertises is recorded there (docs/models.md); ranked models' counts are read there. */
+  catalogue?: Pick<ModelStore, 'advertise' | 'get'>;
+  /** Bytes of activation frames held for one receiving rank before its senders wait (RANK_BUFFER_BYTES). @defaultValue 4 MiB */
+  rankBufferBytes?: number;
 }
 
 /** Channels shared by all gateway instances. */
@@ -90,6 +94,8 @@ export class Dispatcher {
   private readonly scheduler: LeaseScheduler;
   private readonly pool: WorkerPool;
   private readonly identities: WorkerIdentities;
+  /** Ranked models' pipelines: gang leases, activation frames, their ends (docs/ranks.md). */
+  private readonly pipelines: Pipelines;
   private readonly channels: ReturnType<typeof dispatchChannels>;
   private timers: NodeJS.Timeout[] = [];
 
@@ -101,12 +107,16 @@ export class Dispatcher {
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.table.leasesOf(w, kind, model), log: opts.log });
-    this.table = new LeaseTable({ records: opts.leases, runs: opts.runs, bull: this.bull, fleet: this.fleet, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs, log: opts.log });
+    // A lease made or ended changes its worker's busy slots, and its rank seats if it serves ranks.
+    const counted = { changed: (only?: ConnectedWorker) => (this.fleet.changed(only), only && this.pipelines.changed(only)) };
+    this.table = new LeaseTable({ records: opts.leases, runs: opts.runs, bull: this.bull, fleet: counted, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs, log: opts.log });
     this.settlement = new LeaseSettlement(
       {
         fill: (w) => this.scheduler.fill(w),
         announce: (q) => this.scheduler.announce(q),
         attached: (id) => this.pool.get(id),
+        rankDone: (lease) => this.pipelines.rankDone(lease),
+        pipelineEnded: (lease, why) => this.pipelines.ended(lease, why),
       },
       {
         runs: opts.runs,
@@ -130,7 +140,7 @@ export class Dispatcher {
       },
     );
     this.scheduler = new LeaseScheduler(
-      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement },
+      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement, woke: (q) => this.pipelines.wake(q) },
       {
         redis: opts.redis,
         channel: this.channels.queued,
@@ -154,9 +164,36 @@ export class Dispatcher {
       detach: (w, code, reason) => this.pool.detach(w, code, reason, 'disconnect'),
       log: opts.log,
     });
+    this.pipelines = new Pipelines(
+      {
+        redis: opts.redis,
+        subscriber: opts.subscriber,
+        prefix: opts.prefix,
+        gatewayId: opts.gatewayId,
+        runs: opts.runs,
+        bull: this.bull,
+        records: opts.leases,
+        table: this.table,
+        scheduler: this.scheduler,
+        catalogue: opts.catalogue,
+        workers: () => this.pool.all(),
+        attached: (id) => this.pool.get(id),
+        publicUrl: opts.publicUrl,
+        maxAttempts: opts.maxAttempts,
+        heartbeatMs: this.heartbeatMs,
+        bufferBytes: opts.rankBufferBytes,
+        log: opts.log,
+      },
+      {
+        drop: (lease) => this.settlement.drop(lease),
+        lose: (lease, why) => this.settlement.loseLease(lease.id, why, 'disconnect'),
+        heartbeat: (worker) => this.settlement.heartbeat(worker),
+      },
+    );
   }
 
   async start(): Promise<void> {
+    await this.pipelines.start();
     await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel, this.channels.workers);
     this.opts.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channels.queued) {
@@ -164,12 +201,15 @@ export class Dispatcher {
         // Its own announcements woke this instance's workers when they were made.
         if (from !== this.opts.gatewayId) this.scheduler.wake(queue, Number(count) || 1);
       }
-      else if (channel === this.channels.cancel) this.settlement.cancelLocal(message);
+      else if (channel === this.channels.cancel) {
+        this.settlement.cancelLocal(message);
+        this.pipelines.cancelLocal(message);
+      }
       else if (channel === this.channels.workers) this.identities.heard(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
-    const sweep = setInterval(() => this.scheduler.wakeAll(), Math.max(1000, this.leaseTtlMs / 3));
+    const sweep = setInterval(() => (this.scheduler.wakeAll(), this.pipelines.wakeAll()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.
     const refresh = setInterval(() => void this.pool.refresh().catch((err: unknown) => this.opts.log.warn({ err }, 'could not refresh the fleet counts')), Math.max(100, Math.floor(this.fleetTtlMs / 4)));
     this.timers = [sweep, refresh];
@@ -189,6 +229,7 @@ export class Dispatcher {
     await this.pool.stop(drainMs, handoverMs);
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
     await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel, this.channels.workers).catch(() => {});
+    await this.pipelines.stop();
     await this.fleet.stop();
     await this.bull.close();
   }
@@ -197,7 +238,8 @@ export class Dispatcher {
 
   /** A registered worker joins (its models already recorded by `advertise`): it is counted in the fleet and offered work. */
   async attach(worker: ConnectedWorker): Promise<void> {
-    return this.pool.attach(worker);
+    await this.pool.attach(worker);
+    this.pipelines.changed(worker);
   }
 
   /**
@@ -211,6 +253,7 @@ export class Dispatcher {
   /** Protocol 5: the worker's backend went down (no lease is offered it) or answers again (it is filled). */
   setBackend(worker: ConnectedWorker, available: boolean, message?: string): void {
     this.pool.setBackend(worker, available, message);
+    this.pipelines.changed(worker);
   }
 
   /**
@@ -219,7 +262,10 @@ export class Dispatcher {
    */
   async setModels(worker: ConnectedWorker, models: WorkerModels): Promise<RankConflict | null> {
     const conflict = await this.advertise(models);
-    if (!conflict) this.pool.setModels(worker, models);
+    if (!conflict) {
+      this.pool.setModels(worker, models);
+      this.pipelines.changed(worker);
+    }
     return conflict;
   }
 
@@ -239,6 +285,7 @@ export class Dispatcher {
   /** Offers work to an attached worker now (a private worker that presented fresh evidence). */
   offer(worker: ConnectedWorker): void {
     this.pool.offer(worker);
+    this.pipelines.changed(worker);
   }
 
   /** The workers connected to this process, as registered (`busy` kept current). */
@@ -260,8 +307,14 @@ export class Dispatcher {
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */
-  detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
-    return this.pool.detach(worker, code, reason, loss);
+  async detach(worker: ConnectedWorker, code = 1000, reason = 'bye', loss: LeaseLossReason = 'disconnect'): Promise<void> {
+    await this.pool.detach(worker, code, reason, loss);
+    this.pipelines.changed(worker);
+  }
+
+  /** A binary frame (a rank's activations): forwarded to the next rank, or the error frame to answer it with. */
+  pipelineFrame(worker: ConnectedWorker, data: Buffer): ErrorFrame | null {
+    return this.pipelines.frame(worker, data);
   }
 
   /** Heartbeat: extends the worker's leases. */

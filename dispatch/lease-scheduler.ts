@@ -17,7 +17,7 @@ import type { LeaseSettlement } from './lease-settlement.js';
 import type { LeaseTable } from './lease-table.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
-interface LeaseProgress {
+export interface LeaseProgress {
   /** The run this lease moved to `running` (fenced with `fence`), and its fields as they were before. */
   started?: { run: RunRecord; prior: PriorRunFields; fence: number };
   sent: boolean;
@@ -48,6 +48,8 @@ export interface SchedulerContext {
   table: Pick<LeaseTable, 'create' | 'leasesOf'>;
   /** Ends a lease that could not go out, or a job past its last attempt. */
   settlement: Pick<LeaseSettlement, 'loseLease' | 'finish'>;
+  /** Jobs were announced on `queue` (a ranked model's queue is leased as pipelines, not here). */
+  woke?(queue: string): void;
 }
 
 export interface LeaseSchedulerOptions {
@@ -113,6 +115,7 @@ export class LeaseScheduler {
    * not fetch once more only to find the queue empty (one BullMQ script per job saved).
    */
   wake(queue: string, count: number): void {
+    this.ctx.woke?.(queue);
     const now = Date.now();
     const candidates = [...this.ctx.workers()].filter(
       (w) => offersLeases(w) && w.leases.size < w.info.slots && w.served?.has(queue) && !coolingOff(w, queue, now) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
@@ -242,7 +245,7 @@ export class LeaseScheduler {
   }
 
   /** Puts back a job whose lease never reached a worker: its record as before, its job at the head of its queue. */
-  private async handBack(queue: string, job: Job<QueuedJobData>, token: string, started: LeaseProgress['started'], cause: unknown): Promise<void> {
+  async handBack(queue: string, job: Job<QueuedJobData>, token: string, started: LeaseProgress['started'], cause: unknown): Promise<void> {
     this.opts.log.warn({ err: cause, runId: job.data.run_id, queue }, 'could not hand a job to its worker; it goes back to its queue without counting an attempt');
     try {
       if (started) {
@@ -333,7 +336,7 @@ export class LeaseScheduler {
   }
 
   /** A job past its last attempt (its earlier leases were lost with their gateway, the stalled checker requeued it): its run fails. Rare, so read first. */
-  private async failExhausted(job: Job<QueuedJobData>, token: string): Promise<void> {
+  async failExhausted(job: Job<QueuedJobData>, token: string): Promise<void> {
     const run = await this.opts.runs.get(job.data.run_id);
     if (!run || isTerminal(run.status)) {
       await this.discard(job, token, 'the run is no longer queued');
@@ -344,7 +347,7 @@ export class LeaseScheduler {
   }
 
   /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */
-  private leaseFiles(run: RunRecord, leaseId: string): Record<string, LeaseInputFile> {
+  leaseFiles(run: RunRecord, leaseId: string): Record<string, LeaseInputFile> {
     const out: Record<string, LeaseInputFile> = {};
     for (const [field, f] of Object.entries(run.input_files)) {
       out[field] = { url: leaseFileUrl(this.opts.publicUrl(), leaseId, field), size: f.size, content_type: f.content_type, sha256: f.sha256 };
@@ -352,7 +355,7 @@ export class LeaseScheduler {
     return out;
   }
 
-  private async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
+  async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {
     try {
       await job.moveToFailed(new UnrecoverableError(why), token, false);
     } catch (err) {

@@ -36,7 +36,14 @@ export interface SettlementContext {
   announce(queue: string): Promise<void>;
   /** The worker attached under this id now, if any. */
   attached(workerId: string): ConnectedWorker | undefined;
+  /** A rank before the last of a pipeline reported `complete`: its part is done, the run goes on. */
+  rankDone?(lease: ActiveLease): void;
+  /** A rank lease ended its run's attempt (finished, failed, lost): its pipeline ends on every instance. */
+  pipelineEnded?(lease: ActiveLease, why: string): void;
 }
+
+/** Whether the lease is the last rank of its pipeline, or a whole lease: the one whose reports are the run's. */
+const makesOutput = (lease: ActiveLease): boolean => !lease.rank || lease.rank.index === lease.rank.pipeline.count - 1;
 
 export interface LeaseSettlementOptions {
   runs: RunStore;
@@ -95,6 +102,7 @@ export class LeaseSettlement {
         await this.opts.events?.logLine(run.run_id, frame.line);
         return null;
       case 'output':
+        if (!makesOutput(lease)) return { code: 'bad_frame', message: 'only the last rank of a pipeline streams output' };
         // Reached without an await since the call: the delta is queued in the order the frames
         // came, which lets the worker socket take the next frame before this one is logged.
         await this.opts.events?.output(run.run_id, frame.delta, frame.seq === undefined ? undefined : { leaseId: frame.lease_id, seq: frame.seq });
@@ -102,10 +110,18 @@ export class LeaseSettlement {
       case 'complete':
       case 'fail': {
         lease.closing = true;
+        if (frame.type === 'complete' && !makesOutput(lease)) {
+          // A rank before the last is done with its part: its slot is free, the run goes on.
+          this.ctx.rankDone?.(lease);
+          await this.release(lease);
+          return null;
+        }
         const { worker: w } = lease;
         w.settling = (w.settling ?? 0) + 1;
         try {
-          return await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt) : this.settle(lease, 'fail', frame.error));
+          const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt) : this.settle(lease, 'fail', frame.error));
+          if (lease.rank) this.ctx.pipelineEnded?.(lease, frame.type === 'complete' ? 'the last rank finished' : `rank ${lease.rank.index} failed (${frame.error.code}): ${frame.error.message}`);
+          return refused;
         } finally {
           w.settling--;
         }
@@ -272,6 +288,11 @@ export class LeaseSettlement {
     if (this.opts.table.free(lease)) void this.ctx.fill(lease.worker);
   }
 
+  /** Ends a rank lease whose pipeline ended: its slot freed and record deleted; its run is not touched. */
+  drop(lease: ActiveLease): Promise<void> {
+    return this.release(lease);
+  }
+
   /** Ends the lease here: its slot freed (if not yet), then its record deleted, which the next lease need not wait for. */
   private async release(lease: ActiveLease): Promise<void> {
     this.free(lease);
@@ -296,6 +317,7 @@ export class LeaseSettlement {
       if (sent && this.ctx.attached(lease.worker.info.worker_id) === lease.worker) {
         lease.worker.send({ type: 'error', code: 'stale_lease', lease_id: lease.id, run_id: lease.runId, message: `this lease was lost (${why}): drop its work` });
       }
+      if (lease.rank) this.ctx.pipelineEnded?.(lease, `rank ${lease.rank.index} was lost: ${why}`);
       await this.release(lease);
     }
   }

@@ -11,6 +11,7 @@ import type { ConnectedWorker } from './connected-worker.js';
 import type { FleetCounters } from './fleet-counters.js';
 import { LeaseHandover, ownerKey } from './lease-handover.js';
 import type { LeaseStore } from './lease-store.js';
+import type { Pipeline, RankLeaseState } from './pipelines/pipeline.js';
 
 /** A lease held on this instance: what its reports are checked against and what ends its job. */
 export interface ActiveLease {
@@ -26,6 +27,17 @@ export interface ActiveLease {
   closing: boolean;
   /** Adopted from another instance after the caller canceled: the worker is told once attached. */
   cancelOnAttach?: boolean;
+  /** A rank lease: its place in its pipeline (docs/ranks.md). */
+  rank?: RankLeaseState;
+}
+
+/** A rank lease to hold here: the pipeline as formed, which rank, its job, and its upload token's hash. */
+export interface NewRankLease {
+  worker: ConnectedWorker;
+  pipeline: Pipeline;
+  index: number;
+  job: Job<QueuedJobData>;
+  uploadHash: string;
 }
 
 /** What a new lease is made of: the worker, the fetched job under its lock, and the run it moves. */
@@ -117,6 +129,47 @@ export class LeaseTable {
   }
 
   /**
+   * Holds one rank lease of a pipeline (formed here or on another instance): its record written
+   * with the lease TTL, then counted busy. It carries no owner, so it cannot be handed over to
+   * another instance: a rank worker that moves loses it, and its pipeline runs again.
+   */
+  async attachRank(spec: NewRankLease): Promise<ActiveLease> {
+    const { worker, pipeline, index, job, uploadHash } = spec;
+    const lease: ActiveLease = {
+      id: pipeline.members[index].leaseId,
+      fence: pipeline.fence,
+      runId: pipeline.runId,
+      accountId: pipeline.accountId,
+      queue: pipeline.queue,
+      token: pipeline.token,
+      job,
+      worker,
+      closing: false,
+      rank: { pipeline, index, sentSeq: 0, receivedSeq: 0, streamEnded: false },
+    };
+    await this.opts.records.put(
+      {
+        lease_id: lease.id,
+        run_id: pipeline.runId,
+        account_id: pipeline.accountId,
+        worker_id: worker.info.worker_id,
+        kind: pipeline.kind,
+        tier: pipeline.tier,
+        fence: pipeline.fence,
+        upload_hash: uploadHash,
+        gateway_id: this.opts.gatewayId,
+        queue: pipeline.queue,
+        job_id: pipeline.jobId,
+        lock_token: pipeline.token,
+      },
+      this.opts.leaseTtlMs,
+    );
+    this.track(lease);
+    this.counted(worker, worker);
+    return lease;
+  }
+
+  /**
    * Extends the worker's leases by one TTL: their BullMQ locks (per queue, one call each) and
    * their records. Returns the leases whose lock had lapsed meanwhile: they are lost.
    */
@@ -174,7 +227,7 @@ export class LeaseTable {
    */
   handOver(leaseId: string): ActiveLease | undefined {
     const lease = this.active.get(leaseId);
-    if (!lease || lease.closing) return undefined;
+    if (!lease || lease.closing || lease.rank) return undefined;
     this.untrack(lease);
     this.opts.log.info({ runId: lease.runId, leaseId, workerId: lease.worker.info.worker_id }, 'lease handed over');
     return lease;
@@ -195,7 +248,8 @@ export class LeaseTable {
 
   private track(lease: ActiveLease): void {
     this.active.set(lease.id, lease);
-    this.byRun.set(lease.runId, lease);
+    // A run's rank leases are found through their pipeline, not by run.
+    if (!lease.rank) this.byRun.set(lease.runId, lease);
     lease.worker.leases.add(lease.id);
   }
 

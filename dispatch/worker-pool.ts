@@ -130,8 +130,10 @@ export class WorkerPool {
     } catch {
       // already closed
     }
-    if (worker.handover) for (const id of [...worker.leases]) this.ctx.table.handOver(id);
-    else await Promise.all([...worker.leases].map((id) => this.ctx.settlement.loseLease(id, 'the worker disconnected', loss)));
+    // Rank leases cannot move (docs/worker-protocol.md, "Ranks"): they are lost, and their pipeline runs again.
+    const moving = worker.handover ? [...worker.leases].filter((id) => !this.ctx.table.get(id)?.rank) : [];
+    for (const id of moving) this.ctx.table.handOver(id);
+    await Promise.all([...worker.leases].map((id) => this.ctx.settlement.loseLease(id, 'the worker disconnected', loss)));
     this.opts.log.info({ workerId: worker.info.worker_id, code, handover: !!worker.handover }, 'worker detached');
   }
 

@@ -132,6 +132,7 @@ export class WorkerSession {
       queues: [],
       send: (f) => this.link.send(f),
       close: (code, reason) => this.link.close(code, reason),
+      link: this.link,
       leases: new Set(),
       cursor: 0,
       filling: false,

@@ -41,6 +41,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
     gatewayId: core.gatewayId,
     leaseTtlMs: c.leaseTtlMs,
     heartbeatMs: c.heartbeatMs,
+    rankBufferBytes: c.rankBufferBytes,
     events: core.events,
     metrics: core.metrics,
     // Private runs end with a receipt over the artifacts they uploaded.

@@ -163,6 +163,7 @@ export const settings = {
   fairShareStep: integer('FAIR_SHARE_STEP', { minimum: 1 }, 10, "an account's runs in flight per priority step (fair sharing within a class)"),
   leaseTtlMs: integer('LEASE_TTL_MS', { minimum: 1000, maximum: 3_600_000 }, 30000, "a lease not extended by its worker's heartbeats for this long is lost (its job goes back to the queue)"),
   heartbeatMs: integer('HEARTBEAT_MS', { minimum: 100, maximum: 60_000 }, 5000, 'how often workers send heartbeats; three missed close the socket'),
+  rankBufferBytes: integer('RANK_BUFFER_BYTES', { minimum: 65_536, maximum: 1_073_741_824 }, 4_194_304, "bytes of a pipeline's activation frames the gateway holds for one receiving rank before it stops reading its senders (back-pressure: docs/ranks.md)"),
   shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', { minimum: 0, maximum: 600_000 }, 10000, `at shutdown, how long workers of protocol 1 may take to finish their leases before those are requeued (workers of protocol 2, the SDK's, move their running leases to another instance instead: docs/operations.md, "Graceful shutdown")`),
   shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', { minimum: 0, maximum: 60_000 }, 0, "at shutdown, how long `/readyz` answers 503 before the gateway stops listening (set it to your load balancer's probe interval if that is how it learns an instance is leaving)"),
   demoDelayMs: integer('DEMO_DELAY_MS', { minimum: 0 }, 1000, '`npm run dev` only: how long the demo fleet takes per job'),

@@ -68,7 +68,22 @@ export class WorkerSocketServer {
 
   private accept(ws: WebSocket, owner: TokenOwner): void {
     const send = turnSender<GatewayFrame>(ws);
-    const session = new WorkerSession(this.opts, owner, { send, close: (code, reason) => ws.close(code, reason) });
+    // Paused by back-pressure (a rank sending faster than the next takes): not silent, just unread.
+    let paused = false;
+    const session = new WorkerSession(this.opts, owner, {
+      send,
+      close: (code, reason) => ws.close(code, reason),
+      sendBinary: (data, written) => (ws.readyState === ws.OPEN ? ws.send(data, { binary: true }, written) : written(new Error('the socket is closed'))),
+      pause: () => {
+        paused = true;
+        ws.pause();
+      },
+      resume: () => {
+        paused = false;
+        lastSeen = Date.now();
+        ws.resume();
+      },
+    });
     let lastSeen = Date.now();
     // Closed for silence: its lost leases count as missed heartbeats, not as a disconnect.
     let silent = false;
@@ -76,7 +91,7 @@ export class WorkerSocketServer {
     const hb = this.opts.dispatcher.heartbeatMs;
     const silence = setInterval(() => {
       // Gathering evidence may take the worker a while, silent: the nonce's life bounds it instead.
-      if (!session.attesting && Date.now() - lastSeen > 3 * hb) {
+      if (!session.attesting && !paused && Date.now() - lastSeen > 3 * hb) {
         silent = true;
         ws.terminate();
       }
@@ -88,6 +103,12 @@ export class WorkerSocketServer {
     const pending = new PendingOutputs(send, () => (session.worker?.protocol ?? 1) >= BATCH_ACK_PROTOCOL);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       lastSeen = Date.now();
+      // A rank's activations: forwarded at once, not behind the JSON frames' answers.
+      if (isBinary && session.worker) {
+        const refused = this.opts.dispatcher.pipelineFrame(session.worker, Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+        if (refused) send(refused);
+        return;
+      }
       const text = isBinary ? null : data.toString('utf8');
       chain = chain.then(() =>
         this.onFrame(text, session, ws, send, pending).then(

@@ -77,6 +77,13 @@ export class RedisKeys {
   cancelChannel = () => `${this.prefix}:chan:cancel`;
   /** Channel: a worker registered under an identity (payload: identity key, worker id, instance); older connections under it go. */
   workersChannel = () => `${this.prefix}:chan:workers`;
+  /**
+   * The free seats of a ranked model's rank workers, on every instance (a hash: worker id ->
+   * `free expires-ms gateway rank count tiers`), which a pipeline is claimed from (docs/ranks.md).
+   */
+  rankSeats = (kind: string, model: string) => `${this.prefix}:ranks:${kind}:${model}:seats`;
+  /** Channel of one instance's pipeline messages: rank assignments, activations, their acks, ends. */
+  pipelineChannel = (gatewayId: string) => `${this.prefix}:chan:pipeline:${gatewayId}`;
   /** Channel: an operator's trust changed; every instance closes its own workers of that operator. */
   operatorsChannel = () => `${this.prefix}:chan:operators`;
   /** A nonce handed to a private worker, spent by the evidence that answers it. */

@@ -1,0 +1,136 @@
+import type { Logger } from 'pino';
+import type { ConnectedWorker } from '../connected-worker.js';
+import type { ActiveLease, LeaseTable } from '../lease-table.js';
+import type { LeaseStore } from '../lease-store.js';
+import type { FrameRouter } from './frame-router.js';
+import type { PipelineBus, PipelineControl } from './pipeline-bus.js';
+import type { Pipeline } from './pipeline.js';
+
+/** What the registry needs done to a lease, by the settlement that owns lease endings. */
+export interface PipelineRegistryContext {
+  /** Ends a rank lease of a pipeline that ended: its slot freed, its record deleted; the run is not touched. */
+  drop(lease: ActiveLease): Promise<void>;
+  /** A rank on another instance is gone: the attempt ends through this rank lease held here (requeue, attempt + 1). */
+  lose(lease: ActiveLease, why: string): Promise<void>;
+  /** Extends a worker's leases (its socket is paused by back-pressure, so its heartbeats wait unread). */
+  heartbeat(worker: ConnectedWorker): Promise<void>;
+}
+
+export interface PipelineRegistryOptions {
+  table: Pick<LeaseTable, 'get'>;
+  records: Pick<LeaseStore, 'get'>;
+  bus: Pick<PipelineBus, 'control'>;
+  router: Pick<FrameRouter, 'forget' | 'endStream'>;
+  gatewayId: string;
+  log: Logger;
+}
+
+/**
+ * The pipelines this instance holds a rank of (docs/ranks.md): how they end as one, on every
+ * instance holding one of their ranks. Whatever ends a pipeline here (its last rank finished, a
+ * rank failed or was lost, the caller canceled) drops its other rank leases held here, with a
+ * `cancel` (`pipeline_ended`) to their workers, and tells the other instances to do the same.
+ * The run itself is settled once, by whoever ended it, through the lease that ended it: the
+ * run record's fence makes any second settlement a no-op.
+ */
+export class PipelineRegistry {
+  private readonly held = new Map<string, Pipeline>();
+
+  constructor(
+    private readonly ctx: PipelineRegistryContext,
+    private readonly opts: PipelineRegistryOptions,
+  ) {}
+
+  hold(pipeline: Pipeline): void {
+    this.held.set(pipeline.id, pipeline);
+  }
+
+  get(id: string): Pipeline | undefined {
+    return this.held.get(id);
+  }
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** The rank leases of the pipeline held here now. */
+  localLeases(pipeline: Pipeline): ActiveLease[] {
+    return pipeline.members.flatMap((m) => {
+      const lease = m.gatewayId === this.opts.gatewayId ? this.opts.table.get(m.leaseId) : undefined;
+      return lease?.rank?.pipeline === pipeline ? [lease] : [];
+    });
+  }
+
+  /**
+   * Ends the pipeline here: every rank lease held here that is not already ending is told
+   * `cancel` (`pipeline_ended`) and dropped; with `notify`, the other instances holding its ranks
+   * do the same. Ending twice is nothing.
+   */
+  end(pipeline: Pipeline, why: string, notify = true): void {
+    if (pipeline.ended) return;
+    pipeline.ended = why;
+    this.held.delete(pipeline.id);
+    this.opts.router.forget(pipeline);
+    for (const lease of this.localLeases(pipeline)) {
+      if (lease.closing) continue;
+      lease.closing = true;
+      lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: lease.runId, reason: 'pipeline_ended', message: why });
+      void this.ctx.drop(lease).catch((err: unknown) => this.opts.log.warn({ err, leaseId: lease.id }, 'could not drop a rank lease of an ended pipeline'));
+    }
+    this.opts.log.info({ runId: pipeline.runId, pipelineId: pipeline.id, why }, 'pipeline ended');
+    if (notify) for (const gw of this.remoteInstances(pipeline)) this.opts.bus.control(gw, { op: 'end', pipeline_id: pipeline.id, why });
+  }
+
+  /** A rank before the last finished: its stream ends (if it had not ended it) and no one counts it lost. */
+  done(lease: ActiveLease): void {
+    const { pipeline, index } = lease.rank!;
+    this.opts.router.endStream(lease);
+    pipeline.members[index].done = true;
+    for (const gw of this.remoteInstances(pipeline)) this.opts.bus.control(gw, { op: 'done', pipeline_id: pipeline.id, rank: index });
+  }
+
+  /** A caller's cancel: every rank held here is told; their `fail` (`canceled`) ends the run and the pipeline. */
+  cancelLocal(runId: string): void {
+    for (const p of this.held.values()) {
+      if (p.runId !== runId) continue;
+      for (const lease of this.localLeases(p)) if (!lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId, reason: 'canceled' });
+    }
+  }
+
+  /** `done` and `end` from the other instances (assignments are the former's). */
+  control(message: PipelineControl): void {
+    if (message.op !== 'done' && message.op !== 'end') return;
+    const pipeline = this.held.get(message.pipeline_id);
+    if (!pipeline) return;
+    if (message.op === 'end') return this.end(pipeline, message.why, false);
+    const member = pipeline.members[message.rank];
+    if (member) member.done = true;
+  }
+
+  /**
+   * Run every heartbeat: a pipeline whose rank on another instance is gone (its lease record
+   * lapsed: that instance died, or lost it without telling) ends here, its attempt settled once;
+   * a worker paused by back-pressure has its leases extended for it.
+   */
+  async tick(workers: Iterable<ConnectedWorker>): Promise<void> {
+    for (const w of workers) if (w.pausedBy?.size) await this.ctx.heartbeat(w).catch(() => {});
+    for (const pipeline of [...this.held.values()]) {
+      const remote = pipeline.members.filter((m) => m.gatewayId !== this.opts.gatewayId && !m.done);
+      for (const m of remote) {
+        const record = await this.opts.records.get(m.leaseId).catch(() => undefined);
+        // Unknown (Redis failing): not a loss. Gone, or adopted away: the rank is lost.
+        if (record === undefined || (record && record.fence === pipeline.fence && !m.done)) continue;
+        if (pipeline.ended || m.done) break;
+        const mine = this.localLeases(pipeline).find((l) => !l.closing);
+        const why = `rank ${m.rank} was lost with its gateway instance`;
+        if (mine) await this.ctx.lose(mine, why);
+        else this.end(pipeline, why);
+        break;
+      }
+    }
+  }
+
+  private remoteInstances(pipeline: Pipeline): Set<string> {
+    return new Set(pipeline.members.map((m) => m.gatewayId).filter((g) => g !== this.opts.gatewayId));
+  }
+}
