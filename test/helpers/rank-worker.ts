@@ -25,6 +25,8 @@ export interface RankWorkerOptions {
   slots?: number;
   /** Run the demo LLM stage on every lease (default); false: the test drives the lease by hand. */
   auto?: boolean;
+  /** Stops answering after this many incoming frames of a lease (a rank stuck mid-job). */
+  stallAfter?: number;
 }
 
 /**
@@ -100,6 +102,11 @@ export class RankWorker {
     this.ws.send(encodePipelineFrame({ leaseId, fence: over.fence ?? held?.lease.fence ?? 0, seq, end, payload }));
   }
 
+  /** The rank leases this worker was sent, in order. */
+  leases(): Frame[] {
+    return this.json.filter((f) => f.type === 'lease');
+  }
+
   /** Reports on a lease and waits for its answer. */
   async report(leaseId: string, frame: Frame): Promise<Frame> {
     const held = this.held.get(leaseId)!;
@@ -146,6 +153,7 @@ export class RankWorker {
     if (!held) return;
     held.received.push(Buffer.from(f.payload));
     if (f.end) held.ended = true;
+    if (this.opts.stallAfter !== undefined && held.received.length > this.opts.stallAfter) return;
     if (this.opts.auto !== false && !held.over) this.step(f.leaseId, Buffer.from(f.payload), f.end);
   }
 
