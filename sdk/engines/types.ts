@@ -34,6 +34,47 @@ export interface EngineContext {
    * file for that field.
    */
   inputFile(field: string): Promise<InputFile>;
+  /**
+   * Set when the lease is one rank (pipeline stage) of a ranked model (protocol 6,
+   * docs/ranks.md): the handler runs that stage only, exchanging binary frames with the ranks
+   * before and after it. Absent for a lease of a whole model.
+   */
+  rank?: RankContext;
+}
+
+/**
+ * One rank of a pipeline, as its handler sees it. Only rank 0 is given the job's input (the
+ * others get `{}`); only the last rank's output, streamed text and artifacts are the run's. The
+ * frames go through the gateway: rank i's to rank i+1, the last rank's back to rank 0.
+ */
+export interface RankContext {
+  /** 0 to `count - 1`. */
+  index: number;
+  count: number;
+  /** The pipeline's id (`pip_...`), shared by every rank lease of the job's attempt. */
+  pipelineId: string;
+  /** The model the pipeline runs. */
+  model: string;
+  /** The worker id holding each rank, by index. */
+  workers: string[];
+  first: boolean;
+  last: boolean;
+  /**
+   * Incoming frames' payloads, in order; ends after the frame flagged `end` from the rank before
+   * (rank 0: from the last rank). Throws the lease's AbortError once the lease is aborted (a
+   * cancel, a lost connection, the pipeline ended). Frames that arrive before the handler
+   * iterates are kept for it. One iteration at a time: a second one goes on where the first
+   * stopped.
+   */
+  frames: AsyncIterable<Uint8Array>;
+  /**
+   * Sends one payload on (rank i -> i+1, last rank -> rank 0), at most MAX_PIPELINE_PAYLOAD
+   * bytes. Resolves once the frame is written to the socket: await it, it is the pipeline's
+   * back-pressure. Rejects after `end()` or once the lease is aborted.
+   */
+  send(payload: Uint8Array): Promise<void>;
+  /** Ends this rank's stream (a frame with the end flag, empty payload). Idempotent; the SDK calls it when the handler returns. */
+  end(): Promise<void>;
 }
 
 export interface EngineResult {

@@ -53,6 +53,8 @@ export interface GatewayConnectionContext {
   /** Made when the socket opens: the leases to claim are known only then. */
   registerFrame(): RegisterFrame;
   onFrame(conn: Connection, frame: IncomingFrame): void;
+  /** A binary message: a pipeline frame for a rank lease (protocol 6). */
+  onBinary(conn: Connection, data: Buffer): void;
   /** The socket closed: its leases are lost, or held for a move. */
   onSocketClosed(conn: Connection): void;
   /** An instance of protocol 1 refused the `resume` claims: the moving leases cannot be taken back. */
@@ -129,7 +131,13 @@ export class GatewayConnection {
     ws.on('pong', () => (conn.lastPong = Date.now()));
     ws.on('message', (data: RawData, isBinary: boolean) => {
       conn.lastPong = Date.now();
-      if (isBinary) return log.warn('ignoring a binary frame from the gateway');
+      if (isBinary) {
+        try {
+          return this.ctx.onBinary(conn, Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data));
+        } catch (err) {
+          return log.error('could not handle a binary frame from the gateway', { err: (err as Error).message });
+        }
+      }
       let frame: unknown;
       try {
         frame = JSON.parse(data.toString('utf8'));
@@ -154,6 +162,12 @@ export class GatewayConnection {
     if (conn.closed || conn.ws.readyState !== WebSocket.OPEN) return false;
     conn.ws.send(JSON.stringify(frame));
     return true;
+  }
+
+  /** Sends a binary message (a rank's pipeline frame); resolves once it is written to the socket, rejects if the socket is closed. */
+  sendBinary(conn: Connection, data: Buffer): Promise<void> {
+    if (conn.closed || conn.ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('the connection to the gateway is closed'));
+    return new Promise((resolve, reject) => conn.ws.send(data, { binary: true }, (err) => (err ? reject(err) : resolve())));
   }
 
   /** The gateway took the registration: heartbeats start, and once it holds a while the backoff starts over. */

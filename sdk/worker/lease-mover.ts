@@ -69,7 +69,8 @@ export class LeaseMover {
     conn.moving = true;
     for (const id of conn.leases) {
       const lease = this.runner.leases.get(id);
-      if (lease && lease.phase !== 'done') lease.moving = true;
+      // A rank lease stays: its frames go on until the socket closes, and then it is lost (docs/worker-protocol.md, "Ranks").
+      if (lease && lease.phase !== 'done' && !lease.rank) lease.moving = true;
     }
     this.ctx.log.info('the gateway asked to reconnect: moving the leases to another instance', { leases: conn.leases.size });
     // Answers that never come (an `internal` error carries no lease id) do not hold the move up.

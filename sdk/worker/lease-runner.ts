@@ -1,11 +1,12 @@
-import type { EngineContext } from '../engines/types.js';
+import type { EngineContext, EngineResult } from '../engines/types.js';
 import { DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
 import { LeaseInputFiles } from './input-files.js';
 import { abortError, checkResult, chunks, cut, failureOf, finalReport, type Outcome } from './lease-outcome.js';
 import { newLeaseState, parseLease, type AbortCause, type Answer, type LeaseState, type ReportBody } from './lease-state.js';
-import { uploadArtifact } from './upload.js';
+import { RankStream } from './rank-stream.js';
+import { uploadArtifacts } from './upload.js';
 import type { EmitWorkerEvent } from './worker-events.js';
 import { handlerFor, type WorkerSettings } from './worker-options.js';
 
@@ -16,6 +17,8 @@ export interface LeaseRunnerContext {
   /** Waiting leases start only while the worker runs: a stopping worker lets them go back with the socket. */
   mayStart(): boolean;
   send(conn: Connection, frame: WorkerFrame): boolean;
+  /** A rank lease's binary frame; resolves once written to the socket (the pipeline's back-pressure). */
+  sendBinary(conn: Connection, frame: Buffer): Promise<void>;
   signReceipt(lease: LeaseState, artifacts: ReceiptSubject['artifacts']): Promise<string>;
   /** An answer came on a socket the leases are leaving: the move waits for the last one. */
   answeredWhileMoving(conn: Connection): void;
@@ -56,6 +59,8 @@ export class LeaseRunner {
       return;
     }
     const lease = newLeaseState(info, conn);
+    // Made now, not when the handler starts: frames for the lease may come while it waits for a slot.
+    if (info.rank) lease.rank = new RankStream(info, info.rank, lease.controller.signal, (data) => this.ctx.sendBinary(lease.conn, data), this.settings.log);
     this.leases.set(info.lease_id, lease);
     conn.leases.add(info.lease_id);
     this.settings.log.debug('lease', { lease_id: info.lease_id, run_id: info.run_id, kind: info.kind, attempt: info.attempt });
@@ -98,23 +103,22 @@ export class LeaseRunner {
           for (const part of chunks(String(delta), MAX_OUTPUT_DELTA)) this.output(lease, part);
         },
         inputFile: (field) => inputs.get(String(field)),
+        ...(lease.rank ? { rank: lease.rank.context } : {}),
       };
       const result = checkResult(await handler(info.kind, info.input, ctx));
       if (lease.cause) throw abortError('aborted');
-      const urls: string[] = [];
-      const signed: ReceiptSubject['artifacts'] = [];
-      for (const artifact of result.artifacts) {
-        const uploaded = await uploadArtifact(info.upload_url, info.upload_token, artifact, { ...this.settings.upload, signal: controller.signal });
-        urls.push(uploaded.url);
-        // The upload checked that the gateway stored exactly the bytes hashed here.
-        signed.push({ name: artifact.name, sha256: uploaded.sha256 });
+      if (lease.rank && !lease.rank.context.last) {
+        // A rank before the last hands its work on in frames; the run's output is the last rank's.
+        await lease.rank.finish(result);
+        outcome = { type: 'complete', output: { urls: [] } };
+      } else {
+        await lease.rank?.end();
+        outcome = await this.complete(lease, result);
       }
-      if (lease.cause) throw abortError('aborted');
-      const receipt = info.tier === 'private' ? await this.ctx.signReceipt(lease, signed) : undefined;
-      outcome = { type: 'complete', output: { ...(result.extra ?? {}), urls }, ...(receipt ? { receipt } : {}) };
     } catch (err) {
       outcome = { type: 'fail', error: failureOf(lease.cause, err) };
     } finally {
+      lease.rank?.dispose();
       await inputs.dispose();
       this.runningNow--;
     }
@@ -129,11 +133,22 @@ export class LeaseRunner {
     this.ctx.settled();
   }
 
-  /** Sends the final report (unless the lease is lost or stale) and waits for the gateway's answer. */
+  /** Uploads the artifacts and makes the `complete` outcome, with a receipt for a private lease. */
+  private async complete(lease: LeaseState, result: EngineResult): Promise<Outcome> {
+    const { info, controller } = lease;
+    const { urls, signed } = await uploadArtifacts(info, result.artifacts, { ...this.settings.upload, signal: controller.signal });
+    if (lease.cause) throw abortError('aborted');
+    const receipt = info.tier === 'private' ? await this.ctx.signReceipt(lease, signed) : undefined;
+    return { type: 'complete', output: { ...(result.extra ?? {}), urls }, ...(receipt ? { receipt } : {}) };
+  }
+
+  /** Sends the final report (unless the lease is lost, stale or its pipeline ended) and waits for the gateway's answer. */
   private async report(lease: LeaseState, outcome: Outcome): Promise<void> {
     const { info } = lease;
     const { log } = this.settings;
     if (lease.cause === 'canceled') outcome = { type: 'fail', error: failureOf(lease.cause, null) };
+    // The gateway ended the lease with its pipeline: a report would be refused as stale.
+    if (lease.cause === 'pipeline_ended') return this.drop(lease, lease.pipelineEnded ?? 'the pipeline ended', 'info');
     if (lease.cause === 'disconnected' || lease.cause === 'stale' || (lease.conn.closed && !lease.moving)) {
       return this.drop(lease, lease.lostInMove ?? (lease.cause === 'stale' ? 'the gateway said the lease is stale' : 'the connection was lost'));
     }
@@ -162,7 +177,8 @@ export class LeaseRunner {
         this.ctx.emit('failed', info, outcome.error);
       }
     } else {
-      log.warn(`the gateway did not take the ${frame.type} report`, { lease_id: info.lease_id, run_id: info.run_id, code: answer.code, message: answer.message });
+      // A rank that reported as its pipeline ended: the refusal is expected.
+      log[lease.pipelineEnded ? 'info' : 'warn'](`the gateway did not take the ${frame.type} report`, { lease_id: info.lease_id, run_id: info.run_id, code: answer.code, message: answer.message });
       this.ctx.emit('dropped', info, `${frame.type} not acknowledged: ${answer.code}: ${answer.message}`);
     }
   }
@@ -289,6 +305,7 @@ export class LeaseRunner {
   onCancel(frame: IncomingFrame): void {
     const lease = typeof frame.lease_id === 'string' ? this.leases.get(frame.lease_id) : undefined;
     if (!lease) return;
+    if (frame.reason === 'pipeline_ended') return this.pipelineEnded(lease, typeof frame.message === 'string' ? frame.message : '');
     this.settings.log.info('canceled by the caller', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
     if (lease.phase === 'pending') {
       lease.cause = 'canceled';
@@ -299,6 +316,19 @@ export class LeaseRunner {
       return;
     }
     if (lease.phase === 'running') this.abortLease(lease, 'canceled');
+  }
+
+  /**
+   * Protocol 6: another rank was lost or failed, or the last rank finished. The gateway has ended
+   * this lease already: the handler is aborted and nothing is reported (it would be refused).
+   */
+  private pipelineEnded(lease: LeaseState, message: string): void {
+    lease.pipelineEnded = `the pipeline ended${message ? `: ${message}` : ''}`;
+    this.settings.log.info('the pipeline ended: dropping the rank lease', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, message });
+    if (lease.phase !== 'pending') return this.abortLease(lease, 'pipeline_ended');
+    lease.cause = 'pipeline_ended';
+    this.drop(lease, lease.pipelineEnded, 'info');
+    this.ctx.settled();
   }
 
   /** Its socket closed and it is not moving: the handler stops, and nothing more is reported. */
@@ -316,19 +346,20 @@ export class LeaseRunner {
       stale: 'the lease is no longer held by this worker',
       disconnected: 'the connection to the gateway was lost',
       stopping: 'the worker is stopping',
+      pipeline_ended: 'the pipeline ended',
     };
     if (!lease.controller.signal.aborted) lease.controller.abort(abortError(messages[cause]));
     clearTimeout(lease.progressTimer);
     lease.pendingProgress = null;
   }
 
-  drop(lease: LeaseState, reason: string): void {
+  drop(lease: LeaseState, reason: string, level: 'warn' | 'info' = 'warn'): void {
     if (lease.phase === 'done') return;
     lease.phase = 'done';
     const i = this.pending.indexOf(lease);
     if (i >= 0) this.pending.splice(i, 1);
     this.forget(lease);
-    this.settings.log.warn('lease dropped', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, reason });
+    this.settings.log[level]('lease dropped', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, reason });
     this.ctx.emit('dropped', lease.info, reason);
   }
 

@@ -1,9 +1,11 @@
-import type { CompleteFrame, FailFrame, LeaseInfo, LeaseInputFile, LeaseReport, Tier, Unaddressed } from '../protocol/index.js';
+import { MAX_RANKS, type CompleteFrame, type FailFrame, type LeaseInfo, type LeaseInputFile, type LeaseRank, type LeaseReport, type Tier, type Unaddressed } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection } from './gateway-connection.js';
 import { isRecord } from './is-record.js';
+import type { RankStream } from './rank-stream.js';
 
-export type AbortCause = 'canceled' | 'stale' | 'disconnected' | 'stopping';
+/** `pipeline_ended`: a rank lease the gateway has ended already (docs/worker-protocol.md, "Ranks"), so nothing is reported. */
+export type AbortCause = 'canceled' | 'stale' | 'disconnected' | 'stopping' | 'pipeline_ended';
 
 /** The gateway's answer to one lease frame: an `ack`, or an `error` naming the lease. */
 export type Answer = { ok: true; of: string } | { ok: false; code: string; message: string };
@@ -64,6 +66,10 @@ export interface LeaseState {
   lostInMove?: string;
   /** Private leases: what the receipt signs, to sign it again under a new worker id after a move. */
   receiptSubject?: ReceiptSubject;
+  /** Rank leases (protocol 6): the frames to and from the ranks beside it. */
+  rank?: RankStream;
+  /** A rank lease whose pipeline the gateway ended (`cancel` with `reason: "pipeline_ended"`): why, for the log. */
+  pipelineEnded?: string;
 }
 
 export function newLeaseState(info: LeaseInfo, conn: Connection): LeaseState {
@@ -92,6 +98,8 @@ export function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
   const f = frame as Partial<LeaseInfo>;
   if (typeof f.lease_id !== 'string' || typeof f.fence !== 'number' || typeof f.run_id !== 'string' || typeof f.kind !== 'string') return null;
   if (typeof f.upload_url !== 'string' || typeof f.upload_token !== 'string') return null;
+  const rank = f.rank === undefined ? undefined : parseRank(f.rank);
+  if (rank === null) return null;
   return {
     lease_id: f.lease_id,
     fence: f.fence,
@@ -104,7 +112,20 @@ export function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
     upload_url: f.upload_url,
     upload_token: f.upload_token,
     ...(isRecord(f.files) ? { files: parseFiles(f.files, f.upload_url) } : {}),
+    ...(rank ? { rank } : {}),
   };
+}
+
+/** A lease's `rank`, or null when it is not one: a rank lease the handler could not tell apart from a whole one must not run. */
+function parseRank(value: unknown): LeaseRank | null {
+  if (!isRecord(value)) return null;
+  const { index, count, pipeline_id, model, workers } = value;
+  if (!Number.isInteger(count) || (count as number) < 2 || (count as number) > MAX_RANKS) return null;
+  if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= (count as number)) return null;
+  if (typeof pipeline_id !== 'string' || typeof model !== 'string') return null;
+  // Only for the handler's information (a private pipeline's receipt): a missing list is no reason to refuse the lease.
+  const names = Array.isArray(workers) ? workers.map(String) : [];
+  return { index: index as number, count: count as number, pipeline_id, model, workers: names };
 }
 
 /**

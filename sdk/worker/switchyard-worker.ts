@@ -7,6 +7,7 @@ import { isRecord } from './is-record.js';
 import { LeaseMover } from './lease-mover.js';
 import { LeaseRunner } from './lease-runner.js';
 import type { LeaseState } from './lease-state.js';
+import { routePipelineFrame } from './rank-stream.js';
 import { WorkerAttestation } from './worker-attestation.js';
 import type { EmitWorkerEvent, GatewayErrorFrame, SwitchyardWorkerEvents, WorkerRefusedError } from './worker-events.js';
 import { checkWorkerModels } from './worker-models.js';
@@ -77,6 +78,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.runner = new LeaseRunner(settings, {
       mayStart: () => this.state === 'running',
       send,
+      sendBinary: (conn, frame) => this.connection.sendBinary(conn, frame),
       signReceipt: (lease, artifacts) => this.attestation.signReceipt(lease, artifacts),
       answeredWhileMoving: (conn) => this.mover.closeWhenAnswered(conn),
       settled: () => {
@@ -101,6 +103,7 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
       isRunning: () => this.state === 'running',
       registerFrame: () => this.registerFrame(),
       onFrame: (conn, frame) => this.onFrame(conn, frame),
+      onBinary: (conn, data) => routePipelineFrame(conn, data, (id) => this.runner.leases.get(id), settings.log),
       onSocketClosed: (conn) => this.onSocketClosed(conn),
       onClaimRefused: () => this.mover.loseMoves('the gateway instance cannot take leases back (protocol 1)'),
       onIdentityRefused: () => {
@@ -316,13 +319,16 @@ export class SwitchyardWorker extends EventEmitter<SwitchyardWorkerEvents> {
     this.settings.log.warn('error frame from the gateway', { code: error.code, message: error.message });
   }
 
-  /** A socket closed: a lease moving with it waits for the next one; the others are lost. */
+  /** A socket closed: a lease moving with it waits for the next one; the others, and rank leases, are lost. */
   private onSocketClosed(conn: Connection): void {
     for (const id of conn.leases) {
       const lease = this.runner.leases.get(id);
       if (!lease) continue;
-      if (conn.moving && lease.phase !== 'done') this.mover.holdForMove(lease);
-      else this.runner.lostWithConnection(lease);
+      if (conn.moving && lease.phase !== 'done' && !lease.rank) this.mover.holdForMove(lease);
+      else {
+        if (conn.moving && lease.rank) lease.lostInMove = 'a rank lease does not move to another instance: its pipeline runs again';
+        this.runner.lostWithConnection(lease);
+      }
     }
   }
 

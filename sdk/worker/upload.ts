@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EngineArtifact } from '../engines/types.js';
+import type { LeaseInfo } from '../protocol/index.js';
 import { readError, retryAfterMs, TRANSIENT_STATUS, withRetries, type TryResult } from './http-retry.js';
 
 /** What the gateway answers to an artifact upload (docs/worker-protocol.md, "Leases"). */
@@ -116,4 +117,19 @@ export async function uploadArtifact(uploadUrl: string, token: string, artifact:
       );
     }
   });
+}
+
+/**
+ * Uploads a lease's artifacts one after the other: their URLs for `output.urls`, and the name and
+ * sha256 of each for a receipt (the upload checked that the gateway stored exactly these bytes).
+ */
+export async function uploadArtifacts(lease: Pick<LeaseInfo, 'upload_url' | 'upload_token'>, artifacts: EngineArtifact[], opts: UploadOptions): Promise<{ urls: string[]; signed: Array<{ name: string; sha256: string }> }> {
+  const urls: string[] = [];
+  const signed: Array<{ name: string; sha256: string }> = [];
+  for (const artifact of artifacts) {
+    const uploaded = await uploadArtifact(lease.upload_url, lease.upload_token, artifact, opts);
+    urls.push(uploaded.url);
+    signed.push({ name: artifact.name, sha256: uploaded.sha256 });
+  }
+  return { urls, signed };
 }

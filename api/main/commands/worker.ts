@@ -52,7 +52,7 @@ async function worker(flags: WorkerFlags, env: NodeJS.ProcessEnv): Promise<numbe
     const given = Object.keys(other.flags).filter((f) => flags[f] !== undefined && !(f in spec.flags));
     if (given.length) throw new UsageError(`${given.map((f) => `--${f}`).join(' and ')} ${given.length > 1 ? 'are' : 'is'} for --engine ${other.name}`);
   }
-  const kindsFlag = flags.kinds ?? spec.defaultKinds?.join(',');
+  const kindsFlag = flags.kinds ?? (spec.kindsFor?.(flags) ?? spec.defaultKinds)?.join(',');
   if (!kindsFlag) throw new UsageError('worker needs --kinds: a comma-separated list of kinds, or all');
   const kinds = [...new Set(kindsFlag.split(',').map((k) => k.trim()).filter(Boolean))];
   if (kinds.length === 0) throw new UsageError('--kinds is empty');

@@ -4,12 +4,15 @@ import { image } from './image.js';
 import { type DemoFamily, sleep, throwIfAborted } from './job.js';
 import { llm } from './llm.js';
 import { mesh } from './mesh.js';
+import { isRankedDemoJob, runRankedDemo } from './ranked-serving.js';
 import { rig } from './rig.js';
 import { Rng, seedFor } from './seed.js';
 import { textToSpeech } from './speech.js';
 import { texture } from './texture.js';
 import { transcribe } from './transcribe.js';
 import { video } from './video.js';
+
+export { DEMO_RANKED_MODELS } from './ranked-serving.js';
 
 export interface DemoEngineOptions {
   /** Total simulated work time, spread over the progress steps (the worker's --demo-delay-ms). */
@@ -50,7 +53,8 @@ const STEPS: Array<[number, string]> = [
 
 /**
  * The demo engine: small, valid, deterministic files for every kind, so the whole gateway can be
- * exercised without a GPU. The delay is spent before generating, in quarter steps, each of which
+ * exercised without a GPU. It also serves the demo ranked models, whole or by rank
+ * (ranked-serving.ts). The delay is spent before generating, in quarter steps, each of which
  * can be interrupted by ctx.signal; the LLM streams during the last quarter, the others sleep it.
  */
 export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocketsphinx }: DemoEngineOptions = {}): Engine {
@@ -58,6 +62,8 @@ export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocke
   return async (kind, input, ctx) => {
     const family = DEMO_FAMILIES[kind];
     if (!family) throw new Error(`the demo engine has no kind ${JSON.stringify(kind)}`);
+    // The ranked models, whole or one rank of a pipeline, do real (small) work: no simulated delay.
+    if (isRankedDemoJob(kind, input, ctx)) return runRankedDemo(kind, input, ctx);
     throwIfAborted(ctx.signal);
     for (const [p, message] of STEPS) {
       await sleep(step, ctx.signal);

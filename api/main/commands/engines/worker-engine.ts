@@ -43,6 +43,8 @@ export interface WorkerEngine {
   usage: string;
   /** The kinds it serves when --kinds is absent; undefined: --kinds is required. */
   defaultKinds?: string[];
+  /** The kinds it serves when --kinds is absent, when its own flags decide them (demo --rank: the ranked model's kind); undefined: defaultKinds. Throws a UsageError for a bad flag. */
+  kindsFor?(flags: EngineFlags): string[] | undefined;
   /** The only kinds it can serve; undefined: any kind. */
   onlyKinds?: string[];
   create(args: EngineArgs): Promise<EngineSetup>;
