@@ -36,6 +36,20 @@ TRANSIENT_ERROR_CODES = frozenset({"internal", "unavailable", "attestation_timeo
 STABLE_AFTER = 10.0
 
 
+class _Binary:
+    """A pipeline frame queued for the socket, and the future settled once it is written out."""
+
+    __slots__ = ("data", "written")
+
+    def __init__(self, data: bytes, written: "asyncio.Future[None]") -> None:
+        self.data = data
+        self.written = written
+
+    def fail(self) -> None:
+        if not self.written.done():
+            self.written.set_exception(ConnectionError("the connection to the gateway closed before the pipeline frame was sent"))
+
+
 class Connection:
     """One socket. A reconnect makes a new one; the leases it carried may outlive it (a move)."""
 
@@ -64,6 +78,12 @@ class Connection:
         self.protocol = 0
         self.task: Optional["asyncio.Task[None]"] = None
         self._queue: "asyncio.Queue[Any]" = asyncio.Queue()
+        #: Protocol 6: bytes of pipeline frames received and not yet taken by their handlers. Past
+        #: a limit the socket is not read (``reading`` is clear) until they take half of it, so a
+        #: slow rank slows its senders through TCP (rank_stream.py) instead of growing in memory.
+        self.rank_buffered = 0
+        self.reading = asyncio.Event()
+        self.reading.set()
 
     def send(self, frame: Dict[str, Any]) -> bool:
         """Queues a frame; frames go out in the order sent. False once the socket is closing."""
@@ -72,11 +92,22 @@ class Connection:
         self._queue.put_nowait(json.dumps(frame, separators=(",", ":"), allow_nan=False))
         return True
 
+    def send_binary(self, data: bytes) -> "Optional[asyncio.Future[None]]":
+        """Queues a binary frame in order with the JSON ones; the future settles once the socket
+        took it (websockets waits for the transport's buffer to drain: the socket's back-pressure).
+        None once the socket is closing."""
+        if self.closed or self.closing or self.ws is None:
+            return None
+        written: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Binary(data, written))
+        return written
+
     def close(self, code: int = 1000, reason: str = "") -> None:
         """Closes after the frames already queued have gone out."""
         if self.closed or self.closing:
             return
         self.closing = True
+        self.reading.set()
         if self.ws is None:
             self.terminate()
         else:
@@ -84,6 +115,7 @@ class Connection:
 
     def terminate(self) -> None:
         """Drops the connection without a close handshake."""
+        self.reading.set()
         if self.ws is not None:
             transport = getattr(self.ws, "transport", None)
             if transport is not None:
@@ -92,15 +124,31 @@ class Connection:
             self.task.cancel()
 
     async def sender(self) -> None:
-        while True:
-            item = await self._queue.get()
-            try:
+        item: Any = None
+        try:
+            while True:
+                item = await self._queue.get()
                 if isinstance(item, tuple):
                     await self.ws.close(*item)
                     return
-                await self.ws.send(item)
-            except ConnectionClosed:
-                return
+                if isinstance(item, _Binary):
+                    await self.ws.send(item.data)
+                    if not item.written.done():
+                        item.written.set_result(None)
+                else:
+                    await self.ws.send(item)
+        except ConnectionClosed:
+            return
+        finally:
+            if isinstance(item, _Binary):
+                item.fail()
+
+    def fail_unsent(self) -> None:
+        """The socket closed: pipeline frames still queued were never sent, and their senders hear it."""
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, _Binary):
+                item.fail()
 
 
 def _refusal_of(err: BaseException) -> Optional[Tuple[int, bytes]]:
@@ -176,7 +224,10 @@ class GatewayConnection:
             async for raw in conn.ws:
                 conn.last_seen = time.monotonic()
                 if not isinstance(raw, str):
-                    log.warning("ignoring a binary frame from the gateway")
+                    self.worker.on_pipeline_frame(conn, raw)
+                    if not conn.reading.is_set():
+                        log.debug("not reading the socket while %d bytes of pipeline frames wait for their handlers", conn.rank_buffered)
+                        await conn.reading.wait()
                     continue
                 try:
                     message = json.loads(raw)
@@ -222,7 +273,8 @@ class GatewayConnection:
             if conn.closed:
                 return
             # The gateway answers pings (and every report); one silent over three beats is gone.
-            if time.monotonic() - conn.last_seen > 3 * conn.heartbeat + 1:
+            # Not while this worker stops reading for a rank's unread frames: the silence is its own.
+            if conn.reading.is_set() and time.monotonic() - conn.last_seen > 3 * conn.heartbeat + 1:
                 self.worker.log.warning("the gateway stopped answering; reconnecting")
                 conn.terminate()
                 return
@@ -242,6 +294,8 @@ class GatewayConnection:
         if conn.closed:
             return
         conn.closed = True
+        conn.reading.set()
+        conn.fail_unsent()
         for t in conn.timers:
             t.cancel()
         if self.current is conn:

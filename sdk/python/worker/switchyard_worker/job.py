@@ -14,6 +14,7 @@ from .types import InputFile
 if TYPE_CHECKING:  # pragma: no cover
     from .lease import LeaseRunner
     from .lease_state import LeaseState
+    from .rank_stream import JobRank
 
 
 class Job:
@@ -40,6 +41,8 @@ class Job:
         self.tier: str = info.tier
         #: Set when the job is cancelled (or the worker stops, or the lease is lost): sync handlers poll it.
         self.cancel_event: threading.Event = lease.cancel_event
+        #: Protocol 6: the pipeline stage this lease is and its frames (rank_stream.py); None for a whole job.
+        self.rank: Optional["JobRank"] = lease.rank
 
     # -- cancellation ------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 Every frame of a lease is answered in order (an ``ack`` or an ``error`` naming the lease), so the
 runner counts them: a frame the gateway could not take (``unavailable``) goes again, and the
 final report waits for the answers to the frames before it (docs/worker-protocol.md, "Leases").
+Cancels and other endings are in lease_endings.py; a rank lease's frames in rank_stream.py.
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .calls import in_daemon_thread, is_async
-from .errors import WorkerError
+from .errors import JobCancelled, WorkerError
 from .http_retry import Aborted
 from .input_files import LeaseInputFiles
 from .job import Job
+from .lease_endings import LeaseEndings
 from .outcome import failure_of, final_frame, split_result
 from .lease_state import Answer, LeaseState
+from .rank_stream import JobRank
 from .protocol import DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
 from .upload import upload_artifact
 
@@ -30,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_HELD_FRAMES = 1_000
 
 
-class LeaseRunner:
+class LeaseRunner(LeaseEndings):
     """Runs the leases of a worker (see the module's docstring)."""
 
     def __init__(self, worker: "Worker") -> None:
@@ -53,6 +56,9 @@ class LeaseRunner:
             self.log.error("ignoring a malformed lease frame (lease_id %s)", frame.get("lease_id"))
             return
         lease = LeaseState(info, conn)
+        if info.rank is not None:
+            # From now on: the frames of the rank before may come before the handler starts.
+            lease.rank = JobRank(lease, self.loop, self.log)
         self.leases[info.lease_id] = lease
         conn.leases.add(info.lease_id)
         self.log.debug("lease %s (run %s, %s, attempt %d)", info.lease_id, info.run_id, info.kind, info.attempt)
@@ -84,6 +90,8 @@ class LeaseRunner:
             except BaseException as err:  # the handler's code: anything may come out of it
                 outcome = {"type": "fail", "error": failure_of(lease.cause, err)}
         finally:
+            if lease.rank is not None:
+                lease.rank.close(JobCancelled(lease.cause or "the handler has returned: the lease's frames are over"))
             await files.dispose()
             self.busy -= 1
         if not lease.cause:
@@ -116,6 +124,14 @@ class LeaseRunner:
                 result = await result
         if lease.cause:
             raise Aborted("aborted")
+        rank = lease.rank
+        if rank is not None:
+            # Its stream ends (if the handler did not end it) before its report goes out.
+            await rank.end()
+            if not rank.last:
+                if result is not None:
+                    self.log.warning("lease %s: rank %d of %d returned a result; only the last rank's output counts, so it is ignored", info.lease_id, rank.index, rank.count)
+                return {"type": "complete", "output": {"urls": []}}
         artifacts, extra = split_result(result)
         urls: List[str] = []
         for artifact in artifacts:
@@ -165,6 +181,11 @@ class LeaseRunner:
     def output(self, lease: LeaseState, delta: str) -> None:
         if lease.phase != "running" or lease.cause:
             return
+        if lease.rank is not None and not lease.rank.last:
+            if not lease.warned_output:
+                lease.warned_output = True
+                self.log.warning("lease %s: streamed output is the last rank's; rank %d's is not sent", lease.info.lease_id, lease.rank.index)
+            return
         for part in chunks(delta, MAX_OUTPUT_DELTA):
             lease.output_seq += 1
             self.send_lease(lease, {"type": "output", "delta": part, "seq": lease.output_seq})
@@ -195,6 +216,10 @@ class LeaseRunner:
         info = lease.info
         if lease.cause == "canceled":
             outcome = {"type": "fail", "error": failure_of("canceled", None)}
+        if lease.cause == "pipeline_ended":
+            # Said at info when the cancel came; the gateway ended the lease, so nothing to report.
+            self.drop(lease, f"its pipeline ended: {lease.pipeline_ended}", logging.DEBUG)
+            return
         if lease.cause in ("disconnected", "stale") or (lease.conn.closed and not lease.moving):
             reason = lease.lost_in_move or ("the gateway said the lease is stale" if lease.cause == "stale" else "the connection was lost")
             self.drop(lease, reason)
@@ -331,67 +356,3 @@ class LeaseRunner:
 
         lease.resend_timer = self.loop.call_later(delay, again)
         conn.timers.append(lease.resend_timer)
-
-    # -- endings -----------------------------------------------------------------------------
-
-    def on_cancel(self, frame: Dict[str, Any]) -> None:
-        lease_id = frame.get("lease_id")
-        lease = self.leases.get(lease_id) if isinstance(lease_id, str) else None
-        if lease is None:
-            return
-        self.log.info("lease %s (run %s) canceled by the caller", lease.info.lease_id, lease.info.run_id)
-        if lease.phase == "pending":
-            lease.cause = "canceled"
-            lease.phase = "running"
-            if lease in self.pending:
-                self.pending.remove(lease)
-
-            async def report() -> None:
-                await self._report(lease, {"type": "fail", "error": failure_of("canceled", None)})
-                self.worker.settled()
-
-            asyncio.ensure_future(report())
-            return
-        if lease.phase == "running":
-            self.abort(lease, "canceled")
-
-    def lost_with_connection(self, lease: LeaseState) -> None:
-        """Its socket closed and it is not moving: the handler stops, and nothing more is reported."""
-        self.abort(lease, "disconnected")
-        if lease.phase == "pending":
-            self.drop(lease, "the connection closed before it started")
-        elif lease.phase == "reporting" and lease.on_final_answer:
-            lease.on_final_answer({"ok": False, "code": "disconnected", "message": "the connection closed before the gateway answered"})
-
-    def abort(self, lease: LeaseState, cause: str) -> None:
-        """Stops a running handler: an asyncio cancellation (async handlers) and the job's cancel flag."""
-        if lease.phase in ("done", "reporting"):
-            return
-        if lease.cause is None:
-            lease.cause = cause
-        lease.cancel_event.set()
-        if lease.files is not None:
-            lease.files.ended.set()
-        if lease.task is not None and not lease.in_thread and not lease.task.done():
-            lease.task.cancel()
-        if lease.progress_timer is not None:
-            lease.progress_timer.cancel()
-            lease.progress_timer = None
-        lease.pending_progress = None
-
-    def drop(self, lease: LeaseState, reason: str) -> None:
-        if lease.phase == "done":
-            return
-        lease.phase = "done"
-        if lease in self.pending:
-            self.pending.remove(lease)
-        self._forget(lease)
-        self.log.warning("lease %s (run %s) dropped: %s", lease.info.lease_id, lease.info.run_id, reason)
-        self.worker.emit("dropped", lease.info, reason)
-
-    def _forget(self, lease: LeaseState) -> None:
-        if lease.progress_timer is not None:
-            lease.progress_timer.cancel()
-        self.leases.pop(lease.info.lease_id, None)
-        lease.conn.leases.discard(lease.info.lease_id)
-

@@ -12,6 +12,7 @@ from .protocol import LeaseInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .connection import Connection
+    from .rank_stream import JobRank
 
 Answer = Dict[str, Any]  # {"ok": True, "of": type} or {"ok": False, "code", "message"}
 
@@ -55,5 +56,9 @@ class LeaseState:
         self.final_timer: Optional[asyncio.TimerHandle] = None
         self.final_held = False
         self.lost_in_move: Optional[str] = None
-
-
+        #: Protocol 6, a rank lease: its pipeline frames and what the handler sees of them.
+        self.rank: Optional["JobRank"] = None
+        #: The message of the ``cancel`` (reason ``pipeline_ended``) that ended it.
+        self.pipeline_ended: Optional[str] = None
+        #: A rank other than the last streamed output (dropped): said once.
+        self.warned_output = False

@@ -55,14 +55,28 @@ class LeaseMover:
         if conn.moving or conn.closed:
             return
         conn.moving = True
-        for lease_id in conn.leases:
+        for lease_id in list(conn.leases):
             lease = self.runner.leases.get(lease_id)
-            if lease is not None and lease.phase != "done":
+            if lease is not None and lease.rank is not None:
+                self._lose_rank(lease)
+            elif lease is not None and lease.phase != "done":
                 lease.moving = True
         self.worker.log.info("the gateway asked to reconnect: moving %d lease(s) to another instance", len(conn.leases))
         # Answers that never come (an `internal` error carries no lease id) do not hold the move up.
         conn.timers.append(asyncio.get_running_loop().call_later(MOVE_ANSWER_WAIT, self._close_for_move, conn))
         self.close_when_answered(conn)
+
+    def _lose_rank(self, lease: "LeaseState") -> None:
+        """Protocol 6: a rank lease does not move to another instance; its pipeline runs again there.
+        One reporting already waits for its answer on this socket."""
+        if lease.phase in ("reporting", "done"):
+            return
+        lease.lost_in_move = "a rank lease does not move to another gateway instance (its pipeline runs again)"
+        self.worker.log.warning("lease %s (run %s) lost: %s", lease.info.lease_id, lease.info.run_id, lease.lost_in_move)
+        if lease.phase == "pending":
+            self.runner.drop(lease, lease.lost_in_move)
+        else:
+            self.runner.abort(lease, "stale")
 
     def close_when_answered(self, conn: "Connection") -> None:
         if not conn.moving or conn.closed:

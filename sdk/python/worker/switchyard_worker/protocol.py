@@ -31,6 +31,12 @@ SUPERSEDED_CODE = "superseded"
 
 WORKER_PATH = "/v1/workers/connect"
 MAX_FRAME_BYTES = 1024 * 1024
+#: Protocol 6: the binary frames that carry a pipeline's activations between ranks (pipeline_frame.py).
+PIPELINE_FRAME_MAGIC = "SYPF"
+PIPELINE_FRAME_VERSION = 1
+PIPELINE_HEADER_BYTES = 32
+#: The largest payload of one pipeline frame: MAX_FRAME_BYTES - PIPELINE_HEADER_BYTES.
+MAX_PIPELINE_PAYLOAD = 1_048_544
 #: Limits in UTF-16 code units, as the gateway counts them.
 MAX_LOG_LINE = 10_000
 MAX_OUTPUT_DELTA = 100_000
@@ -101,6 +107,21 @@ class InputFileRef:
 
 
 @dataclass
+class LeaseRank:
+    """Protocol 6: which stage of which pipeline a rank lease is (docs/ranks.md)."""
+
+    #: 0 to ``count - 1``: rank 0 is given the job's input, rank ``count - 1`` makes its output.
+    index: int
+    count: int
+    #: The pipeline's id (``pip_...``), shared by every rank lease of one attempt of the job.
+    pipeline_id: str
+    #: The model the pipeline runs.
+    model: str
+    #: The worker id holding each rank, by index.
+    workers: List[str]
+
+
+@dataclass
 class LeaseInfo:
     """A lease as the gateway sent it."""
 
@@ -114,6 +135,8 @@ class LeaseInfo:
     upload_url: str
     upload_token: str
     files: Dict[str, InputFileRef] = field(default_factory=dict)
+    #: Protocol 6: set for one rank of a pipeline (only rank 0 is given the input), None for a whole lease.
+    rank: Optional[LeaseRank] = None
 
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -129,6 +152,12 @@ def parse_lease(frame: Mapping[str, Any]) -> Optional[LeaseInfo]:
         return None
     attempt = frame.get("attempt")
     data = frame.get("input")
+    rank = None
+    if frame.get("rank") is not None:
+        # A rank lease's id travels in the pipeline frames' headers as 16 bytes: lse_ and 32 hex digits.
+        rank = _parse_rank(frame["rank"])
+        if rank is None or not _PIPELINE_LEASE_ID.match(lease_id):  # type: ignore[arg-type]
+            return None
     return LeaseInfo(
         lease_id=lease_id,  # type: ignore[arg-type]
         fence=fence,
@@ -140,7 +169,24 @@ def parse_lease(frame: Mapping[str, Any]) -> Optional[LeaseInfo]:
         upload_url=upload_url,  # type: ignore[arg-type]
         upload_token=upload_token,  # type: ignore[arg-type]
         files=_parse_files(frame.get("files"), upload_url),  # type: ignore[arg-type]
+        rank=rank,
     )
+
+
+_PIPELINE_LEASE_ID = re.compile(r"^lse_[0-9a-f]{32}$")
+
+
+def _parse_rank(value: Any) -> Optional[LeaseRank]:
+    if not isinstance(value, dict):
+        return None
+    index, count, pipeline_id, model, workers = (value.get(k) for k in ("index", "count", "pipeline_id", "model", "workers"))
+    if not _is_int(index) or not _is_int(count) or not 0 <= index < count:
+        return None
+    if not isinstance(pipeline_id, str) or not isinstance(model, str):
+        return None
+    if not isinstance(workers, list) or not all(isinstance(w, str) for w in workers):
+        return None
+    return LeaseRank(index, count, pipeline_id, model, list(workers))
 
 
 def _parse_files(value: Any, base: str) -> Dict[str, InputFileRef]:

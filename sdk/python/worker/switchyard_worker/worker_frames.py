@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict
 
 from .protocol import IDENTITY_PROTOCOL, MODELS_PROTOCOL, SUPERSEDED_CODE
+from .rank_stream import route_pipeline_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from .connection import Connection
@@ -65,6 +66,10 @@ class WorkerFrames:
         else:
             self.log.debug("ignoring a %s frame", kind)
 
+    def on_pipeline_frame(self: "Worker", conn: Connection, data: bytes) -> None:
+        """A binary frame: protocol 6's pipeline frames, for the rank lease they name."""
+        route_pipeline_frame(self.runner, conn, data)
+
     def _on_registered(self: "Worker", conn: Connection, frame: Dict[str, Any]) -> None:
         if conn.registered:
             return
@@ -107,7 +112,8 @@ class WorkerFrames:
             lease = self.runner.leases.get(lease_id)
             if lease is None:
                 continue
-            if conn.moving and lease.phase != "done":
+            # A rank lease does not move (its frames would be lost between instances): it is lost.
+            if conn.moving and lease.phase != "done" and lease.rank is None:
                 self.mover.hold_for_move(lease)
             else:
                 self.runner.lost_with_connection(lease)
