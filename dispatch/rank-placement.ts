@@ -76,3 +76,14 @@ export function pipelinesOf(count: number, middleRanks: MiddleRanks, takes: read
   }
   return out;
 }
+
+/**
+ * The ranks, rank 0 first, that no worker could hold now for a job of `jobTier`: those whose
+ * `takes[r]` has no worker taking the tier `rankPlacement` names. Empty when a pipeline could be
+ * formed. What a queued job's `waiting_ranks` says (docs/ranks.md, "Waiting for a pipeline").
+ */
+export function missingRanks(jobTier: Tier, count: number, middleRanks: MiddleRanks, takes: readonly ByTier[]): number[] {
+  const missing: number[] = [];
+  for (let rank = 0; rank < count; rank++) if ((takes[rank]?.[rankPlacement({ jobTier, rank, count, middleRanks })] ?? 0) <= 0) missing.push(rank);
+  return missing;
+}

@@ -116,7 +116,7 @@ describe('jobs API', () => {
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), [
         'attempts', 'attestation', 'class', 'confidentiality', 'created_at', 'error', 'finished_at', 'kind', 'output',
-        'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal', 'waiting_reason',
+        'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal', 'waiting_ranks', 'waiting_reason',
       ]);
       assert.equal(res.body.status, 'queued');
       assert.equal(res.body.terminal, false);
@@ -125,6 +125,7 @@ describe('jobs API', () => {
       assert.equal(res.body.attestation, null);
       assert.equal(typeof res.body.queue_position, 'number');
       assert.equal(res.body.waiting_reason, 'no_worker_for_kind', 'no worker is connected');
+      assert.equal(res.body.waiting_ranks, null, 'a whole kind has no ranks to wait for');
     });
 
     it('reports queue positions in dispatch order', async () => {

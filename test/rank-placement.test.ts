@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mayHoldRank, pipelinesOf, rankPlacement, rankWorkerTiers, type ByTier, type RankSeat } from '../dispatch/rank-placement.js';
+import { mayHoldRank, missingRanks, pipelinesOf, rankPlacement, rankWorkerTiers, type ByTier, type RankSeat } from '../dispatch/rank-placement.js';
 import { TIERS, type Tier } from '../models/kinds.js';
 import { MIDDLE_RANKS, type MiddleRanks } from '../models/types.js';
 import { MAX_RANKS } from '../sdk/protocol/index.js';
@@ -123,5 +123,17 @@ describe('pipelines that could be formed', () => {
   it('a rank nobody serves means no pipeline of any tier', () => {
     assert.deepEqual(pipelinesOf(3, 'open', [rank({ trusted: 5 }), rank({ trusted: 5 })]), by(0, 0, 0));
     assert.deepEqual(pipelinesOf(2, 'trusted', []), by(0, 0, 0));
+  });
+
+  it('the ranks a job of each tier waits for: those with no worker the rule allows, agreeing with the pipeline count', () => {
+    const takes = [rank({ open: 1 }), rank({ open: 2 }), rank({ 'private, unvetted operator': 1 })];
+    assert.deepEqual(missingRanks('open', 3, 'trusted', takes), []);
+    assert.deepEqual(missingRanks('trusted', 3, 'trusted', takes), [0, 1, 2], 'neither open workers nor an unvetted operator’s private one hold a trusted job’s ranks');
+    assert.deepEqual(missingRanks('trusted', 3, 'open', takes), [0, 2], 'open middles: the open rank 1 workers count');
+    assert.deepEqual(missingRanks('private', 3, 'open', takes), [0, 1]);
+    assert.deepEqual(missingRanks('open', 4, 'open', takes), [3], 'a rank nobody serves');
+    for (const jobTier of TIERS) {
+      for (const middle of MIDDLE_RANKS) assert.equal(missingRanks(jobTier, 3, middle, takes).length === 0, pipelinesOf(3, middle, takes)[jobTier] > 0, `${jobTier}, ${middle}`);
+    }
   });
 });

@@ -2,7 +2,7 @@ import type { Account, ApiKeyRecord, ModelRecord, Operator, RunRecord } from '..
 import { isTerminal } from '../../models/types.js';
 
 /** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
-export function jobView(run: RunRecord, queue: { position: number | null; waiting_reason: string | null } | null = null) {
+export function jobView(run: RunRecord, queue: { position: number | null; waiting_reason: string | null; waiting_ranks: number[] | null } | null = null) {
   return {
     run_id: run.run_id,
     kind: run.kind,
@@ -18,6 +18,7 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     attempts: run.attempts,
     queue_position: run.status === 'queued' ? (queue?.position ?? null) : null,
     waiting_reason: run.status === 'queued' ? (queue?.waiting_reason ?? null) : null,
+    waiting_ranks: run.status === 'queued' ? (queue?.waiting_ranks ?? null) : null,
     output: run.output,
     error: run.error,
     attestation: run.attestation,

@@ -34,6 +34,16 @@ export const pipelines = {
     'Complete pipelines that could be formed now for a job of each tier, by the placement rule: the fewest eligible workers over the ranks. Each tier on its own: the three are not to be added up',
 } as const;
 
+/** The job view's `waiting_ranks` (docs/ranks.md, "Waiting for a pipeline"). */
+export const waitingRanks = nullable({
+  type: 'array',
+  items: { type: 'integer', minimum: 0, maximum: MAX_RANKS - 1 },
+  minItems: 1,
+  uniqueItems: true,
+  description:
+    'With `waiting_reason` `no_worker_for_rank`: the ranks (0-based, ascending) of the ranked model the run names that no live worker allowed by the placement rule for its tier could hold now. Null otherwise.',
+});
+
 /** The catalogue's rank fields of a model (admin model, capabilities). */
 export const catalogueRankFields = { ranks: nullable(ranks), middle_ranks: nullable(middleRanks) } as const;
 

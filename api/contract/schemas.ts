@@ -1,7 +1,7 @@
 import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
-import { rankFields } from './rank-schemas.js';
+import { rankFields, waitingRanks } from './rank-schemas.js';
 
 /**
  * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
@@ -104,10 +104,11 @@ export const job = {
     attempts: { type: 'integer', minimum: 0 },
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
-      enum: ['no_worker_for_kind', 'no_worker_for_model', 'backend_unavailable', 'retry_backoff'],
+      enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff'],
       description:
-        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`). Null otherwise.',
+        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); its model is served in ranks and some rank has no worker the placement rule allows (`no_worker_for_rank`, those ranks in `waiting_ranks`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`). Null otherwise.',
     }),
+    waiting_ranks: waitingRanks,
     output: nullable({
       type: 'object',
       required: ['urls', 'files'],

@@ -7,6 +7,8 @@ export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancele
 export type Confidentiality = 'open' | 'trusted' | 'private';
 export type JobClass = 'interactive' | 'standard' | 'batch';
 export type Tier = Confidentiality;
+/** Why a queued job is not leased yet (docs/api.md, the job object). */
+export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff';
 
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
 
@@ -72,6 +74,10 @@ export interface Job {
   attempts?: number;
   /** 1 = next to be leased; null unless queued. */
   queue_position?: number | null;
+  /** Why a queued job waits, when the fleet says why; null otherwise. */
+  waiting_reason?: WaitingReason | null;
+  /** With `no_worker_for_rank`: the ranks of its ranked model no worker could hold now, 0-based, ascending (docs/ranks.md). */
+  waiting_ranks?: number[] | null;
   output?: JobOutput | null;
   error?: JobErrorInfo | null;
   attestation?: JsonObject | null;

@@ -361,3 +361,18 @@ func TestCapabilitiesAndCapacity(t *testing.T) {
 		t.Fatalf("capabilities without a key: %v", err)
 	}
 }
+
+// A queued job of a ranked model names the ranks it waits for (docs/ranks.md); other jobs carry null.
+func TestDecodeJobWaitingRanks(t *testing.T) {
+	job, err := decodeJob([]byte(`{"run_id":"run_01JHB3Q4ZK8M2N5P7R9S1T3V5W","kind":"inference:llm:text-generate","status":"queued","waiting_reason":"no_worker_for_rank","waiting_ranks":[0,2]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.WaitingReason == nil || *job.WaitingReason != "no_worker_for_rank" || fmt.Sprint(job.WaitingRanks) != "[0 2]" {
+		t.Fatalf("waiting: %v %v", job.WaitingReason, job.WaitingRanks)
+	}
+	job, err = decodeJob([]byte(`{"run_id":"run_01JHB3Q4ZK8M2N5P7R9S1T3V5W","status":"queued","waiting_reason":null,"waiting_ranks":null}`))
+	if err != nil || job.WaitingReason != nil || job.WaitingRanks != nil {
+		t.Fatalf("null waiting: %v %v %v", err, job.WaitingReason, job.WaitingRanks)
+	}
+}

@@ -37,6 +37,7 @@ type Job struct {
 	Attempts        int        `json:"attempts"`
 	QueuePosition   *int       `json:"queue_position"`
 	WaitingReason   *string    `json:"waiting_reason"`
+	WaitingRanks    []int      `json:"waiting_ranks"` // with "no_worker_for_rank": the ranks no worker could hold now, 0-based (docs/ranks.md)
 	Output          *JobOutput `json:"output"`
 	Error           *JobError  `json:"error"`
 	// Warnings of a submission: input fields no schema names, passed on to the worker as they are.

@@ -58,6 +58,7 @@ const job = {
   attempts: 1,
   queue_position: null,
   waiting_reason: null,
+  waiting_ranks: null,
   output: {
     urls: [ARTIFACT_URL],
     files: [{ url: ARTIFACT_URL, name: 'image.png', content_type: 'image/png', size: 183_422, sha256: SHA }],

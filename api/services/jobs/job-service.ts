@@ -64,8 +64,8 @@ export interface JobServiceOptions {
   metrics?: Pick<GatewayMetrics, 'runSubmitted'>;
   /** Stages the files of an input before its run is created, and deletes them when no run is (docs/files.md). */
   inputFiles: Pick<InputFiles, 'stage' | 'discard'>;
-  /** Checks the model a job names against the catalogue, and its input against the model's schema. */
-  models: Pick<ModelGate, 'check'>;
+  /** Checks the model a job names against the catalogue, and its input against the model's schema; reads ranked models' entries. */
+  models: Pick<ModelGate, 'check' | 'ranked'>;
   /** The fleet as it is now, to say why a queued run waits. */
   fleet?: Pick<FleetCounters, 'read'>;
 }
@@ -74,6 +74,8 @@ export interface JobServiceOptions {
 export interface QueueState {
   position: number | null;
   waiting_reason: WaitingReason | null;
+  /** With `no_worker_for_rank`: the ranks no worker could hold now, 0-based, ascending; null otherwise. */
+  waiting_ranks: number[] | null;
 }
 
 /**
@@ -287,11 +289,13 @@ export class JobService {
   /** A queued run's place in its queue and why it waits; null for a run that is not queued. */
   async queueState(run: RunRecord): Promise<QueueState | null> {
     if (run.status !== 'queued') return null;
-    const [place, fleet] = await Promise.all([this.opts.queues.place(run), this.opts.fleet?.read()]);
+    // The catalogue entry (cached by the gate) says whether the run waits for a pipeline of ranks.
+    const [place, fleet, ranked] = await Promise.all([this.opts.queues.place(run), this.opts.fleet?.read(), this.opts.models.ranked(run)]);
     // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
     // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
-    if (place.delayedUntil !== null && place.delayedUntil > Date.now()) return { position: null, waiting_reason: 'retry_backoff' };
-    return { position: place.position, waiting_reason: fleet ? waitingReason(run, fleet) : null };
+    if (place.delayedUntil !== null && place.delayedUntil > Date.now()) return { position: null, waiting_reason: 'retry_backoff', waiting_ranks: null };
+    const waiting = fleet ? waitingReason(run, fleet, ranked) : { reason: null, ranks: null };
+    return { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks };
   }
 
   async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {

@@ -81,6 +81,9 @@ class Job:
     attempts: Optional[int] = None
     queue_position: Optional[int] = None
     waiting_reason: Optional[str] = None
+    #: With ``waiting_reason`` ``no_worker_for_rank``: the ranks of its ranked model no worker
+    #: could hold now, 0-based, ascending (docs/ranks.md); None otherwise.
+    waiting_ranks: Optional[List[int]] = None
     output: Optional[JobOutput] = None
     error: Optional[JobError] = None
     attestation: Optional[Dict[str, Any]] = None
@@ -104,7 +107,9 @@ class Job:
                    confidentiality=d.get("confidentiality"), job_class=d.get("class"), priority=d.get("priority"),
                    created_at=d.get("created_at"), started_at=d.get("started_at"), finished_at=d.get("finished_at"),
                    progress=d.get("progress"), attempts=d.get("attempts"), queue_position=d.get("queue_position"),
-                   waiting_reason=d.get("waiting_reason"), output=output, error=error,
+                   waiting_reason=d.get("waiting_reason"),
+                   waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
+                   output=output, error=error,
                    attestation=d.get("attestation"), warnings=list(d.get("warnings") or []))
 
 

@@ -201,3 +201,12 @@ def test_wait_polls_through_transient_errors(scripted: Any) -> None:
         c.wait("run_x", interval=0.001)
     assert len(srv.requests) == 5
     assert all(r.headers["Authorization"] == "Bearer k" for r in srv.requests)
+
+
+def test_job_waiting_ranks() -> None:
+    """A queued job of a ranked model names the ranks it waits for (docs/ranks.md); other jobs carry None."""
+    job = Job.from_json({"run_id": "run_01JHB3Q4ZK8M2N5P7R9S1T3V5W", "status": "queued",
+                         "waiting_reason": "no_worker_for_rank", "waiting_ranks": [0, 2]})
+    assert (job.waiting_reason, job.waiting_ranks) == ("no_worker_for_rank", [0, 2])
+    job = Job.from_json({"run_id": "run_01JHB3Q4ZK8M2N5P7R9S1T3V5W", "status": "queued", "waiting_reason": None, "waiting_ranks": None})
+    assert (job.waiting_reason, job.waiting_ranks) == (None, None)
