@@ -50,7 +50,7 @@ describe('pipeline leases: a ranked job runs split across rank workers', functio
     assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
     const whole = generateWhole('hello world', 12);
     assert.equal(job.output.text, whole.text);
-    assert.equal(job.output.finish, whole.finish);
+    assert.equal(job.output.finish_reason, whole.finish);
     const leases = [r0, r1, r2].map((w) => w.json.find((f) => f.type === 'lease')!);
     assert.deepEqual(leases.map((l) => l.rank.index), [0, 1, 2]);
     assert.equal(new Set(leases.map((l) => l.rank.pipeline_id)).size, 1, 'one pipeline');

@@ -28,6 +28,8 @@ export const PROMTOOL: OptionalProgram = { name: 'promtool', env: 'PROMTOOL_BIN'
 export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS_SERVER_BIN', install: 'apt-get install -y redis-server' };
 /** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
+/** The README's snippets fetch tokens with it. */
+export const CURL: OptionalProgram = { name: 'curl', env: 'CURL_BIN', install: 'apt-get install -y curl' };
 export const ESPEAK_NG: OptionalProgram = { name: 'espeak-ng', env: 'ESPEAK_NG_BIN', install: 'apt-get install -y espeak-ng' };
 /**
  * A python3 that can import websockets and pytest (the tests of the Python worker SDK,

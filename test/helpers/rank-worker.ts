@@ -193,7 +193,7 @@ export class RankWorker {
     }
     // The last rank saw every token it sampled: the text is theirs, stop or length by the last.
     const sampled = this.sampled(held);
-    void this.report(leaseId, { type: 'complete', output: { urls: [], text: detokenize(sampled), finish: sampled.at(-1) === END_TOKEN ? 'stop' : 'length' } });
+    void this.report(leaseId, { type: 'complete', output: { urls: [], text: detokenize(sampled), finish_reason: sampled.at(-1) === END_TOKEN ? 'stop' : 'length', model: 'demo-ranked-llm' } });
   }
 
   /** The tokens the last rank sampled: its stage run again over what it received (cheap, and keeps no extra state). */
