@@ -186,7 +186,7 @@ export class Dispatcher {
       },
       {
         drop: (lease) => this.settlement.drop(lease),
-        lose: (lease, why) => this.settlement.loseLease(lease.id, why, 'disconnect'),
+        lose: (lease, why) => this.settlement.loseLease(lease.id, why, 'disconnect', false),
         heartbeat: (worker) => this.settlement.heartbeat(worker),
       },
     );

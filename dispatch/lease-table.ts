@@ -5,7 +5,7 @@ import { hashSecret } from '../models/credentials.js';
 import type { RunStore } from '../models/stores.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 import { modelQueueKey, queueName } from '../queues/queue-names.js';
-import type { ResumeClaim } from '../sdk/protocol/index.js';
+import type { LeaseFrame, ResumeClaim } from '../sdk/protocol/index.js';
 import type { BullWorkers } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { FleetCounters } from './fleet-counters.js';
@@ -38,6 +38,8 @@ export interface NewRankLease {
   index: number;
   job: Job<QueuedJobData>;
   uploadHash: string;
+  /** Sent to the worker when the pipeline starts (`started`), not before. */
+  frame: LeaseFrame;
 }
 
 /** What a new lease is made of: the worker, the fetched job under its lock, and the run it moves. */
@@ -134,7 +136,7 @@ export class LeaseTable {
    * another instance: a rank worker that moves loses it, and its pipeline runs again.
    */
   async attachRank(spec: NewRankLease): Promise<ActiveLease> {
-    const { worker, pipeline, index, job, uploadHash } = spec;
+    const { worker, pipeline, index, job, uploadHash, frame } = spec;
     const lease: ActiveLease = {
       id: pipeline.members[index].leaseId,
       fence: pipeline.fence,
@@ -145,7 +147,7 @@ export class LeaseTable {
       job,
       worker,
       closing: false,
-      rank: { pipeline, index, sentSeq: 0, receivedSeq: 0, streamEnded: false },
+      rank: { pipeline, index, sentSeq: 0, receivedSeq: 0, streamEnded: false, started: false, leaseFrame: frame },
     };
     await this.opts.records.put(
       {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { generateWhole } from '../sdk/engines/demo/ranked-llm.js';
+import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RankWorker } from './helpers/rank-worker.js';
 
@@ -87,5 +88,36 @@ describe('pipelines across gateway instances: ranks on instances A and B form on
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     assert.equal(done.attempts, 2);
     assert.equal(done.output.text, generateWhole('hello world', 12).text);
+  });
+
+  it('instance B dies (SIGKILL) holding rank 1: A sees its lease lapse, ends its ranks and the job runs again', async () => {
+    // Short leases on both sides, so B's lapse shows within seconds.
+    const fast = { LEASE_TTL_MS: '2000', HEARTBEAT_MS: '300' };
+    const c = await new TestGateway(prefix, fast).start();
+    const dying = await new GatewayProcess({ REDIS_PREFIX: prefix, ...fast }).start();
+    try {
+      await declare('pipe-dies');
+      const r0 = await rank(c, 'pipe-dies', 0);
+      const r1 = await new RankWorker(dying.url, token, { index: 1, count: 3, model: 'pipe-dies', stallAfter: 2 }).connect();
+      workers.push(r1);
+      const r2 = await rank(c, 'pipe-dies', 2);
+      const id = await submit(c, 'pipe-dies');
+      await until('rank 1 on the dying instance is mid-job', async () => [...r1.held.values()][0]?.received.length > 2).catch(async (err) => {
+        throw new Error(`${err.message}: run ${JSON.stringify(await job(id))}, leases ${JSON.stringify([r0, r1, r2].map((w) => [w.json.map((f) => f.type + (f.code ?? "")), [...w.held.values()].map((h) => h.received.length)]))}`);
+      });
+      await dying.kill();
+      r1.terminate();
+      for (const w of [r0, r2]) {
+        const cancel = await w.next((f) => f.type === 'cancel', 20_000);
+        assert.equal(cancel.reason, 'pipeline_ended');
+      }
+      await rank(c, 'pipe-dies', 1);
+      const done = await finished(id);
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      assert.equal(done.output.text, generateWhole('hello world', 12).text);
+    } finally {
+      await dying.kill();
+      await c.stop();
+    }
   });
 });

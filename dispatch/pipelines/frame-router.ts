@@ -11,8 +11,11 @@ export interface FrameRouterOptions {
   gatewayId: string;
   /** Bytes held for one receiving rank before its senders are paused (RANK_BUFFER_BYTES). */
   bufferBytes: number;
-  /** A frame broke its pipeline (out of order, after its sender's end, a gap between instances). */
-  broken(lease: ActiveLease, why: string): void;
+  /**
+   * A frame broke its pipeline: `fromHere`, its sender (this lease's worker) sent it out of order
+   * or after its end; otherwise a frame from another instance for this lease never came.
+   */
+  broken(lease: ActiveLease, why: string, fromHere: boolean): void;
   log: Logger;
 }
 
@@ -54,7 +57,7 @@ export class FrameRouter {
     }
     const why = rank.streamEnded ? 'a frame came after its sender\'s end frame' : frame.seq !== rank.sentSeq + 1 ? `frame seq ${frame.seq} came where ${rank.sentSeq + 1} was due` : null;
     if (why) {
-      this.opts.broken(lease, why);
+      this.opts.broken(lease, why, true);
       return { type: 'error', code: 'bad_frame', of: 'frame', lease_id: lease.id, message: `${why}: the pipeline is broken and ends` };
     }
     rank.sentSeq = frame.seq;
@@ -89,12 +92,12 @@ export class FrameRouter {
     }
     if (frame.seq !== rank.receivedSeq + 1) {
       this.opts.bus.ack(from, frame.leaseId, data.length);
-      this.opts.broken(to, `frame ${rank.receivedSeq + 1} from another instance was lost`);
+      this.opts.broken(to, `frame ${rank.receivedSeq + 1} from another instance was lost`, false);
       return;
     }
     rank.receivedSeq = frame.seq;
     const n = data.length;
-    this.write(to, data, () => this.opts.bus.ack(from, to.id, n));
+    this.deliver(to, data, () => this.opts.bus.ack(from, to.id, n));
   }
 
   /** `bytes` for `leaseId` reached its worker's socket on another instance. */
@@ -129,7 +132,7 @@ export class FrameRouter {
       writePipelineHeader(data, to.id, pipeline.fence, ++to.rank.receivedSeq, end);
       this.count(to.id, data.length, from.worker);
       const n = data.length;
-      this.write(to, data, () => this.drained(to.id, n));
+      this.deliver(to, data, () => this.drained(to.id, n));
       return;
     }
     const seq = (this.remoteSeq.get(dest.leaseId) ?? 0) + 1;
@@ -137,6 +140,22 @@ export class FrameRouter {
     writePipelineHeader(data, dest.leaseId, pipeline.fence, seq, end);
     this.count(dest.leaseId, data.length, from.worker);
     this.opts.bus.frame(dest.gatewayId, data);
+  }
+
+  /** Sends a rank lease its lease frame, then the frames that came for it meanwhile. */
+  start(lease: ActiveLease): void {
+    const rank = lease.rank!;
+    if (rank.started) return;
+    rank.started = true;
+    lease.worker.send(rank.leaseFrame);
+    for (const { data, written } of rank.queued ?? []) this.write(lease, data, written);
+    rank.queued = undefined;
+  }
+
+  /** To the receiver's socket, or held until its lease frame has gone out. */
+  private deliver(to: ActiveLease, data: Buffer, written: () => void): void {
+    if (to.rank!.started) this.write(to, data, written);
+    else (to.rank!.queued ??= []).push({ data, written });
   }
 
   private write(to: ActiveLease, data: Buffer, written: () => void): void {

@@ -10,6 +10,8 @@ export type PipelineControl =
   | { op: 'assign'; pipeline: PipelineSpec; rank: number; frame: LeaseFrame; upload_hash: string }
   /** Its answer: holding it, or why not. */
   | { op: 'assigned'; pipeline_id: string; rank: number; ok: boolean; why?: string }
+  /** Every rank is held: the instance sends its ranks their lease frames (the second phase of forming). */
+  | { op: 'start'; pipeline_id: string }
   /** A rank before the last reported `complete`: its lease's absence is no loss. */
   | { op: 'done'; pipeline_id: string; rank: number }
   /** The pipeline ended (finished, failed, lost, canceled, or was never formed): drop its rank leases. */

@@ -189,6 +189,9 @@ export class PipelineFormer {
       await this.opts.scheduler.handBack(queue, job, token, { run, prior, fence: attempt }, new Error(refused.why));
       return;
     }
+    // Every rank is held everywhere: now each gets its lease frame, so no frame can reach an instance before its receiver.
+    this.opts.registry.start(pipeline);
+    for (const gw of new Set(pipeline.members.map((m) => m.gatewayId))) if (gw !== this.opts.gatewayId) this.opts.bus.control(gw, { op: 'start', pipeline_id: pipeline.id });
     this.opts.log.debug({ runId: run.run_id, pipelineId: pipeline.id, workers: workerIds, attempt }, 'pipeline formed');
     if (run.cancel_requested_at) this.opts.registry.cancelLocal(run.run_id);
   }
@@ -239,8 +242,9 @@ export class PipelineFormer {
   }
 
   /**
-   * Holds a rank lease for a worker attached here and sends it its lease frame: for a pipeline
-   * formed here, or assigned by the instance that formed it (`assigned`).
+   * Holds a rank lease for a worker attached here, its lease frame kept until the pipeline starts
+   * (every rank held, on every instance): for a pipeline formed here, or assigned by the instance
+   * that formed it (`assigned`).
    */
   async take(p: Pipeline, rank: number, frame: LeaseFrame, uploadHash: string, job: Job<QueuedJobData>): Promise<{ ok: boolean; why?: string }> {
     if (p.ended) return { ok: false, why: 'the pipeline ended' };
@@ -248,23 +252,28 @@ export class PipelineFormer {
     if (!worker || !offersLeases(worker)) return { ok: false, why: `rank ${rank}'s worker left` };
     if (worker.leases.size >= worker.info.slots) return { ok: false, why: `rank ${rank}'s worker has no free slot` };
     if (p.tier === 'private' && !attestedAt(worker)) return { ok: false, why: `rank ${rank}'s worker has no valid evidence` };
-    await this.opts.table.attachRank({ worker, pipeline: p, index: rank, job, uploadHash });
-    worker.send(frame);
+    const lease = await this.opts.table.attachRank({ worker, pipeline: p, index: rank, job, uploadHash, frame });
+    // A `start` lost on its way (or its former gone) must not leave the rank held forever.
+    setTimeout(() => {
+      if (!lease.rank!.started && !lease.closing && !p.ended) void this.opts.registry.lost(p, 'the pipeline was formed but never started');
+    }, 2 * (this.opts.assignTimeoutMs ?? 5_000)).unref();
     return { ok: true };
   }
 
   /** An assignment from the instance that formed a pipeline: held here (with the job read from its queue), then answered. */
   async assigned(message: Extract<PipelineControl, { op: 'assign' }>, from: string, job: () => Promise<Job<QueuedJobData> | undefined>): Promise<void> {
-    const p = this.opts.registry.get(message.pipeline.id) ?? { ...message.pipeline };
+    // Held at once, before any await: the assignments of two ranks held here share one pipeline.
+    let p = this.opts.registry.get(message.pipeline.id);
+    if (!p) this.opts.registry.hold((p = { ...message.pipeline }));
     let answer: { ok: boolean; why?: string };
     try {
       const j = await job();
       answer = j ? await this.take(p, message.rank, message.frame, message.upload_hash, j) : { ok: false, why: 'the job is gone' };
-      if (answer.ok) this.opts.registry.hold(p);
     } catch (err) {
       this.opts.log.warn({ err, pipelineId: p.id }, 'could not take an assigned rank');
       answer = { ok: false, why: 'the instance could not take it' };
     }
+    // Refused: the forming instance ends the pipeline everywhere, this copy with it.
     this.opts.bus.control(from, { op: 'assigned', pipeline_id: p.id, rank: message.rank, ok: answer.ok, ...(answer.why ? { why: answer.why } : {}) });
   }
 }

@@ -10,7 +10,10 @@ import type { Pipeline } from './pipeline.js';
 export interface PipelineRegistryContext {
   /** Ends a rank lease of a pipeline that ended: its slot freed, its record deleted; the run is not touched. */
   drop(lease: ActiveLease): Promise<void>;
-  /** A rank on another instance is gone: the attempt ends through this rank lease held here (requeue, attempt + 1). */
+  /**
+   * Ends the run's attempt through this rank lease held here (requeue, attempt + 1), telling its
+   * worker nothing: the caller has told it `pipeline_ended` (it is not the rank that was lost).
+   */
   lose(lease: ActiveLease, why: string): Promise<void>;
   /** Extends a worker's leases (its socket is paused by back-pressure, so its heartbeats wait unread). */
   heartbeat(worker: ConnectedWorker): Promise<void>;
@@ -20,7 +23,7 @@ export interface PipelineRegistryOptions {
   table: Pick<LeaseTable, 'get'>;
   records: Pick<LeaseStore, 'get'>;
   bus: Pick<PipelineBus, 'control'>;
-  router: Pick<FrameRouter, 'forget' | 'endStream'>;
+  router: Pick<FrameRouter, 'forget' | 'endStream' | 'start'>;
   gatewayId: string;
   log: Logger;
 }
@@ -74,7 +77,8 @@ export class PipelineRegistry {
     for (const lease of this.localLeases(pipeline)) {
       if (lease.closing) continue;
       lease.closing = true;
-      lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: lease.runId, reason: 'pipeline_ended', message: why });
+      // A rank never started was never told of its lease: nothing to cancel.
+      if (lease.rank!.started) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: lease.runId, reason: 'pipeline_ended', message: why });
       void this.ctx.drop(lease).catch((err: unknown) => this.opts.log.warn({ err, leaseId: lease.id }, 'could not drop a rank lease of an ended pipeline'));
     }
     this.opts.log.info({ runId: pipeline.runId, pipelineId: pipeline.id, why }, 'pipeline ended');
@@ -93,16 +97,22 @@ export class PipelineRegistry {
   cancelLocal(runId: string): void {
     for (const p of this.held.values()) {
       if (p.runId !== runId) continue;
-      for (const lease of this.localLeases(p)) if (!lease.closing) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId, reason: 'canceled' });
+      for (const lease of this.localLeases(p)) if (!lease.closing && lease.rank!.started) lease.worker.send({ type: 'cancel', lease_id: lease.id, run_id: runId, reason: 'canceled' });
     }
   }
 
-  /** `done` and `end` from the other instances (assignments are the former's). */
+  /** Every rank of the pipeline is held: its ranks held here get their lease frames. */
+  start(pipeline: Pipeline): void {
+    for (const lease of this.localLeases(pipeline)) if (!lease.closing) this.opts.router.start(lease);
+  }
+
+  /** `start`, `done` and `end` from the other instances (assignments are the former's). */
   control(message: PipelineControl): void {
-    if (message.op !== 'done' && message.op !== 'end') return;
+    if (message.op !== 'done' && message.op !== 'end' && message.op !== 'start') return;
     const pipeline = this.held.get(message.pipeline_id);
     if (!pipeline) return;
     if (message.op === 'end') return this.end(pipeline, message.why, false);
+    if (message.op === 'start') return this.start(pipeline);
     const member = pipeline.members[message.rank];
     if (member) member.done = true;
   }
@@ -121,13 +131,22 @@ export class PipelineRegistry {
         // Unknown (Redis failing): not a loss. Gone, or adopted away: the rank is lost.
         if (record === undefined || (record && record.fence === pipeline.fence && !m.done)) continue;
         if (pipeline.ended || m.done) break;
-        const mine = this.localLeases(pipeline).find((l) => !l.closing);
-        const why = `rank ${m.rank} was lost with its gateway instance`;
-        if (mine) await this.ctx.lose(mine, why);
-        else this.end(pipeline, why);
+        await this.lost(pipeline, `rank ${m.rank} was lost with its gateway instance`);
         break;
       }
     }
+  }
+
+  /**
+   * A rank elsewhere is gone, or a frame from elsewhere never came: the attempt ends here, through
+   * a rank lease held here (each instance holding one would do it; the run's fence lets only the
+   * first count), and every rank held here is told `pipeline_ended`.
+   */
+  async lost(pipeline: Pipeline, why: string): Promise<void> {
+    const mine = this.localLeases(pipeline).find((l) => !l.closing);
+    if (!mine) return this.end(pipeline, why);
+    if (mine.rank!.started) mine.worker.send({ type: 'cancel', lease_id: mine.id, run_id: mine.runId, reason: 'pipeline_ended', message: why });
+    await this.ctx.lose(mine, why);
   }
 
   private remoteInstances(pipeline: Pipeline): Set<string> {

@@ -1,4 +1,5 @@
 import type { Tier } from '../../models/kinds.js';
+import type { LeaseFrame } from '../../sdk/protocol/index.js';
 
 /** One rank of a pipeline: the worker holding it, on which instance, under which lease. */
 export interface PipelineMember {
@@ -47,6 +48,14 @@ export interface RankLeaseState {
   receivedSeq: number;
   /** Its worker sent its `end` frame (or the gateway ended its stream for it). */
   streamEnded: boolean;
+  /**
+   * Its lease frame went to its worker. Every rank lease of a pipeline is held (on every
+   * instance) before any is started, so no frame ever reaches an instance that does not know its
+   * receiver; one that reaches a rank not started yet waits in `queued` until it is.
+   */
+  started: boolean;
+  leaseFrame: LeaseFrame;
+  queued?: Array<{ data: Buffer; written: () => void }>;
 }
 
 /** The rank a rank sends to: the next, and the last back to rank 0. */

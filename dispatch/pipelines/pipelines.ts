@@ -73,7 +73,7 @@ export class Pipelines {
       roomFor: (kind, model) => this.former.wake(kind, model),
       log,
     });
-    this.router = new FrameRouter({ table: opts.table, bus: this.bus, gatewayId, bufferBytes: opts.bufferBytes ?? 4 * 1024 * 1024, broken: (lease, why) => void settle.lose(lease, why), log });
+    this.router = new FrameRouter({ table: opts.table, bus: this.bus, gatewayId, bufferBytes: opts.bufferBytes ?? 4 * 1024 * 1024, broken: (lease, why, fromHere) => void (fromHere ? settle.lose(lease, why) : this.registry.lost(lease.rank!.pipeline, why)), log });
     this.registry = new PipelineRegistry(settle, { table: opts.table, records: opts.records, bus: this.bus, router: this.router, gatewayId, log });
     this.former = new PipelineFormer({
       seats: this.seats,
