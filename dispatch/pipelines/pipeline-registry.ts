@@ -128,8 +128,14 @@ export class PipelineRegistry {
       const remote = pipeline.members.filter((m) => m.gatewayId !== this.opts.gatewayId && !m.done);
       for (const m of remote) {
         const record = await this.opts.records.get(m.leaseId).catch(() => undefined);
-        // Unknown (Redis failing): not a loss. Gone, or adopted away: the rank is lost.
-        if (record === undefined || (record && record.fence === pipeline.fence && !m.done)) continue;
+        // Unknown (Redis failing): not a loss. There: alive.
+        if (record === undefined || (record && record.fence === pipeline.fence)) {
+          if (record) m.missed = 0;
+          continue;
+        }
+        // Gone at two ticks running: a `done` published just before its record was deleted has
+        // had a tick to arrive, so a rank that finished is not taken for lost.
+        if ((m.missed = (m.missed ?? 0) + 1) < 2) continue;
         if (pipeline.ended || m.done) break;
         await this.lost(pipeline, `rank ${m.rank} was lost with its gateway instance`);
         break;

@@ -9,6 +9,8 @@ export interface PipelineMember {
   leaseId: string;
   /** Its worker reported `complete` (a rank before the last): its absence is no loss. */
   done?: boolean;
+  /** Sweeps in a row that found its lease record gone (another instance's rank). */
+  missed?: number;
 }
 
 /**
