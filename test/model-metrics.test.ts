@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Exposition } from './helpers/exposition.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
+import { RankWorker } from './helpers/rank-worker.js';
 
 const IMAGE = 'inference:image:generate';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -12,7 +13,7 @@ describe('model metrics: jobs by model and jobs no worker can take, in /metrics'
   let gw: TestGateway;
   let key: string;
   let openToken: string;
-  const sockets: RawWorker[] = [];
+  const sockets: Array<RawWorker | RankWorker> = [];
 
   const scrape = async () => new Exposition((await gw.request('GET', '/metrics')).text);
   /** The value of one series, 0 when the gauge has no such series. */
@@ -75,5 +76,22 @@ describe('model metrics: jobs by model and jobs no worker can take, in /metrics'
     await until('the trusted sdxl job is counted as stranded', async () => value(await scrape(), 'switchyard_model_jobs_without_worker', { kind: IMAGE, model: 'sdxl' }) === 1);
     await worker(['sd3-medium']);
     await until('sd3-medium jobs are no longer counted as stranded', async () => value(await scrape(), 'switchyard_model_jobs_without_worker', { kind: IMAGE, model: 'sd3-medium' }) === 0);
+  });
+
+  it('counts a ranked model\'s job as without worker while one of its ranks has none, though the other ranks have', async () => {
+    const LLM = 'inference:llm:text-generate';
+    assert.ok((await gw.request('PUT', `/v1/admin/models/${LLM}/pipe-metrics`, { headers: admin, body: { ranks: 2 } })).status < 300);
+    const rank = async (index: number) => {
+      const w = await new RankWorker(gw.url, openToken, { index, count: 2, model: 'pipe-metrics', auto: false }).connect();
+      sockets.push(w);
+      return w;
+    };
+    await rank(0);
+    const res = await gw.submit(key, { kind: LLM, input: { prompt: 'hi', model: 'pipe-metrics' } });
+    assert.equal(res.status, 202, res.text);
+    await until('the job waiting for rank 1 is counted', async () => value(await scrape(), 'switchyard_model_jobs_without_worker', { kind: LLM, model: 'pipe-metrics' }) === 1);
+    const second = await rank(1);
+    await second.next((f) => f.type === 'lease');
+    await until('it is no longer counted once the pipeline took it', async () => value(await scrape(), 'switchyard_model_jobs_without_worker', { kind: LLM, model: 'pipe-metrics' }) === 0);
   });
 });

@@ -142,6 +142,7 @@ export class Gateway {
     core.metrics.watch({
       queues: core.queues,
       fleet: fleet.dispatcher.fleet,
+      catalogue: core.stores.models,
       localWorkers: () => fleet.dispatcher.localWorkers(),
       sseConnections: () => callers.sse.size,
       socketConnections: () => ({ caller: callers.callerServer.size, worker: fleet.workerServer.size, bot: bots.botServer.size }),

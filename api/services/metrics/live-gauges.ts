@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
-import { workersServing, type FleetCounters } from '../../../dispatch/fleet-counters.js';
+import { rankCounts, workersServing, type FleetCounters } from '../../../dispatch/fleet-counters.js';
+import { missingRanks } from '../../../dispatch/rank-placement.js';
+import type { ModelStore } from '../../../models/stores.js';
+import { DEFAULT_MIDDLE_RANKS } from '../../../models/types.js';
 import type { WorkerInfo } from '../../../dispatch/worker-info.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { KIND_NAMES, TIERS } from '../../../models/kinds.js';
@@ -13,6 +16,8 @@ export interface LiveSources {
   queues: JobQueues;
   /** The fleet of every instance, for the jobs of a model that no live worker can take. */
   fleet?: Pick<FleetCounters, 'read'>;
+  /** A ranked model's rank count and placement policy: its jobs wait while any rank has no worker. */
+  catalogue?: Pick<ModelStore, 'get'>;
   /** The workers connected to this process. */
   localWorkers: () => readonly WorkerInfo[];
   /** Open SSE streams of this process. */
@@ -77,8 +82,11 @@ export function registerLiveGauges(registers: Registry[], src: LiveSources): voi
     for (const row of depths) {
       if (row.model === null) continue;
       const served = fleet.kinds[row.kind]?.models[row.model];
-      const stranded = served && workersServing(served.by_tier, row.tier) > 0 ? 0 : row.waiting + row.prioritized + row.delayed;
-      g.inc({ kind: row.kind, model: row.model }, stranded);
+      let none = !served || workersServing(served.by_tier, row.tier) === 0;
+      // A ranked model's job needs a worker on every rank its tier may use (docs/ranks.md, "Waiting for a pipeline").
+      const entry = served?.ranks ? await src.catalogue?.get(row.kind, row.model).catch(() => null) : null;
+      if (entry?.ranks) none = missingRanks(row.tier, entry.ranks, entry.middle_ranks ?? DEFAULT_MIDDLE_RANKS, rankCounts(served, entry.ranks).map((r) => r.takes)).length > 0;
+      g.inc({ kind: row.kind, model: row.model }, none ? row.waiting + row.prioritized + row.delayed : 0);
     }
   });
 
