@@ -10,6 +10,14 @@ export const LEASE_LOSS_REASONS = ['disconnect', 'heartbeat', 'gateway_lost', 's
 export type LeaseLossReason = (typeof LEASE_LOSS_REASONS)[number];
 
 /**
+ * How a pipeline ended, as counted by the instance that ended it (docs/ranks.md, "What ends a
+ * pipeline"): its last rank `finished`, a rank `failed`, a rank was `lost`, the caller
+ * `canceled`, or it was `not_formed` (a rank refused or did not answer its assignment).
+ */
+export const PIPELINE_ENDS = ['finished', 'failed', 'lost', 'canceled', 'not_formed'] as const;
+export type PipelineEnd = (typeof PIPELINE_ENDS)[number];
+
+/**
  * What the dispatcher reports about its own work (metrics). Optional: dispatch works the same
  * without one, and it keeps dispatch free of the API's metric types.
  */
@@ -19,4 +27,9 @@ export interface DispatchObserver {
   leaseLost(reason: LeaseLossReason): void;
   /** A run went back to its queue (a lost lease or a retryable failure) to run again. */
   requeued(kind: string, tier: Tier): void;
+  /** A ranked model's job was leased as a pipeline (formed here). */
+  pipelineFormed?(kind: string, tier: Tier): void;
+  pipelineEnded?(end: PipelineEnd): void;
+  /** Activation bytes sent on to a rank on this instance (`local`) or to another instance. */
+  framesForwarded?(path: 'local' | 'instance', bytes: number): void;
 }

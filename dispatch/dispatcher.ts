@@ -116,7 +116,7 @@ export class Dispatcher {
         announce: (q) => this.scheduler.announce(q),
         attached: (id) => this.pool.get(id),
         rankDone: (lease) => this.pipelines.rankDone(lease),
-        pipelineEnded: (lease, why) => this.pipelines.ended(lease, why),
+        pipelineEnded: (lease, why, end) => this.pipelines.ended(lease, why, end),
       },
       {
         runs: opts.runs,
@@ -182,6 +182,7 @@ export class Dispatcher {
         maxAttempts: opts.maxAttempts,
         heartbeatMs: this.heartbeatMs,
         bufferBytes: opts.rankBufferBytes,
+        metrics: opts.metrics,
         log: opts.log,
       },
       {

@@ -9,7 +9,7 @@ import { queueTier } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
 import { isLockLost } from './bull-workers.js';
 import type { ConnectedWorker } from './connected-worker.js';
-import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
+import type { DispatchObserver, LeaseLossReason, PipelineEnd } from './dispatch-observer.js';
 import type { ActiveLease, LeaseTable } from './lease-table.js';
 import { OutputFiles } from './output-files.js';
 import type { ReceiptChecker, RunAttestation } from './receipt-check.js';
@@ -39,7 +39,7 @@ export interface SettlementContext {
   /** A rank before the last of a pipeline reported `complete`: its part is done, the run goes on. */
   rankDone?(lease: ActiveLease): void;
   /** A rank lease ended its run's attempt (finished, failed, lost): its pipeline ends on every instance. */
-  pipelineEnded?(lease: ActiveLease, why: string): void;
+  pipelineEnded?(lease: ActiveLease, why: string, end: PipelineEnd): void;
 }
 
 /** Whether the lease is the last rank of its pipeline, or a whole lease: the one whose reports are the run's. */
@@ -120,7 +120,10 @@ export class LeaseSettlement {
         w.settling = (w.settling ?? 0) + 1;
         try {
           const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt) : this.settle(lease, 'fail', frame.error));
-          if (lease.rank) this.ctx.pipelineEnded?.(lease, frame.type === 'complete' ? 'the last rank finished' : `rank ${lease.rank.index} failed (${frame.error.code}): ${frame.error.message}`);
+          if (lease.rank) {
+            const end = frame.type === 'complete' ? 'finished' : frame.error.code === 'canceled' ? 'canceled' : 'failed';
+            this.ctx.pipelineEnded?.(lease, frame.type === 'complete' ? 'the last rank finished' : `rank ${lease.rank.index} failed (${frame.error.code}): ${frame.error.message}`, end);
+          }
           return refused;
         } finally {
           w.settling--;
@@ -317,7 +320,7 @@ export class LeaseSettlement {
       if (sent && this.ctx.attached(lease.worker.info.worker_id) === lease.worker) {
         lease.worker.send({ type: 'error', code: 'stale_lease', lease_id: lease.id, run_id: lease.runId, message: `this lease was lost (${why}): drop its work` });
       }
-      if (lease.rank) this.ctx.pipelineEnded?.(lease, `rank ${lease.rank.index} was lost: ${why}`);
+      if (lease.rank) this.ctx.pipelineEnded?.(lease, `rank ${lease.rank.index} was lost: ${why}`, 'lost');
       await this.release(lease);
     }
   }

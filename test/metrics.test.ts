@@ -45,6 +45,9 @@ const AGREED: Record<string, { type: string; labels: string[] }> = {
   switchyard_tool_calls_total: { type: 'counter', labels: ['outcome'] },
   switchyard_credits_reserved_total: { type: 'counter', labels: ['kind'] },
   switchyard_credits_charged_total: { type: 'counter', labels: ['kind'] },
+  switchyard_pipelines_formed_total: { type: 'counter', labels: ['kind', 'tier'] },
+  switchyard_pipelines_ended_total: { type: 'counter', labels: ['end'] },
+  switchyard_pipeline_forwarded_bytes_total: { type: 'counter', labels: ['path'] },
 };
 
 /** Every value a label may take; anything else (an id, a raw path, a message) is a cardinality leak. */
@@ -61,6 +64,8 @@ const ENUMS: Record<string, (v: string) => boolean> = {
   reason: (v) => ['disconnect', 'heartbeat', 'gateway_lost', 'shutdown'].includes(v),
   surface: (v) => ['caller', 'worker', 'bot'].includes(v),
   outcome: (v) => ['delivered', 'retrying', 'gave_up', 'failed', 'ok'].includes(v),
+  end: (v) => ['finished', 'failed', 'lost', 'canceled', 'not_formed'].includes(v),
+  path: (v) => ['local', 'instance'].includes(v),
 };
 
 /** The demo engine, except that a prompt of "please fail" fails for good. */

@@ -58,5 +58,11 @@ describe('pipeline leases: a ranked job runs split across rank workers', functio
     assert.equal(leases[0].input.prompt, 'hello world');
     assert.deepEqual(leases[1].input, {}, 'a middle rank never sees the input');
     assert.deepEqual(leases[2].input, {}, 'nor does the last');
+    // Counted: one pipeline formed and finished, its frames forwarded on this instance.
+    const metrics = (await gw.request('GET', '/metrics')).text;
+    const sample = (line: string) => Number(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    assert.equal(sample('switchyard_pipelines_formed_total{kind="inference:llm:text-generate",tier="open"}'), 1);
+    assert.equal(sample('switchyard_pipelines_ended_total{end="finished"}'), 1);
+    assert.ok(sample('switchyard_pipeline_forwarded_bytes_total{path="local"}') > 0);
   });
 });

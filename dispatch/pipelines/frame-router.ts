@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { decodePipelineFrame, PIPELINE_HEADER_BYTES, PipelineFrameError, writePipelineHeader, type ErrorFrame } from '../../sdk/protocol/index.js';
 import type { ConnectedWorker } from '../connected-worker.js';
+import type { DispatchObserver } from '../dispatch-observer.js';
 import type { ActiveLease, LeaseTable } from '../lease-table.js';
 import type { PipelineBus } from './pipeline-bus.js';
 import { nextRank, type Pipeline } from './pipeline.js';
@@ -16,6 +17,7 @@ export interface FrameRouterOptions {
    * or after its end; otherwise a frame from another instance for this lease never came.
    */
   broken(lease: ActiveLease, why: string, fromHere: boolean): void;
+  metrics?: DispatchObserver;
   log: Logger;
 }
 
@@ -131,6 +133,7 @@ export class FrameRouter {
       if (!to?.rank || to.closing) return;
       writePipelineHeader(data, to.id, pipeline.fence, ++to.rank.receivedSeq, end);
       this.count(to.id, data.length, from.worker);
+      this.opts.metrics?.framesForwarded?.('local', data.length);
       const n = data.length;
       this.deliver(to, data, () => this.drained(to.id, n));
       return;
@@ -139,6 +142,7 @@ export class FrameRouter {
     this.remoteSeq.set(dest.leaseId, seq);
     writePipelineHeader(data, dest.leaseId, pipeline.fence, seq, end);
     this.count(dest.leaseId, data.length, from.worker);
+    this.opts.metrics?.framesForwarded?.('instance', data.length);
     this.opts.bus.frame(dest.gatewayId, data);
   }
 

@@ -10,6 +10,7 @@ import { queueName } from '../../queues/queue-names.js';
 import { inputDigest } from '../../sdk/attestation/index.js';
 import { leaseUploadUrl, type LeaseFrame } from '../../sdk/protocol/index.js';
 import type { BullWorkers } from '../bull-workers.js';
+import type { DispatchObserver } from '../dispatch-observer.js';
 import { attestedAt, offersLeases, TIER_RANK, type ConnectedWorker } from '../connected-worker.js';
 import type { LeaseScheduler } from '../lease-scheduler.js';
 import type { LeaseTable } from '../lease-table.js';
@@ -37,6 +38,7 @@ export interface PipelineFormerOptions {
   maxAttempts: number;
   /** How long the forming instance waits for the other instances to take their ranks. @defaultValue 5000 */
   assignTimeoutMs?: number;
+  metrics?: DispatchObserver;
   log: Logger;
 }
 
@@ -184,7 +186,7 @@ export class PipelineFormer {
     const refused = answers.find((a) => !a.ok);
     if (refused) {
       this.opts.log.info({ runId: run.run_id, pipelineId: pipeline.id, why: refused.why }, 'pipeline not formed; its job goes back to its queue');
-      this.opts.registry.end(pipeline, `the pipeline was not formed: ${refused.why}`);
+      this.opts.registry.end(pipeline, `the pipeline was not formed: ${refused.why}`, true, 'not_formed');
       await this.opts.seats.release(f.kind, f.model, workerIds.filter((_, i) => !answers[i].ok));
       await this.opts.scheduler.handBack(queue, job, token, { run, prior, fence: attempt }, new Error(refused.why));
       return;
@@ -192,6 +194,7 @@ export class PipelineFormer {
     // Every rank is held everywhere: now each gets its lease frame, so no frame can reach an instance before its receiver.
     this.opts.registry.start(pipeline);
     for (const gw of new Set(pipeline.members.map((m) => m.gatewayId))) if (gw !== this.opts.gatewayId) this.opts.bus.control(gw, { op: 'start', pipeline_id: pipeline.id });
+    this.opts.metrics?.pipelineFormed?.(f.kind, f.jobTier);
     this.opts.log.debug({ runId: run.run_id, pipelineId: pipeline.id, workers: workerIds, attempt }, 'pipeline formed');
     if (run.cancel_requested_at) this.opts.registry.cancelLocal(run.run_id);
   }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ConnectedWorker } from '../connected-worker.js';
+import type { DispatchObserver, PipelineEnd } from '../dispatch-observer.js';
 import type { ActiveLease, LeaseTable } from '../lease-table.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { FrameRouter } from './frame-router.js';
@@ -25,6 +26,7 @@ export interface PipelineRegistryOptions {
   bus: Pick<PipelineBus, 'control'>;
   router: Pick<FrameRouter, 'forget' | 'endStream' | 'start'>;
   gatewayId: string;
+  metrics?: DispatchObserver;
   log: Logger;
 }
 
@@ -69,9 +71,11 @@ export class PipelineRegistry {
    * `cancel` (`pipeline_ended`) and dropped; with `notify`, the other instances holding its ranks
    * do the same. Ending twice is nothing.
    */
-  end(pipeline: Pipeline, why: string, notify = true): void {
+  end(pipeline: Pipeline, why: string, notify = true, end: PipelineEnd = 'lost'): void {
     if (pipeline.ended) return;
     pipeline.ended = why;
+    // Counted where it ended, not again where the news of it arrives.
+    if (notify) this.opts.metrics?.pipelineEnded?.(end);
     this.held.delete(pipeline.id);
     this.opts.router.forget(pipeline);
     for (const lease of this.localLeases(pipeline)) {

@@ -10,6 +10,7 @@ import type { ConnectedWorker } from '../connected-worker.js';
 import type { LeaseScheduler } from '../lease-scheduler.js';
 import type { ActiveLease, LeaseTable } from '../lease-table.js';
 import type { LeaseStore } from '../lease-store.js';
+import type { DispatchObserver, PipelineEnd } from '../dispatch-observer.js';
 import { FrameRouter } from './frame-router.js';
 import { PipelineBus, type PipelineControl } from './pipeline-bus.js';
 import { PipelineFormer } from './pipeline-former.js';
@@ -35,6 +36,7 @@ export interface PipelinesOptions {
   /** RANK_BUFFER_BYTES. @defaultValue 4 MiB */
   bufferBytes?: number;
   assignTimeoutMs?: number;
+  metrics?: DispatchObserver;
   log: Logger;
 }
 
@@ -73,8 +75,8 @@ export class Pipelines {
       roomFor: (kind, model) => this.former.wake(kind, model),
       log,
     });
-    this.router = new FrameRouter({ table: opts.table, bus: this.bus, gatewayId, bufferBytes: opts.bufferBytes ?? 4 * 1024 * 1024, broken: (lease, why, fromHere) => void (fromHere ? settle.lose(lease, why) : this.registry.lost(lease.rank!.pipeline, why)), log });
-    this.registry = new PipelineRegistry(settle, { table: opts.table, records: opts.records, bus: this.bus, router: this.router, gatewayId, log });
+    this.router = new FrameRouter({ table: opts.table, bus: this.bus, gatewayId, metrics: opts.metrics, bufferBytes: opts.bufferBytes ?? 4 * 1024 * 1024, broken: (lease, why, fromHere) => void (fromHere ? settle.lose(lease, why) : this.registry.lost(lease.rank!.pipeline, why)), log });
+    this.registry = new PipelineRegistry(settle, { table: opts.table, records: opts.records, bus: this.bus, router: this.router, gatewayId, metrics: opts.metrics, log });
     this.former = new PipelineFormer({
       seats: this.seats,
       bull: opts.bull,
@@ -89,6 +91,7 @@ export class Pipelines {
       publicUrl: opts.publicUrl,
       maxAttempts: opts.maxAttempts,
       assignTimeoutMs: opts.assignTimeoutMs,
+      metrics: opts.metrics,
       log,
     });
   }
@@ -151,8 +154,8 @@ export class Pipelines {
   }
 
   /** A rank lease ended its run's attempt (the last rank finished, a rank failed or was lost): the pipeline ends everywhere. */
-  ended(lease: ActiveLease, why: string): void {
-    this.registry.end(lease.rank!.pipeline, why);
+  ended(lease: ActiveLease, why: string, end: PipelineEnd): void {
+    this.registry.end(lease.rank!.pipeline, why, true, end);
   }
 
   private async tick(): Promise<void> {

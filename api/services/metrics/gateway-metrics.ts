@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { DispatchObserver, LeaseLossReason } from '../../../dispatch/dispatch-observer.js';
-import { LEASE_LOSS_REASONS } from '../../../dispatch/dispatch-observer.js';
+import type { DispatchObserver, LeaseLossReason, PipelineEnd } from '../../../dispatch/dispatch-observer.js';
+import { LEASE_LOSS_REASONS, PIPELINE_ENDS } from '../../../dispatch/dispatch-observer.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { KIND_NAMES, TIERS, type Tier } from '../../../models/kinds.js';
 import type { WebhookOutcome } from '../../../sdk/client/types.js';
@@ -42,6 +42,9 @@ export class GatewayMetrics implements DispatchObserver {
   private readonly toolCalls: Counter<'outcome'>;
   private readonly creditsReserved: Counter<'kind'>;
   private readonly creditsCharged: Counter<'kind'>;
+  private readonly pipelinesFormed: Counter<KindTier>;
+  private readonly pipelinesEnded: Counter<'end'>;
+  private readonly pipelineBytes: Counter<'path'>;
 
   constructor() {
     const registers = [this.registry];
@@ -66,6 +69,9 @@ export class GatewayMetrics implements DispatchObserver {
     this.toolCalls = counter('switchyard_tool_calls_total', 'Custom tool calls, by outcome', ['outcome']);
     this.creditsReserved = counter('switchyard_credits_reserved_total', 'Credits reserved by new runs at submission', ['kind']);
     this.creditsCharged = counter('switchyard_credits_charged_total', 'Credits charged for runs that succeeded', ['kind']);
+    this.pipelinesFormed = counter('switchyard_pipelines_formed_total', "Ranked models' jobs leased as pipelines by this instance", ['kind', 'tier']);
+    this.pipelinesEnded = counter('switchyard_pipelines_ended_total', 'Pipelines ended by this instance, by how: finished, failed, lost, canceled, not_formed', ['end']);
+    this.pipelineBytes = counter('switchyard_pipeline_forwarded_bytes_total', 'Activation frame bytes this instance sent on to a rank here (local) or to another instance', ['path']);
     this.zeroCounters();
   }
 
@@ -125,6 +131,18 @@ export class GatewayMetrics implements DispatchObserver {
     this.requeuedRuns.inc({ kind: kindLabel(kind), tier });
   }
 
+  pipelineFormed(kind: string, tier: Tier): void {
+    this.pipelinesFormed.inc({ kind: kindLabel(kind), tier });
+  }
+
+  pipelineEnded(end: PipelineEnd): void {
+    this.pipelinesEnded.inc({ end });
+  }
+
+  framesForwarded(path: 'local' | 'instance', bytes: number): void {
+    this.pipelineBytes.inc({ path }, bytes);
+  }
+
   webhookAttempt(outcome: WebhookOutcome): void {
     this.webhookDeliveries.inc({ outcome });
   }
@@ -142,10 +160,12 @@ export class GatewayMetrics implements DispatchObserver {
       this.creditsReserved.inc({ kind }, 0);
       this.creditsCharged.inc({ kind }, 0);
       for (const tier of TIERS) {
-        for (const c of [this.submitted, this.requeuedRuns, ...Object.values(this.terminal)]) c.inc({ kind, tier }, 0);
+        for (const c of [this.submitted, this.requeuedRuns, this.pipelinesFormed, ...Object.values(this.terminal)]) c.inc({ kind, tier }, 0);
       }
     }
     for (const reason of LEASE_LOSS_REASONS) this.leasesLost.inc({ reason }, 0);
+    for (const end of PIPELINE_ENDS) this.pipelinesEnded.inc({ end }, 0);
+    for (const path of ['local', 'instance']) this.pipelineBytes.inc({ path }, 0);
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookDeliveries.inc({ outcome }, 0);
     for (const outcome of TOOL_OUTCOMES) this.toolCalls.inc({ outcome }, 0);
   }
