@@ -50,6 +50,9 @@ function statUs(file: string): number {
 /** utime+stime of a whole process (all its threads), in µs. */
 export const processCpuUs = (pid: number) => statUs(`/proc/${pid}/stat`);
 
+/** utime+stime of a process's main thread (its event loop), in µs. */
+export const mainThreadCpuUs = (pid: number) => statUs(`/proc/${pid}/task/${pid}/stat`);
+
 function machineBusyUs(): number {
   // user nice system idle iowait irq softirq steal: idle, iowait and steal are not work done here.
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
