@@ -31,7 +31,13 @@ export interface PipelineBusHandlers {
 
 export interface PipelineBusOptions {
   redis: Redis;
-  subscriber: Redis;
+  /**
+   * A subscriber connection of the bus's own (the bus closes it at stop). Not the gateway's
+   * shared one: ioredis decodes every message as text for a connection with `message`
+   * listeners, which cost the two-instance path more than half its CPU (docs/benchmarks.md,
+   * "Ranks: the activation path"). Made at start.
+   */
+  subscriber: () => Redis;
   prefix: string;
   gatewayId: string;
   log: Logger;
@@ -50,6 +56,10 @@ export class PipelineBus {
   private readonly keys: RedisKeys;
   private readonly channel: string;
   private handlers: PipelineBusHandlers | null = null;
+  private subscriber: Redis | null = null;
+  /** Acks not sent yet, by instance and lease: one message per lease per event-loop turn, not per frame. */
+  private readonly acks = new Map<string, Map<string, number>>();
+  private acking = false;
   private readonly listener = (channel: Buffer, message: Buffer) => {
     if (channel.toString() === this.channel) this.received(message);
   };
@@ -61,13 +71,17 @@ export class PipelineBus {
 
   async start(handlers: PipelineBusHandlers): Promise<void> {
     this.handlers = handlers;
-    this.opts.subscriber.on('messageBuffer', this.listener);
-    await this.opts.subscriber.subscribe(this.channel);
+    this.subscriber = this.opts.subscriber();
+    this.subscriber.on('messageBuffer', this.listener);
+    await this.subscriber.subscribe(this.channel);
   }
 
   async stop(): Promise<void> {
-    this.opts.subscriber.off('messageBuffer', this.listener);
-    await this.opts.subscriber.unsubscribe(this.channel).catch(() => {});
+    const sub = this.subscriber;
+    this.subscriber = null;
+    if (!sub) return;
+    sub.off('messageBuffer', this.listener);
+    await sub.quit().catch(() => sub.disconnect());
   }
 
   /** Sends a pipeline frame (its header the receiver's) to the instance holding the receiving rank. */
@@ -75,11 +89,25 @@ export class PipelineBus {
     this.publish(to, Buffer.concat([this.head(FRAME), frame]));
   }
 
+  /** Acknowledges bytes written to `leaseId`'s worker; the acks of one turn go as one message per lease. */
   ack(to: string, leaseId: string, bytes: number): void {
-    const body = Buffer.allocUnsafe(20);
-    body.write(leaseId.slice(4), 0, 16, 'hex');
-    body.writeUInt32LE(bytes, 16);
-    this.publish(to, Buffer.concat([this.head(ACK), body]));
+    let byLease = this.acks.get(to);
+    if (!byLease) this.acks.set(to, (byLease = new Map()));
+    byLease.set(leaseId, (byLease.get(leaseId) ?? 0) + bytes);
+    if (this.acking) return;
+    this.acking = true;
+    setImmediate(() => {
+      this.acking = false;
+      for (const [gw, leases] of this.acks) {
+        for (const [id, n] of leases) {
+          const body = Buffer.allocUnsafe(20);
+          body.write(id.slice(4), 0, 16, 'hex');
+          body.writeUInt32LE(n, 16);
+          this.publish(gw, Buffer.concat([this.head(ACK), body]));
+        }
+      }
+      this.acks.clear();
+    });
   }
 
   control(to: string, message: PipelineControl): void {

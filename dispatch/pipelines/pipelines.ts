@@ -64,7 +64,7 @@ export class Pipelines {
     settle: PipelineRegistryContext,
   ) {
     const { log, gatewayId } = opts;
-    this.bus = new PipelineBus({ redis: opts.redis, subscriber: opts.subscriber, prefix: opts.prefix, gatewayId, log });
+    this.bus = new PipelineBus({ redis: opts.redis, subscriber: () => opts.subscriber.duplicate(), prefix: opts.prefix, gatewayId, log });
     this.seats = new RankSeats({
       redis: opts.redis,
       prefix: opts.prefix,
