@@ -25,8 +25,8 @@ export interface FrameRouterOptions {
  * Carries a pipeline's activation frames from rank to rank (docs/ranks.md, "The activation
  * path"): a frame from rank i goes to rank i+1 (the last rank's back to rank 0) with its header
  * rewritten for the receiver, straight to its socket when the receiver is on this instance,
- * through the receiver's instance otherwise (`PipelineBus`). The payload is never copied or
- * parsed.
+ * through the receiver's instance otherwise (`PipelineBus`, which copies it once into its pub/sub
+ * message). The router never copies or parses the payload.
  *
  * Back-pressure: per receiving rank, the bytes handed to its socket (or sent to its instance) and
  * not yet written out are counted; past `bufferBytes` the sender's socket stops being read (TCP
