@@ -214,7 +214,9 @@ export class LeaseSettlement {
       if (!this.opts.receipts) throw new AttestationError('malformed', 'this gateway cannot check receipts');
       const evidence = lease.worker.attestation?.evidence() ?? [];
       const urls = output?.urls ?? [];
-      const checked = await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls, receipt });
+      // A ranked run's receipt is its last rank's, naming the worker of every rank (members are by rank).
+      const ranks = lease.rank?.pipeline.members.map((m) => m.workerId);
+      const checked = await this.opts.receipts.check({ run, leaseId: lease.id, workerId: lease.worker.info.worker_id, evidence, urls, receipt, ...(ranks && { ranks }) });
       return { attestation: checked.attestation, artifacts: new Map(urls.map((url, i) => [url, checked.artifacts[i]])) };
     } catch (err) {
       // The datastore failing is no verdict on the receipt: the worker sends its report again.

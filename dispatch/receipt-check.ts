@@ -7,8 +7,11 @@ import { AttestationError, inputDigest, verifyReceipt } from '../sdk/attestation
 import type { JobAttestation } from '../sdk/client/verify-attestation.js';
 import { parseArtifactUrl } from '../sdk/protocol/index.js';
 
-/** A private run's `attestation` once its receipt checked out: what the client library verifies (docs/confidentiality.md, "Receipts"). */
-export type RunAttestation = Required<JobAttestation>;
+/**
+ * A private run's `attestation` once its receipt checked out: what the client library verifies
+ * (docs/confidentiality.md, "Receipts"). `ranks` only for a ranked run.
+ */
+export type RunAttestation = Required<Omit<JobAttestation, 'ranks'>> & Pick<JobAttestation, 'ranks'>;
 
 /** A receipt that checked out: the run's attestation, and the records of its artifacts as read for the check. */
 export interface CheckedReceipt {
@@ -30,6 +33,8 @@ export interface ReceiptToCheck {
   evidence: WorkerAttestation[];
   urls: string[];
   receipt: string | undefined;
+  /** A rank lease's (the last rank's): the pipeline's worker ids by rank, which its receipt must sign. Absent for a whole lease. */
+  ranks?: string[];
 }
 
 /** How far a receipt's `iat` may be from the gateway's clock. */
@@ -58,8 +63,9 @@ async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<string> {
  * nothing the worker says about its output: the receipt must verify with the receipt key the
  * worker's evidence binds, be signed while that evidence held, name this run, worker and kind,
  * hash the input as stored, sign the sha256 of every input file as staged, and sign exactly the artifacts of `output.urls`, each uploaded
- * under this lease, hashed here from the bytes in storage. Throws `AttestationError` naming
- * the first failed check.
+ * under this lease, hashed here from the bytes in storage. A rank lease's receipt (the last
+ * rank's) must also name the worker of each rank of its pipeline, and a whole lease's none.
+ * Throws `AttestationError` naming the first failed check.
  */
 export class ReceiptChecker {
   constructor(private readonly opts: ReceiptCheckerOptions) {}
@@ -78,6 +84,7 @@ export class ReceiptChecker {
       input_sha256: await inputDigest(c.run.input, inputFiles),
       input_files: inputFiles,
       artifact_sha256s: artifacts.map((a) => a.sha256),
+      ranks: c.ranks ?? null,
     });
     const named = (list: Array<{ name: string; sha256: string }>) => list.map((a) => `${a.sha256} ${a.name}`).sort().join('\n');
     if (!Array.isArray(claims.artifacts) || named(claims.artifacts) !== named(artifacts)) {
@@ -90,6 +97,7 @@ export class ReceiptChecker {
     // then: the current one, or the one a refresh replaced after the worker signed.
     const evidence = c.evidence.find((e) => heldAt(e, claims.iat));
     if (!evidence) throw new AttestationError('expired', "none of the worker's evidence was valid when the receipt was signed");
+    const evidenceUrl = (workerId: string) => `${this.opts.publicUrl()}/v1/attestation/workers/${workerId}`;
     const attestation: RunAttestation = {
       tier: 'private',
       worker_id: c.workerId,
@@ -97,8 +105,9 @@ export class ReceiptChecker {
       receipt_key: evidence.receipt_key,
       evidence: evidence.evidence,
       receipt: c.receipt,
-      evidence_url: `${this.opts.publicUrl()}/v1/attestation/workers/${c.workerId}`,
+      evidence_url: evidenceUrl(c.workerId),
       verified_at: new Date(now).toISOString(),
+      ...(c.ranks && { ranks: c.ranks.map((workerId, rank) => ({ rank, worker_id: workerId, evidence_url: evidenceUrl(workerId) })) }),
     };
     return { attestation, artifacts };
   }

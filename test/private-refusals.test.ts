@@ -196,6 +196,10 @@ describe('private tier refusals at the gateway', function () {
         const { artifacts } = await good(lease);
         return { urls: ['https://cdn.example/out.png'], receipt: await receiptFor(keys, lease, worker.workerId, artifacts) };
       }, /artifact_mismatch/],
+      ['a receipt of a whole lease that names pipeline ranks', async ({ lease, worker, keys, other }) => {
+        const { url, artifacts } = await good(lease);
+        return { urls: [url], receipt: await receiptFor(keys, lease, worker.workerId, artifacts, { ranks: [other.worker.workerId, worker.workerId] }) };
+      }, /receipt_mismatch.*not leased as a pipeline/],
       ['a receipt whose payload is JSON null', async ({ lease, keys }) => {
         const { url } = await good(lease);
         return { urls: [url], receipt: await signReceipt(keys.privateKey, null as never) };

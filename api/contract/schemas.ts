@@ -1,6 +1,7 @@
 import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
+import { jobAttestation } from './attestation-schemas.js';
 import { rankFields, waitingRanks } from './rank-schemas.js';
 
 /**
@@ -120,7 +121,7 @@ export const job = {
       required: ['code', 'message', 'retryable'],
       properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
     }),
-    attestation: nullable({ type: 'object', additionalProperties: true }),
+    attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
   },
 } as const;
 

@@ -199,9 +199,16 @@ export class PipelineFormer {
     if (run.cancel_requested_at) this.opts.registry.cancelLocal(run.run_id);
   }
 
-  /** Each rank's lease frame; only rank 0's carries the input. */
+  /**
+   * Each rank's lease frame; only rank 0's carries the input and its files. For a private run
+   * every rank's carries the input's hash (and its files' hashes): the last rank, which signs the
+   * receipt, never sees the input, so it signs the hash the gateway gives it, which the caller
+   * checks against the input they sent.
+   */
   private async leaseFrames(p: Pipeline, run: RunRecord): Promise<Array<{ frame: LeaseFrame; uploadHash: string }>> {
-    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input, inputFileHashes(run)) : undefined;
+    const fileHashes = inputFileHashes(run);
+    const inputSha256 = run.confidentiality === 'private' ? await inputDigest(run.input, fileHashes) : undefined;
+    const signed = inputSha256 ? { input_sha256: inputSha256, ...(Object.keys(fileHashes).length > 0 && { input_files: fileHashes }) } : {};
     const workers = p.members.map((m) => m.workerId);
     return p.members.map((m) => {
       const uploadToken = randomBytes(32).toString('base64url');
@@ -215,7 +222,7 @@ export class PipelineFormer {
         tier: p.tier,
         attempt: p.fence,
         input: first ? run.input : {},
-        ...(first && inputSha256 ? { input_sha256: inputSha256 } : {}),
+        ...signed,
         upload_token: uploadToken,
         upload_url: leaseUploadUrl(this.opts.publicUrl(), m.leaseId),
         ...(first && Object.keys(run.input_files ?? {}).length > 0 && { files: this.opts.scheduler.leaseFiles(run, m.leaseId) }),

@@ -23,6 +23,12 @@ export interface JobAttestation {
   receipt: string;
   evidence_url?: string;
   verified_at?: string;
+  /**
+   * A ranked run's: the worker of each rank of its pipeline, by rank, the last being `worker_id`
+   * (which signed the receipt). Only the last rank signs; each rank's evidence is at its
+   * `evidence_url` while that worker is connected. Absent for a run leased whole.
+   */
+  ranks?: Array<{ rank: number; worker_id: string; evidence_url?: string }>;
 }
 
 export interface VerifyAttestationOptions {
@@ -58,7 +64,8 @@ export interface VerifiedAttestation {
  * and matching measurements, as of the moment the receipt was signed; the receipt verifies
  * with that key and names this run, this kind and this worker; every artifact downloaded now
  * hashes to what the receipt signs; and, given `input`, the input hashes to it too, each of
- * its files by the bytes you sent.
+ * its files by the bytes you sent. For a ranked run, the receipt names exactly the workers of
+ * `ranks`, rank by rank, and the last of them signed it; a run leased whole names no ranks.
  *
  * @throws AttestationError naming the first failed check.
  */
@@ -69,6 +76,7 @@ export async function verifyAttestation(job: Job, opts: VerifyAttestationOptions
   if (typeof att.receipt !== 'string' || typeof att.nonce !== 'string' || !att.receipt_key || !att.evidence) {
     throw new AttestationError('malformed', 'the attestation lacks its receipt, nonce, receipt key or evidence');
   }
+  const ranks = att.ranks === undefined ? null : rankWorkers(att);
   const keys = typeof opts.jwks === 'string' || opts.jwks instanceof URL ? createRemoteJWKSet(new URL(opts.jwks)) : createLocalJWKSet(opts.jwks);
   let signedAt: Date;
   let signedFiles: string[] = [];
@@ -105,6 +113,20 @@ export async function verifyAttestation(job: Job, opts: VerifyAttestationOptions
     input_sha256: opts.input === undefined ? undefined : await inputDigest(opts.input, inputFiles),
     input_files: inputFiles,
     artifact_sha256s: artifacts.map((a) => a.sha256),
+    ranks,
   });
   return { receipt, evidence, artifacts };
+}
+
+/** A ranked attestation's workers by rank: a list of two or more, numbered 0, 1, 2..., the last the signer. */
+function rankWorkers(att: JobAttestation): string[] {
+  const list: unknown = att.ranks;
+  if (!Array.isArray(list) || list.length < 2) throw new AttestationError('malformed', "the attestation's ranks must list the pipeline's ranks");
+  const workers = list.map((r: unknown, i) => {
+    const { rank, worker_id } = (r ?? {}) as { rank?: unknown; worker_id?: unknown };
+    if (rank !== i || typeof worker_id !== 'string') throw new AttestationError('malformed', `the attestation's ranks[${i}] must be {rank: ${i}, worker_id}`);
+    return worker_id;
+  });
+  if (workers.at(-1) !== att.worker_id) throw new AttestationError('receipt_mismatch', `the last rank's worker is ${JSON.stringify(workers.at(-1))}, but ${JSON.stringify(att.worker_id)} signed the receipt: the last rank signs a ranked run's receipt`);
+  return workers;
 }

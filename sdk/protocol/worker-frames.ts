@@ -201,9 +201,16 @@ export interface LeaseInfo extends LeaseRef {
   input: Record<string, unknown>;
   /**
    * Private leases: the gateway's hash of the input, each file field as `sha256:<hex>` of its
-   * bytes (the receipt signs the worker's own hash of `input` and `files`).
+   * bytes (the receipt signs the worker's own hash of `input` and `files`). Every rank lease of
+   * a private pipeline carries it, though only rank 0 is given the input: the last rank signs it
+   * as given (docs/confidentiality.md, "Ranked private runs").
    */
   input_sha256?: string;
+  /**
+   * Rank leases of a private pipeline whose input has files: the sha256 (hex) of each file by
+   * field, which the last rank signs as `input_files`. The bytes (`files`) go to rank 0 only.
+   */
+  input_files?: Record<string, string>;
   upload_url: string;
   upload_token: string;
   /** The input's files, by the name of the input field that holds each (kinds' file fields are top-level). */
@@ -225,7 +232,7 @@ export interface LeaseRank {
   pipeline_id: string;
   /** The model the pipeline runs (rank 0 also finds it in `input.model`). */
   model: string;
-  /** The worker id holding each rank, by index: a private pipeline's last rank names them in its receipt. */
+  /** The worker id holding each rank, by index: a private pipeline's last rank signs them as its receipt's `ranks`. */
   workers: string[];
 }
 

@@ -17,8 +17,12 @@ export interface WorkerAttestationOptions {
   evidence: (eatNonce: string) => Promise<Evidence>;
 }
 
-/** The fields of a receipt the worker knows once its handler and uploads are done. */
-export type ReceiptSubject = Omit<ReceiptClaims, 'input_sha256' | 'iat'> & { input: unknown };
+/**
+ * The fields of a receipt the worker knows once its handler and uploads are done: the input it
+ * was leased, hashed when signing, or for a rank lease (whose rank never saw the input) the
+ * hash the gateway gave with the lease.
+ */
+export type ReceiptSubject = Omit<ReceiptClaims, 'input_sha256' | 'iat'> & ({ input: unknown } | { input_sha256: string });
 
 function isP384(key: webcrypto.CryptoKey | undefined): boolean {
   const alg = key?.algorithm as webcrypto.EcKeyAlgorithm | undefined;
@@ -52,8 +56,9 @@ export class ReceiptSigner {
 
   /** Signs a receipt over the input and its files as leased and the artifacts as uploaded, now. */
   async sign(subject: ReceiptSubject): Promise<string> {
-    const { input, ...rest } = subject;
-    const claims: ReceiptClaims = { ...rest, input_sha256: await inputDigest(input, rest.input_files), iat: Math.floor(Date.now() / 1000) };
+    const { input, input_sha256, ...rest } = subject as Omit<ReceiptClaims, 'input_sha256' | 'iat'> & { input?: unknown; input_sha256?: string };
+    const digest = 'input_sha256' in subject ? input_sha256! : await inputDigest(input, rest.input_files);
+    const claims: ReceiptClaims = { ...rest, input_sha256: digest, iat: Math.floor(Date.now() / 1000) };
     return signReceipt((await this.load()).pair.privateKey, claims);
   }
 

@@ -109,6 +109,7 @@ export function parseLease(frame: Record<string, unknown>): LeaseInfo | null {
     attempt: typeof f.attempt === 'number' ? f.attempt : f.fence,
     input: isRecord(f.input) ? f.input : {},
     ...(typeof f.input_sha256 === 'string' ? { input_sha256: f.input_sha256 } : {}),
+    ...(isRecord(f.input_files) ? { input_files: Object.fromEntries(Object.entries(f.input_files).map(([field, h]) => [field, String(h)])) } : {}),
     upload_url: f.upload_url,
     upload_token: f.upload_token,
     ...(isRecord(f.files) ? { files: parseFiles(f.files, f.upload_url) } : {}),

@@ -57,20 +57,26 @@ export class WorkerAttestation {
     );
   }
 
-  /** A private lease's receipt, over its input and input files as leased and its artifacts as uploaded. */
+  /**
+   * A private lease's receipt, over its input and input files as leased and its artifacts as
+   * uploaded. A rank lease's (only the last rank completes with one) signs the input's hashes as
+   * the lease gave them, since its rank never saw the input, and names the worker of each rank.
+   */
   async signReceipt(lease: LeaseState, artifacts: ReceiptSubject['artifacts']): Promise<string> {
     const { info } = lease;
     const files = Object.entries(info.files ?? {});
-    lease.receiptSubject = {
+    // The lease's own hashes: a file the handler fetched was checked against them on arrival.
+    const inputFiles = info.rank ? info.input_files : files.length > 0 ? Object.fromEntries(files.map(([field, f]) => [field, f.sha256])) : undefined;
+    const common = {
       run_id: info.run_id,
       worker_id: this.ctx.workerId() ?? '',
       kind: info.kind,
-      input: info.input,
-      // The lease's own hashes: a file the handler fetched was checked against them on arrival.
-      ...(files.length > 0 && { input_files: Object.fromEntries(files.map(([field, f]) => [field, f.sha256])) }),
+      ...(inputFiles && Object.keys(inputFiles).length > 0 && { input_files: inputFiles }),
       artifacts,
     };
     try {
+      if (info.rank && info.input_sha256 === undefined) throw new Error('the rank lease carries no input_sha256 to sign: the last rank never sees the input, so it signs the hash the gateway gives every rank of a private pipeline');
+      lease.receiptSubject = info.rank ? { ...common, input_sha256: info.input_sha256!, ranks: info.rank.workers } : { ...common, input: info.input };
       return await this.signer!.sign(lease.receiptSubject);
     } catch (err) {
       throw Object.assign(new Error(`could not sign the receipt: ${(err as Error).message}`), { code: 'receipt_failed', retryable: true });

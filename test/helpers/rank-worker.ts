@@ -27,6 +27,12 @@ export interface RankWorkerOptions {
   auto?: boolean;
   /** Stops answering after this many incoming frames of a lease (a rank stuck mid-job). */
   stallAfter?: number;
+  /** More fields of `register` (a private worker's `receipt_key`). */
+  register?: Record<string, unknown>;
+  /** A private worker's evidence for each `attest` nonce. */
+  attest?: (nonce: string) => Promise<unknown>;
+  /** The receipt the last rank completes with (a private run's), given its lease and worker id. */
+  receipt?: (lease: Frame, workerId: string) => Promise<string>;
 }
 
 /**
@@ -70,6 +76,7 @@ export class RankWorker {
       tier: this.opts.tier ?? 'open',
       slots: this.opts.slots ?? 1,
       models: { [this.kind]: [{ id: this.opts.model ?? 'demo-ranked-llm', rank: { index, count } }] },
+      ...this.opts.register,
     });
     const answer = await this.next((f) => f.type === 'registered' || f.type === 'error');
     if (answer.type === 'error') throw Object.assign(new Error(answer.message), { frame: answer });
@@ -133,6 +140,9 @@ export class RankWorker {
 
   private text(frame: Frame): void {
     this.json.push(frame);
+    if (frame.type === 'attest' && this.opts.attest) {
+      void this.opts.attest(frame.nonce).then((evidence) => this.send({ type: 'attestation', nonce: frame.nonce, evidence }));
+    }
     if (frame.type === 'lease') {
       this.held.set(frame.lease_id, { lease: frame, seq: 0, received: [], ended: false, over: false });
       if (this.opts.auto !== false) this.started(frame.lease_id);
@@ -193,7 +203,9 @@ export class RankWorker {
     }
     // The last rank saw every token it sampled: the text is theirs, stop or length by the last.
     const sampled = this.sampled(held);
-    void this.report(leaseId, { type: 'complete', output: { urls: [], text: detokenize(sampled), finish_reason: sampled.at(-1) === END_TOKEN ? 'stop' : 'length', model: 'demo-ranked-llm' } });
+    const output = { urls: [], text: detokenize(sampled), finish_reason: sampled.at(-1) === END_TOKEN ? 'stop' : 'length', model: 'demo-ranked-llm' };
+    if (!this.opts.receipt) return void this.report(leaseId, { type: 'complete', output });
+    void this.opts.receipt(held.lease, this.workerId).then((receipt) => this.report(leaseId, { type: 'complete', output, receipt }));
   }
 
   /** The tokens the last rank sampled: its stage run again over what it received (cheap, and keeps no extra state). */

@@ -101,7 +101,12 @@ export async function verifyCommand(argv: string[], env: NodeJS.ProcessEnv = pro
     if (opts.json) io.stdout.write(`${JSON.stringify(verified)}\n`);
     else {
       const gpus = verified.evidence.gpus.map((g) => `${g.name} (driver ${g.driverVersion}, VBIOS ${g.vbiosVersion})`).join(', ');
-      io.stdout.write(`verified: ${runId} ran on attested worker ${verified.receipt.worker_id} [${gpus}]; ${verified.artifacts.length} artifact(s) match the receipt${input === undefined ? '' : ', and so does the input'}\n`);
+      // A ranked run: the signer is its last rank, and it names the others, whose evidence it does not carry.
+      const ranks = verified.receipt.ranks;
+      const ran = ranks
+        ? `ran in ${ranks.length} ranks on workers ${ranks.join(', ')}; its last rank, attested worker ${verified.receipt.worker_id} [${gpus}], signed the receipt`
+        : `ran on attested worker ${verified.receipt.worker_id} [${gpus}]`;
+      io.stdout.write(`verified: ${runId} ${ran}; ${verified.artifacts.length} artifact(s) match the receipt${input === undefined ? '' : ', and so does the input'}\n`);
     }
     return 0;
   } catch (err) {
