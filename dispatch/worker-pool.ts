@@ -168,10 +168,16 @@ export class WorkerPool {
  * kinds, the kind's default queue (jobs naming no model) and then the queue of each model it
  * serves whole. The scheduler walks each tier's list round-robin, so kinds and models take turns.
  * A model it serves one rank of is not among them: a rank worker never runs a job whole, only
- * its rank of a pipeline (docs/ranks.md).
+ * its rank of a pipeline (docs/ranks.md). Nor is the kind's queue when every model it lists for
+ * the kind is a rank: it has nothing whole to run a job naming no model with.
  */
 export function tierQueues(kinds: readonly string[], models: WorkerModels, tier: Tier): string[] {
-  return kinds.flatMap((kind) => [queueName(kind, tier), ...(models[kind] ?? []).filter((m) => !m.rank).map((m) => queueName(kind, tier, m.id))]);
+  return kinds.flatMap((kind) => {
+    const listed = models[kind] ?? [];
+    const whole = listed.filter((m) => !m.rank);
+    const onlyRanks = listed.length > 0 && whole.length === 0;
+    return [...(onlyRanks ? [] : [queueName(kind, tier)]), ...whole.map((m) => queueName(kind, tier, m.id))];
+  });
 }
 
 /** Sets the worker's queues and per-queue limits from its kinds, tiers and models. */

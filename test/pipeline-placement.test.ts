@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { generateWhole } from '../sdk/engines/demo/ranked-llm.js';
+import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { RankWorker } from './helpers/rank-worker.js';
 
@@ -99,5 +101,30 @@ describe('pipeline placement: a pipeline forms from exactly the workers the plac
     assert.deepEqual(o1.leases()[0].input, {}, 'the open middle rank never sees the input');
     assert.equal(t0.leases()[0].input.prompt, 'hello world');
     assert.equal(t2.leases().length, 1);
+  });
+
+  it('a job waiting for a pipeline holds up no job of another model or kind, on the same workers', async () => {
+    await declare('pipe-hol', {});
+    const r0 = await rank('pipe-hol', 0);
+    const ranked = await submit('pipe-hol');
+    // A worker of the same kind and another, serving whole models: their jobs come after the ranked one.
+    const whole = new SwitchyardWorker({ gateway: gw.url, token: open, kinds: [LLM, 'inference:image:generate'], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
+    await whole.start();
+    try {
+      const llm = await gw.submit(key, { kind: LLM, input: { prompt: 'hi' } });
+      const image = await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'a lighthouse' } });
+      for (const res of [llm, image]) {
+        assert.equal(res.status, 202, res.text);
+        const done = await finished(res.body.run_id).catch(async (err) => assert.fail(`${err.message}: ${JSON.stringify(await job(res.body.run_id))}`));
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      }
+      const waiting = await job(ranked);
+      assert.equal(waiting.status, 'queued');
+      assert.equal(waiting.waiting_reason, 'no_worker_for_rank');
+      assert.deepEqual(waiting.waiting_ranks, [1, 2]);
+      assert.equal(r0.leases().length, 0, 'rank 0 holds no slot while ranks 1 and 2 are missing');
+    } finally {
+      await whole.stop({ timeoutMs: 0 });
+    }
   });
 });
