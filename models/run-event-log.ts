@@ -66,6 +66,15 @@ export class RunEventLog {
     return rows.map(toEvent);
   }
 
+  /**
+   * The events after the cursor `cursor` of the run (a webhook's: docs/webhooks.md), at most
+   * `count`, the cursor moved past them in the same step; `from` is where the cursor was.
+   */
+  async claim(runId: string, cursor: string, count: number): Promise<{ from: number; events: LoggedRunEvent[] }> {
+    const [from, ...rows] = await redisScripts.run(this.opts.redis, 'claimWebhookEvents', [this.key(runId), this.keys.webhookCursor(runId, cursor)], [count, this.opts.ttlMs]);
+    return { from: Number(from), events: rows.map(toEvent) };
+  }
+
   /** The newest event, or null when the run has none (or they have expired). */
   async last(runId: string): Promise<LoggedRunEvent | null> {
     const rows = (await this.opts.redis.xrevrange(this.key(runId), '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;

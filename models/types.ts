@@ -74,7 +74,7 @@ export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(
 export type Settlement = 'reserved' | 'charged' | 'released';
 
 /** Moments of a run that its webhook can be told about (Replicate's `webhook_events_filter` names). */
-export const WEBHOOK_EVENTS = ['start', 'completed'] as const;
+export const WEBHOOK_EVENTS = ['start', 'output', 'logs', 'completed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** An account's webhook signing secret, `whsec_` followed by base64 of random bytes (Standard Webhooks). */

@@ -20,8 +20,20 @@ export interface WebhookJobData {
   url: string;
   /** The Standard Webhooks message id, the same on every attempt (receivers dedupe on it). */
   webhook_id: string;
-  /** The body, snapshotted when the moment happened: the job object then, never artifact bytes. */
-  payload: { type: string; timestamp: string; data: Record<string, unknown> };
+  /**
+   * The body, snapshotted when the moment happened: the job object then, never artifact bytes.
+   * Absent for an `output` or `logs` delivery until its first attempt builds it from what the
+   * run logged since the last one (then kept, so every attempt sends the same body).
+   */
+  payload?: WebhookPayload;
+}
+
+export interface WebhookPayload {
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+  /** `output` and `logs`: what the run logged since the event's last delivery. */
+  delta?: Record<string, unknown>;
 }
 
 export interface WebhookQueueOptions {
@@ -56,9 +68,13 @@ export class WebhookQueue {
     this.queue.on('error', () => {});
   }
 
-  /** Queues a delivery once per run and event: the job id names both (BullMQ ids cannot hold ':'). */
-  async add(data: WebhookJobData): Promise<void> {
-    await this.queue.add(data.event, data, { jobId: `${data.run_id}-${data.event}` });
+  /**
+   * Queues a delivery once per run and event: the job id names both (BullMQ ids cannot hold ':');
+   * `window` (output and logs) makes it once per run, event and window, sent at `delayMs`.
+   */
+  async add(data: WebhookJobData, window?: { index: number; delayMs: number }): Promise<void> {
+    const jobId = window ? `${data.run_id}-${data.event}-${window.index}` : `${data.run_id}-${data.event}`;
+    await this.queue.add(data.event, data, { jobId, ...(window ? { delay: Math.max(0, window.delayMs) } : {}) });
   }
 
   /** Delay before the attempt that follows failed attempt `attempt` (1-based). */

@@ -27,8 +27,11 @@ export function buildOutbound(core: Core, toolKey: ToolSecretKey): Outbound {
     outbound: guard,
     log,
     metrics: core.metrics,
+    runs: core.runs,
+    eventLog: core.eventLog,
   });
   core.runs.onStatusChange(webhooks.statusChanged);
+  core.events.onReported(webhooks.reported);
   const tools = new ToolService({ store: core.stores.tools, outbound: guard, secretKey: toolKey.key, metrics: core.metrics });
   return { guard, webhookQueue, webhooks, tools };
 }

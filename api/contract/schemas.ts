@@ -58,14 +58,14 @@ export const submitJobBody = {
       // dev-local port under `npm run dev --allow-local`.
       pattern: '^https?://',
       maxLength: 2048,
-      description: 'HTTPS URL POSTed a signed job object when the job ends (and starts, if `webhook_events_filter` asks); see docs/webhooks.md.',
+      description: 'HTTPS URL POSTed a signed job object when the job ends (and when it starts, streams output or logs lines, if `webhook_events_filter` asks); see docs/webhooks.md.',
     },
     webhook_events_filter: {
       type: 'array',
       items: { enum: [...WEBHOOK_EVENTS] },
       minItems: 1,
       uniqueItems: true,
-      description: 'Which moments reach `webhook`: `start`, `completed`. Default `["completed"]`; needs `webhook`.',
+      description: 'Which moments reach `webhook`: `start`, `output` and `logs` (at most one delivery per run every 500 ms each, carrying everything since the last), `completed`. Default `["completed"]`; needs `webhook`.',
     },
   },
   dependentRequired: { webhook_events_filter: ['webhook'] },

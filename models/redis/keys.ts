@@ -98,6 +98,8 @@ export class RedisKeys {
   runEventLog = (runId: string) => `${this.prefix}:evlog:${runId}`;
   /** The last event number a run's log used (same lifetime as the log). */
   runEventSeq = (runId: string) => `${this.prefix}:evseq:${runId}`;
+  /** The last event of a run's log its `output` or `logs` webhook has carried (docs/webhooks.md). */
+  webhookCursor = (runId: string, event: string) => `${this.prefix}:whcur:${runId}:${event}`;
   /** Protocol 4: the highest output `seq` logged per lease of a run (same lifetime as the log). */
   runDeltaSeq = (runId: string) => `${this.prefix}:evdseq:${runId}`;
 }

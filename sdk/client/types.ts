@@ -216,7 +216,7 @@ export interface Capacity {
   updated_at: string;
 }
 
-export type WebhookEvent = 'start' | 'completed';
+export type WebhookEvent = 'start' | 'output' | 'logs' | 'completed';
 
 /**
  * What became of one attempt: `delivered` (2xx), `retrying` (failed, another attempt is

@@ -121,7 +121,7 @@ type SubmitRequest struct {
 	Class string `json:"class,omitempty"`
 	// Webhook is an https URL to notify.
 	Webhook string `json:"webhook,omitempty"`
-	// WebhookEventsFilter is a subset of "start" and "completed".
+	// WebhookEventsFilter is a subset of "start", "output", "logs" and "completed".
 	WebhookEventsFilter []string `json:"webhook_events_filter,omitempty"`
 }
 

@@ -19,6 +19,7 @@ const RETRIES = 6;
  */
 export class RunEventWriter {
   private readonly queue: RunAppendQueue;
+  private reported: ((runId: string, event: 'output' | 'logs') => void) | null = null;
 
   constructor(
     log: RunEventLog,
@@ -26,6 +27,11 @@ export class RunEventWriter {
     retryDelaysMs?: readonly number[],
   ) {
     this.queue = new RunAppendQueue(log, retryDelaysMs);
+  }
+
+  /** Told of each delta and log line once logged (the `output` and `logs` webhooks). */
+  onReported(listener: (runId: string, event: 'output' | 'logs') => void): void {
+    this.reported = listener;
   }
 
   /** Resolves once every event of the run handed over so far is logged (or refused). */
@@ -44,7 +50,7 @@ export class RunEventWriter {
   }
 
   logLine(runId: string, line: string): Promise<void> {
-    return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }]);
+    return this.appendReported(runId, [{ event: 'log', data: { line, ts: new Date().toISOString() } }], 'logs');
   }
 
   /**
@@ -52,12 +58,13 @@ export class RunEventWriter {
    * logged, or skipped as a copy of one already logged (`guard`: the worker's number for it).
    */
   output(runId: string, delta: string, guard?: DeltaGuard): Promise<void> {
-    return this.appendReported(runId, [guard ? { event: 'output', data: { delta }, guard } : { event: 'output', data: { delta } }]);
+    return this.appendReported(runId, [guard ? { event: 'output', data: { delta }, guard } : { event: 'output', data: { delta } }], 'output');
   }
 
-  private async appendReported(runId: string, events: NewRunEvent[]): Promise<void> {
+  private async appendReported(runId: string, events: NewRunEvent[], kind: 'output' | 'logs'): Promise<void> {
     try {
       await this.queue.append(runId, events);
+      this.reported?.(runId, kind);
     } catch (err) {
       if (isDatastoreUnavailable(err)) throw err;
       this.logger.warn({ err, runId }, 'could not log a run event');

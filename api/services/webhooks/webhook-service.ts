@@ -1,7 +1,8 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { ApiError } from '../../../models/errors.js';
-import type { AccountStore } from '../../../models/stores.js';
+import type { AccountStore, RunStore } from '../../../models/stores.js';
+import type { RunEventLog } from '../../../models/run-event-log.js';
 import { isTerminal, type RunRecord, type WebhookEvent, type WebhookSecret } from '../../../models/types.js';
 import type { WebhookJobData, WebhookQueue } from '../../../queues/webhook-queue.js';
 import { OutboundError, type SsrfGuard } from '../outbound/ssrf-guard.js';
@@ -10,10 +11,11 @@ import type { WebhookAttempt, WebhookOutcome } from '../../../sdk/client/types.j
 import type { WebhookAttemptLog } from './attempt-log.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { mintWebhookSecret, signWebhook } from './signing.js';
+import { StreamWebhooks, type StreamEvent } from './stream-webhooks.js';
 
 export const WEBHOOK_USER_AGENT = 'Switchyard-Webhooks/1';
 
-const EVENT_TYPES: Record<WebhookEvent, string> = { start: 'job.started', completed: 'job.completed' };
+const EVENT_TYPES: Record<'start' | 'completed', string> = { start: 'job.started', completed: 'job.completed' };
 
 export interface WebhookServiceOptions {
   queue: WebhookQueue;
@@ -23,6 +25,11 @@ export interface WebhookServiceOptions {
   log: Logger;
   /** Counts attempts by outcome. */
   metrics?: Pick<GatewayMetrics, 'webhookAttempt'>;
+  /** `output` and `logs`: the run's webhook settings, and what it logged since the last delivery. */
+  runs: Pick<RunStore, 'get'>;
+  eventLog: Pick<RunEventLog, 'claim'>;
+  /** `output` and `logs` are delivered at most once per run per this. @defaultValue 500 */
+  streamWindowMs?: number;
 }
 
 /**
@@ -31,15 +38,23 @@ export interface WebhookServiceOptions {
  * account's secret, every attempt logged for `GET /v1/jobs/{run_id}/webhooks`. docs/webhooks.md.
  */
 export class WebhookService {
-  constructor(private readonly opts: WebhookServiceOptions) {}
+  private readonly stream: StreamWebhooks;
+
+  constructor(private readonly opts: WebhookServiceOptions) {
+    this.stream = new StreamWebhooks({ queue: opts.queue, runs: opts.runs, eventLog: opts.eventLog, windowMs: opts.streamWindowMs, log: opts.log });
+  }
+
+  /** A worker's report of a run (streamed text, a log line): its `output` or `logs` webhook, coalesced. */
+  readonly reported = (runId: string, event: StreamEvent): void => this.stream.reported(runId, event);
 
   /**
    * The status-change hook: queues the delivery this change calls for, at most once per run
    * and event. Never throws (the change has happened); a failed enqueue is logged.
    */
   readonly statusChanged = async (run: RunRecord): Promise<void> => {
+    this.stream.statusChanged(run);
     if (!run.webhook) return;
-    const event: WebhookEvent | null = run.status === 'running' ? 'start' : isTerminal(run.status) ? 'completed' : null;
+    const event: 'start' | 'completed' | null = run.status === 'running' ? 'start' : isTerminal(run.status) ? 'completed' : null;
     if (!event || !run.webhook_events_filter.includes(event)) return;
     const data: WebhookJobData = {
       run_id: run.run_id,
@@ -76,7 +91,14 @@ export class WebhookService {
    * attempt, and the throw makes BullMQ retry it on the schedule; a 410 Gone stops the retries.
    */
   readonly deliver = async (job: Job<WebhookJobData>): Promise<void> => {
-    const d = job.data;
+    let d = job.data;
+    if (!d.payload) {
+      // An `output` or `logs` delivery: built now, kept for its retries; nothing new, nothing sent.
+      const payload = await this.stream.build(d);
+      if (!payload) return;
+      d = { ...d, payload };
+      await job.updateData(d);
+    }
     const attempt = job.attemptsMade + 1;
     const started = Date.now();
     let status: number | null = null;

@@ -10,6 +10,7 @@ export { advertiseModels } from './advertise-models.js';
 export { appendConversation } from './append-conversation.js';
 export { appendRunEvents } from './append-run-events.js';
 export { claimRankSeats } from './claim-rank-seats.js';
+export { claimWebhookEvents } from './claim-webhook-events.js';
 export { createFile } from './create-file.js';
 export { createRun } from './create-run.js';
 export { createTool } from './create-tool.js';
