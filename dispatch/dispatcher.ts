@@ -19,6 +19,7 @@ import { RetryPolicy } from './retry-policy.js';
 import { WorkerIdentities } from './worker-identities.js';
 import { WorkerPool } from './worker-pool.js';
 import { Pipelines } from './pipelines/pipelines.js';
+import { RunDeadlines } from './run-deadlines.js';
 import type { ErrorFrame } from '../sdk/protocol/index.js';
 
 export type { WorkerReportSink } from './lease-settlement.js';
@@ -96,6 +97,8 @@ export class Dispatcher {
   private readonly identities: WorkerIdentities;
   /** Ranked models' pipelines: gang leases, activation frames, their ends (docs/ranks.md). */
   private readonly pipelines: Pipelines;
+  /** Runs' `ttl_s` and `timeout_s` (docs/jobs.md, "Deadlines"). */
+  private readonly deadlines: RunDeadlines;
   private readonly channels: ReturnType<typeof dispatchChannels>;
   private timers: NodeJS.Timeout[] = [];
 
@@ -139,8 +142,12 @@ export class Dispatcher {
         }),
       },
     );
+    this.deadlines = new RunDeadlines(
+      { table: this.table, settlement: this.settlement, pipelineEnded: (lease, why, end) => this.pipelines.ended(lease, why, end) },
+      { redis: opts.redis, prefix: opts.prefix, runs: opts.runs, bull: this.bull, log: opts.log },
+    );
     this.scheduler = new LeaseScheduler(
-      { workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement, woke: (q) => this.pipelines.wake(q) },
+      { deadlines: this.deadlines, workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement, woke: (q) => this.pipelines.wake(q) },
       {
         redis: opts.redis,
         channel: this.channels.queued,
@@ -175,6 +182,7 @@ export class Dispatcher {
         records: opts.leases,
         table: this.table,
         scheduler: this.scheduler,
+        deadlines: this.deadlines,
         catalogue: opts.catalogue,
         workers: () => this.pool.all(),
         attached: (id) => this.pool.get(id),
@@ -195,6 +203,7 @@ export class Dispatcher {
 
   async start(): Promise<void> {
     await this.pipelines.start();
+    this.deadlines.start();
     await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel, this.channels.workers);
     this.opts.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channels.queued) {
@@ -227,6 +236,7 @@ export class Dispatcher {
    */
   async stop(drainMs = 0, handoverMs = 5_000): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    this.deadlines.stop();
     await this.pool.stop(drainMs, handoverMs);
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
     await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel, this.channels.workers).catch(() => {});
@@ -303,8 +313,14 @@ export class Dispatcher {
    * Takes over the leases a worker brought from a stopping instance (its register's `resume`),
    * before it is attached, so they count against its slots.
    */
-  adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
-    return this.table.adopt(worker, claims);
+  async adopt(worker: ConnectedWorker, claims: ResumeClaim[]): Promise<{ resumed: string[]; lost: string[] }> {
+    const moved = await this.table.adopt(worker, claims);
+    // The attempt's timeout goes on here, from the record's `timeout_at`.
+    for (const id of moved.resumed) {
+      const lease = this.table.get(id);
+      if (lease?.timeoutAt !== undefined) this.deadlines.arm(lease, lease.timeoutAt);
+    }
+    return moved;
   }
 
   /** A worker leaves (closed socket, missed heartbeats, shutdown): its leases are lost, or handed over if it was told to move. */

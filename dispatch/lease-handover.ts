@@ -24,6 +24,8 @@ export interface AdoptedLease {
   job: Job<QueuedJobData>;
   /** The caller canceled the run while the lease was between instances: tell the worker now. */
   cancelRequested: boolean;
+  /** When the attempt times out (ms), from the run record; null: never. */
+  timeoutAt: number | null;
 }
 
 /** Why a claim was refused; `runId` when the lease record was found. */
@@ -74,6 +76,6 @@ export class LeaseHandover {
     if (!(await this.opts.leases.adopt(record.lease_id, record.worker_id, to, this.opts.leaseTtlMs))) return refused('another worker adopted it');
     const moved = await this.opts.runs.transition(record, { from: ['running'], fence: record.fence, set: { worker_id: worker.info.worker_id } });
     if (!moved.ok) return refused('the run is no longer leased under this fence');
-    return { record: { ...record, ...to }, job, cancelRequested: !!moved.run.cancel_requested_at };
+    return { record: { ...record, ...to }, job, cancelRequested: !!moved.run.cancel_requested_at, timeoutAt: moved.run.timeout_at ? Date.parse(moved.run.timeout_at) : null };
   }
 }

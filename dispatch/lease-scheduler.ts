@@ -15,6 +15,7 @@ import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './co
 import type { DispatchObserver } from './dispatch-observer.js';
 import type { LeaseSettlement } from './lease-settlement.js';
 import type { LeaseTable } from './lease-table.js';
+import type { RunDeadlines } from './run-deadlines.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
 export interface LeaseProgress {
@@ -50,6 +51,8 @@ export interface SchedulerContext {
   settlement: Pick<LeaseSettlement, 'loseLease' | 'finish'>;
   /** Jobs were announced on `queue` (a ranked model's queue is leased as pipelines, not here). */
   woke?(queue: string): void;
+  /** Expires a job fetched past its `ttl_s`, arms each lease's `timeout_s`. */
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
 }
 
 export interface LeaseSchedulerOptions {
@@ -250,7 +253,8 @@ export class LeaseScheduler {
     try {
       if (started) {
         const { run, prior, fence } = started;
-        const undo = { worker_id: prior.worker_id, attempts: prior.attempts, fence: prior.fence, started_at: prior.started_at, progress: prior.progress };
+        // A queued run has no timeout_at: requeues clear it.
+        const undo = { worker_id: prior.worker_id, attempts: prior.attempts, fence: prior.fence, started_at: prior.started_at, progress: prior.progress, timeout_at: null };
         await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo }));
       }
       await this.opts.bull.handBack(queue, job, token);
@@ -279,13 +283,16 @@ export class LeaseScheduler {
       await this.failExhausted(job, token);
       return;
     }
+    // Fetched past its ttl_s without ever having started: it fails `expired`, never runs.
+    if (await this.ctx.deadlines?.expireFetched(job, token)) return;
+    const timeoutAt = job.data.timeout ? Date.now() + job.data.timeout * 1000 : null;
     // One store call, no read first: the transition refuses what is not to be leased and says what it overwrote.
     const started = await this.opts.runs.transition(
       { run_id: job.data.run_id, account_id: job.data.account_id },
       {
         from: ['queued', 'running'],
         to: 'running',
-        set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null },
+        set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null, timeout_at: timeoutAt === null ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
         returnPrior: true,
         // The `running` event is queued before the lease goes out, so the worker's output is
@@ -328,6 +335,7 @@ export class LeaseScheduler {
       ...(Object.keys(run.input_files ?? {}).length > 0 && { files: this.leaseFiles(run, lease.id) }),
     });
     progress.sent = true;
+    if (timeoutAt !== null) this.ctx.deadlines?.arm(lease, timeoutAt);
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, workerId: worker.info.worker_id, attempt }, 'lease sent');
     this.opts.metrics?.leaseSent(job.data.kind, job.data.tier, (performance.now() - fetchedAt) / 1000);
     if (run.cancel_requested_at) worker.send({ type: 'cancel', lease_id: lease.id, run_id: run.run_id });

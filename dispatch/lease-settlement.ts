@@ -245,7 +245,7 @@ export class LeaseSettlement {
       await this.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
       return;
     }
-    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null } });
+    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null, timeout_at: null } });
     if (!back.ok) return;
     this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
     // Before the lease's slot is freed, which fills it at once: a cool-off must be in place by then.

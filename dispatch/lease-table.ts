@@ -29,6 +29,10 @@ export interface ActiveLease {
   cancelOnAttach?: boolean;
   /** A rank lease: its place in its pipeline (docs/ranks.md). */
   rank?: RankLeaseState;
+  /** The timer of its attempt's `timeout_at` (RunDeadlines), cleared when it ends here. */
+  deadline?: NodeJS.Timeout;
+  /** When its attempt times out (ms), as the record said when it was adopted here. */
+  timeoutAt?: number;
 }
 
 /** A rank lease to hold here: the pipeline as formed, which rank, its job, and its upload token's hash. */
@@ -212,7 +216,19 @@ export class LeaseTable {
         continue;
       }
       const { record, job } = outcome;
-      const lease: ActiveLease = { id: record.lease_id, fence: record.fence, runId: record.run_id, accountId: record.account_id, queue: record.queue, token: record.lock_token, job, worker, closing: false, cancelOnAttach: outcome.cancelRequested };
+      const lease: ActiveLease = {
+        id: record.lease_id,
+        fence: record.fence,
+        runId: record.run_id,
+        accountId: record.account_id,
+        queue: record.queue,
+        token: record.lock_token,
+        job,
+        worker,
+        closing: false,
+        cancelOnAttach: outcome.cancelRequested,
+        ...(outcome.timeoutAt !== null && { timeoutAt: outcome.timeoutAt }),
+      };
       this.track(lease);
       resumed.push(lease.id);
       this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
@@ -256,6 +272,7 @@ export class LeaseTable {
   }
 
   private untrack(lease: ActiveLease): void {
+    clearTimeout(lease.deadline);
     this.active.delete(lease.id);
     // The run may have been requeued and leased here again before this lease was released.
     if (this.byRun.get(lease.runId) === lease) this.byRun.delete(lease.runId);

@@ -133,6 +133,14 @@ export interface RunRecord {
   error: RunError | null;
   attestation: Record<string, unknown> | null;
   cancel_requested_at: string | null;
+  /** Seconds the run may wait to start (docs/jobs.md, "Deadlines"); null: it may wait forever. */
+  ttl_s: number | null;
+  /** Seconds an attempt may run; null: unbounded. */
+  timeout_s: number | null;
+  /** When a run not started yet expires: `created_at` + `ttl_s`. */
+  expires_at: string | null;
+  /** When the current attempt times out: its start + `timeout_s`; null unless running with a timeout. */
+  timeout_at: string | null;
   /** Fencing number of the run's current lease (0 before its first); internal. */
   fence: number;
   /** The worker holding the current lease; internal. */
@@ -141,7 +149,7 @@ export interface RunRecord {
 
 /** Fields a transition may change besides `status` (which it names separately). */
 export type RunPatch = Partial<
-  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at' | 'fence' | 'worker_id'>
+  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at' | 'fence' | 'worker_id' | 'timeout_at'>
 >;
 
 /** What a submission asks the store to create; the store fixes `priority` and the settlement. */
@@ -154,6 +162,10 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   input_files?: Record<string, InputFileRef>;
   /** @defaultValue [] */
   warnings?: InputWarning[];
+  /** Deadlines (docs/jobs.md); absent or null: none. */
+  ttl_s?: number | null;
+  timeout_s?: number | null;
+  expires_at?: string | null;
 };
 
 /** A remark on an accepted input: where (a JSON pointer into `input`) and what. */
@@ -174,6 +186,11 @@ export const NEW_RUN_DEFAULTS = {
   cancel_requested_at: null,
   fence: 0,
   worker_id: null,
+  // Also what records written before deadlines existed read as: none.
+  ttl_s: null,
+  timeout_s: null,
+  expires_at: null,
+  timeout_at: null,
   // Also what records written before the filter existed read as.
   webhook_events_filter: ['completed'],
   input_files: {},

@@ -12,15 +12,27 @@ export interface QueuedJobData {
   tier: Tier;
   /** The model it is routed by (docs/models.md); absent for a job naming none. */
   model?: string;
+  /** When the run expires if not started (ms since the epoch; docs/jobs.md, "Deadlines"); absent: never. */
+  expires?: number;
+  /** Seconds each attempt may run; absent: unbounded. */
+  timeout?: number;
 }
 
 /** What a run's job is made of. */
-export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'>;
+export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'> & Partial<Pick<RunRecord, 'expires_at' | 'timeout_s'>>;
+
+/** A run in the sorted set of expiring runs: its queue, id and account (none holds a space). */
+export const expiringMember = (queue: string, runId: string, accountId: string): string => `${queue} ${runId} ${accountId}`;
+
+export function parseExpiringMember(member: string): { queue: string; runId: string; accountId: string } | null {
+  const [queue, runId, accountId] = member.split(' ');
+  return queue && runId && accountId ? { queue, runId, accountId } : null;
+}
 
 /** The pointers a run's job carries. */
 function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
   const model = routedModel(run.input);
-  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}) };
+  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}), ...(run.expires_at ? { expires: Date.parse(run.expires_at) } : {}), ...(run.timeout_s ? { timeout: run.timeout_s } : {}) };
 }
 
 export interface JobQueuesOptions {
@@ -30,6 +42,8 @@ export interface JobQueuesOptions {
   prefix: string;
   /** A set of the model queues ever written to, so every instance can list them without a SCAN. */
   modelQueuesKey: string;
+  /** A sorted set of the queued runs with a `ttl_s`, by when they expire (`expiringMember`). */
+  expiringKey?: string;
   /** Finished BullMQ jobs kept for Bull Board (run records keep the real history). */
   keepCompleted?: { age: number; count: number };
   keepFailed?: { age: number; count: number };
@@ -95,7 +109,18 @@ export class JobQueues {
 
   async add(run: QueuedRun): Promise<void> {
     const queue = await this.recordedQueue(run);
+    const expiring = this.noteExpiry(this.opts.connection, run);
     await queue.add(run.kind, jobData(run), { jobId: run.run_id, priority: run.priority });
+    await expiring;
+  }
+
+  /**
+   * A run with a `ttl_s` is noted, by when it expires, where every instance's sweeper finds it if
+   * no worker takes it first (dispatch/run-deadlines.ts): sent on `client` at once, beside its add.
+   */
+  private noteExpiry(client: Pick<Redis, 'zadd'>, run: QueuedRun): Promise<unknown> | undefined {
+    if (!run.expires_at || !this.opts.expiringKey) return undefined;
+    return client.zadd(this.opts.expiringKey, Date.parse(run.expires_at), expiringMember(runQueueName(run), run.run_id, run.account_id));
   }
 
   /** The connection the queues write on (one for all of them). */
@@ -122,7 +147,9 @@ export class JobQueues {
   addNow(client: RedisClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
     const queue = this.named(runQueueName(run));
     const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
-    return { job, added: job.addJob(client) };
+    const added = job.addJob(client);
+    const expiring = this.noteExpiry(client as unknown as Pick<Redis, 'zadd'>, run);
+    return { job, added: expiring ? Promise.all([added, expiring]).then(([id]) => id) : added };
   }
 
   /** The run's queue, recorded first among the model queues when it is one (once per process). */

@@ -43,6 +43,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     confirmer,
     intake: core.intake,
     prices: c.prices,
+    deadlines: c.deadlines,
     log,
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission

@@ -91,7 +91,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const runs = new ObservedRunStore(base.runs);
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
   const keys = new RedisKeys(c.redisPrefix);
-  const queues = new JobQueues({ connection: queueConnection, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues() });
+  const queues = new JobQueues({ connection: queueConnection, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring() });
   const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);

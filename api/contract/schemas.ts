@@ -1,6 +1,7 @@
 import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../models/kinds.js';
 import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
+import { deadlineFields, deadlineViewFields } from './deadline-schemas.js';
 import { jobAttestation } from './attestation-schemas.js';
 import { rankFields, waitingRanks } from './rank-schemas.js';
 
@@ -67,6 +68,7 @@ export const submitJobBody = {
       uniqueItems: true,
       description: 'Which moments reach `webhook`: `start`, `output` and `logs` (at most one delivery per run every 500 ms each, carrying everything since the last), `completed`. Default `["completed"]`; needs `webhook`.',
     },
+    ...deadlineFields,
   },
   dependentRequired: { webhook_events_filter: ['webhook'] },
 } as const;
@@ -103,6 +105,7 @@ export const job = {
     finished_at: nullable(isoTime),
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
+    ...deadlineViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
       enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff'],

@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { KIND_NAMES, findKind } from '../../models/kinds.js';
 import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
+import { readDeadlines } from './deadline-settings.js';
 
 /**
  * Every setting of the gateway, once: its variable, JSON Schema, default, README text and how
@@ -150,6 +151,11 @@ export const settings = {
   prices: setting({
     env: 'PRICES', schema: { type: 'string' }, docDefault: 'catalogue prices', read: readPrices,
     doc: 'JSON object of credits per kind, e.g. `{"inference:image:generate": 4}`; unnamed kinds keep their default',
+  }),
+  deadlines: setting({
+    env: 'JOB_DEADLINES', schema: { type: 'string' }, docDefault: 'a day to start, an hour per attempt',
+    read: readDeadlines,
+    doc: 'JSON object of deadlines per kind (or `"*"` for every kind) in seconds: `ttl_s` (how long a job may wait to start) and `timeout_s` (how long an attempt may run) when a job does not say, 0 for none, and the most a job may ask, `max_ttl_s` and `max_timeout_s`; built in: `{"*": {"ttl_s": 86400, "max_ttl_s": 604800, "timeout_s": 3600, "max_timeout_s": 86400}}` (docs/jobs.md, "Deadlines")',
   }),
   runRetentionSeconds: setting({ env: 'RUN_RETENTION_DAYS', schema: days, default: 30, doc: 'how long finished runs are kept', read: (d: number) => Math.round(d * 86400) }),
   jobMaxAttempts: integer('JOB_MAX_ATTEMPTS', { minimum: 1, maximum: 100 }, 3, 'leases a run may use before it fails for good'),

@@ -14,6 +14,7 @@ import type { DispatchObserver } from '../dispatch-observer.js';
 import { attestedAt, offersLeases, TIER_RANK, type ConnectedWorker } from '../connected-worker.js';
 import type { LeaseScheduler } from '../lease-scheduler.js';
 import type { LeaseTable } from '../lease-table.js';
+import type { RunDeadlines } from '../run-deadlines.js';
 import { mayHoldRank } from '../rank-placement.js';
 import type { PipelineBus, PipelineControl } from './pipeline-bus.js';
 import type { PipelineRegistry } from './pipeline-registry.js';
@@ -30,6 +31,8 @@ export interface PipelineFormerOptions {
   bus: Pick<PipelineBus, 'control'>;
   /** Puts back a job whose pipeline did not form (attempt not counted), fails one past its last attempt, drops a stray. */
   scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
+  /** Expires a job fetched past its `ttl_s`, arms each rank lease's `timeout_s`. */
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
   /** A model's rank count and placement policy (the catalogue's), or null for a model served whole. */
   catalogue(kind: string, model: string): Promise<{ ranks: number | null; middle_ranks: MiddleRanks } | null>;
   attached(workerId: string): ConnectedWorker | undefined;
@@ -148,13 +151,18 @@ export class PipelineFormer {
       await this.opts.scheduler.failExhausted(job, token);
       return;
     }
+    if (await this.opts.deadlines?.expireFetched(job, token)) {
+      await this.opts.seats.release(f.kind, f.model, workerIds);
+      return;
+    }
+    const timeoutAt = job.data.timeout ? Date.now() + job.data.timeout * 1000 : undefined;
     const started = await this.opts.runs.transition(
       { run_id: job.data.run_id, account_id: job.data.account_id },
       {
         from: ['queued', 'running'],
         to: 'running',
         // The last rank makes the output (and signs a private run's receipt): it is the run's worker.
-        set: { attempts: attempt, fence: attempt, worker_id: workerIds[f.count - 1], progress: null },
+        set: { attempts: attempt, fence: attempt, worker_id: workerIds[f.count - 1], progress: null, timeout_at: timeoutAt === undefined ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
         returnPrior: true,
         awaitListeners: false,
@@ -179,6 +187,7 @@ export class PipelineFormer {
       jobId: job.id!,
       token,
       members: f.seats.map((s, rank) => ({ rank, gatewayId: s.gatewayId, workerId: s.workerId, leaseId: `lse_${randomBytes(16).toString('hex')}` })),
+      ...(timeoutAt !== undefined && { timeoutAt }),
     };
     this.opts.registry.hold(pipeline);
     const frames = await this.leaseFrames(pipeline, run);
@@ -263,6 +272,7 @@ export class PipelineFormer {
     if (worker.leases.size >= worker.info.slots) return { ok: false, why: `rank ${rank}'s worker has no free slot` };
     if (p.tier === 'private' && !attestedAt(worker)) return { ok: false, why: `rank ${rank}'s worker has no valid evidence` };
     const lease = await this.opts.table.attachRank({ worker, pipeline: p, index: rank, job, uploadHash, frame });
+    if (p.timeoutAt !== undefined) this.opts.deadlines?.arm(lease, p.timeoutAt);
     // A `start` lost on its way (or its former gone) must not leave the rank held forever.
     setTimeout(() => {
       if (!lease.rank!.started && !lease.closing && !p.ended) void this.opts.registry.lost(p, 'the pipeline was formed but never started');

@@ -33,6 +33,8 @@ export interface Pipeline {
   jobId: string;
   token: string;
   members: PipelineMember[];
+  /** When the attempt times out (ms, the job's `timeout_s`); absent: never. */
+  timeoutAt?: number;
   /** Why it ended here, once it did: no frame goes through it any more. */
   ended?: string;
 }

@@ -10,6 +10,7 @@ import type { ConnectedWorker } from '../connected-worker.js';
 import type { LeaseScheduler } from '../lease-scheduler.js';
 import type { ActiveLease, LeaseTable } from '../lease-table.js';
 import type { LeaseStore } from '../lease-store.js';
+import type { RunDeadlines } from '../run-deadlines.js';
 import type { DispatchObserver, PipelineEnd } from '../dispatch-observer.js';
 import { FrameRouter } from './frame-router.js';
 import { PipelineBus, type PipelineControl } from './pipeline-bus.js';
@@ -27,6 +28,7 @@ export interface PipelinesOptions {
   records: LeaseStore;
   table: LeaseTable;
   scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
   catalogue?: Pick<ModelStore, 'get'>;
   workers(): Iterable<ConnectedWorker>;
   attached(workerId: string): ConnectedWorker | undefined;
@@ -85,6 +87,7 @@ export class Pipelines {
       registry: this.registry,
       bus: this.bus,
       scheduler: opts.scheduler,
+      deadlines: opts.deadlines,
       catalogue: (kind, model) => this.entry(kind, model),
       attached: opts.attached,
       gatewayId,

@@ -15,12 +15,15 @@ export interface MongoRunStoreOptions {
  * A run as stored: the run id is the `_id`, the input is JSON text. `unconfirmed_at` is set while the queue write is
  * unconfirmed (the outbox); `expires_at` is set when the run turns terminal, for the TTL index.
  */
-export type RunDoc = Omit<RunRecord, 'run_id' | 'input'> & {
+export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
   _id: string;
   /** The input as the JSON text it arrived as: forwarded verbatim, whatever its keys ($-prefixed, dotted). */
   input_json: string;
   unconfirmed_at?: Date;
+  /** The retention clock of a terminal run (the collection's TTL index), not the record's `expires_at`. */
   expires_at?: Date;
+  /** The record's `expires_at` (a run not started by then expires: docs/jobs.md). */
+  ttl_expires_at?: string | null;
 };
 
 /** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
@@ -52,8 +55,15 @@ function toRun(d: RunDoc): RunRecord {
     cancel_requested_at: d.cancel_requested_at ?? null,
     fence: d.fence ?? 0,
     worker_id: d.worker_id ?? null,
+    ttl_s: d.ttl_s ?? null,
+    timeout_s: d.timeout_s ?? null,
+    expires_at: d.ttl_expires_at ?? null,
+    timeout_at: d.timeout_at ?? null,
   };
 }
+
+/** A new run's defaults as a document: `expires_at` is the collection's retention field there (`ttl_expires_at` holds the record's). */
+const { expires_at: _ttlExpiry, ...RECORD_DEFAULTS } = NEW_RUN_DEFAULTS;
 
 /**
  * Create and transition touch a run and its account together, so each runs in a multi-document
@@ -113,10 +123,13 @@ export class MongoRunStore implements RunStore {
       webhook: run.webhook,
       idempotency_key: run.idempotency_key,
       created_at: run.created_at,
-      ...NEW_RUN_DEFAULTS,
+      ...RECORD_DEFAULTS,
       webhook_events_filter: run.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
       input_files: run.input_files ?? {},
       warnings: run.warnings ?? [],
+      ttl_s: run.ttl_s ?? null,
+      timeout_s: run.timeout_s ?? null,
+      ttl_expires_at: run.expires_at ?? null,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
     await this.runs.insertOne(doc, { session });

@@ -13,6 +13,8 @@ export class RedisKeys {
   run = (runId: string) => `${this.prefix}:run:${runId}`;
   /** Capped list of a run's webhook delivery attempts, oldest first. */
   webhookAttempts = (runId: string) => `${this.prefix}:wh:${runId}`;
+  /** Queued runs with a `ttl_s`, scored by when they expire (docs/jobs.md, "Deadlines"). */
+  runsExpiring = () => `${this.prefix}:runs:expiring`;
   /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
   unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
   idempotency = (accountId: string, keyDigest: string) => `${this.prefix}:idem:${accountId}:${keyDigest}`;

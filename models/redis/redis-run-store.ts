@@ -101,13 +101,15 @@ export class RedisRunStore implements RunStore {
 
   /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
-    const { priorityBase, webhook_events_filter, input_files, warnings, ...fields } = run;
+    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
       ...fields,
       ...(webhook_events_filter && { webhook_events_filter }),
       ...(input_files && Object.keys(input_files).length > 0 && { input_files }),
       ...(warnings && warnings.length > 0 && { warnings }),
+      ...(ttl_s != null && { ttl_s, expires_at }),
+      ...(timeout_s != null && { timeout_s }),
     };
     return {
       keys: [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],

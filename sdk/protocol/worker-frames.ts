@@ -247,9 +247,11 @@ export interface CancelFrame {
   /**
    * Protocol 6, rank leases: why the lease ends. `canceled` (the caller canceled; absent means
    * the same) or `pipeline_ended` (another rank was lost or failed, or the last rank finished:
-   * the gateway has ended the lease already, so whatever the worker reports about it is refused).
+   * the gateway has ended the lease already, so whatever the worker reports about it is refused),
+   * or `timed_out` (the attempt ran past the job's `timeout_s`: the run has failed `timed_out`,
+   * and what the worker reports about the lease is refused).
    */
-  reason?: 'canceled' | 'pipeline_ended';
+  reason?: 'canceled' | 'pipeline_ended' | 'timed_out';
   /** For `pipeline_ended`: what ended the pipeline, for the worker's log. */
   message?: string;
 }

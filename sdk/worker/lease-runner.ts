@@ -305,7 +305,10 @@ export class LeaseRunner {
   onCancel(frame: IncomingFrame): void {
     const lease = typeof frame.lease_id === 'string' ? this.leases.get(frame.lease_id) : undefined;
     if (!lease) return;
-    if (frame.reason === 'pipeline_ended') return this.pipelineEnded(lease, typeof frame.message === 'string' ? frame.message : '');
+    const message = typeof frame.message === 'string' ? frame.message : '';
+    // The gateway has ended the lease already (its pipeline, or its attempt's timeout_s): nothing is reported.
+    if (frame.reason === 'pipeline_ended') return this.pipelineEnded(lease, `the pipeline ended${message ? `: ${message}` : ''}`);
+    if (frame.reason === 'timed_out') return this.pipelineEnded(lease, `the attempt timed out${message ? `: ${message}` : ''}`);
     this.settings.log.info('canceled by the caller', { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
     if (lease.phase === 'pending') {
       lease.cause = 'canceled';
@@ -319,12 +322,11 @@ export class LeaseRunner {
   }
 
   /**
-   * Protocol 6: another rank was lost or failed, or the last rank finished. The gateway has ended
-   * this lease already: the handler is aborted and nothing is reported (it would be refused).
-   */
-  private pipelineEnded(lease: LeaseState, message: string): void {
-    lease.pipelineEnded = `the pipeline ended${message ? `: ${message}` : ''}`;
-    this.settings.log.info('the pipeline ended: dropping the rank lease', { lease_id: lease.info.lease_id, run_id: lease.info.run_id, message });
+   * The gateway ended this lease already (a rank lease's pipeline ended, or the attempt ran past
+   * its timeout_s): the handler is aborted and nothing is reported (it would be refused). */
+  private pipelineEnded(lease: LeaseState, why: string): void {
+    lease.pipelineEnded = why;
+    this.settings.log.info(`${why}: dropping the lease`, { lease_id: lease.info.lease_id, run_id: lease.info.run_id });
     if (lease.phase !== 'pending') return this.abortLease(lease, 'pipeline_ended');
     lease.cause = 'pipeline_ended';
     this.drop(lease, lease.pipelineEnded, 'info');

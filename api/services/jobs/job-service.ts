@@ -13,6 +13,7 @@ import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { assertValid, compile } from '../../../models/validation.js';
 import { fingerprint } from './canonical-json.js';
+import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
 import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 
@@ -24,6 +25,10 @@ export interface SubmitJobBody {
   webhook?: string;
   /** @defaultValue ['completed'] */
   webhook_events_filter?: WebhookEvent[];
+  /** Seconds the job may wait to start, at most its kind's `max_ttl_s` (docs/jobs.md, "Deadlines"). */
+  ttl_s?: number;
+  /** Seconds an attempt may run, at most its kind's `max_timeout_s`. */
+  timeout_s?: number;
 }
 
 /** No model to look up and no file to stage: nothing between validation and the create touches a store. */
@@ -55,6 +60,8 @@ export interface JobServiceOptions {
    */
   intake?: Pick<CreateAndEnqueue, 'submit' | 'worthPipelining'>;
   prices: Record<string, number>;
+  /** Each kind's deadline defaults and maxima (JOB_DEADLINES). */
+  deadlines: Record<string, KindDeadlines>;
   log: Logger;
   /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
   dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
@@ -125,6 +132,9 @@ export class JobService {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
+    // Checked before anything is staged or claimed: a refused deadline leaves nothing behind.
+    const createdAt = new Date().toISOString();
+    const deadlines = runDeadlines(body, body.kind, this.opts.deadlines[body.kind], createdAt);
     // A submission with nothing to do between its checks and its create (no claim, no URL to
     // check, no model to look up, no file to stage) has its gate run inside the create's own
     // script; any other is gated first, as every other route is, before any of that work.
@@ -185,7 +195,8 @@ export class JobService {
       webhook: body.webhook ?? null,
       ...(body.webhook !== undefined && { webhook_events_filter: body.webhook_events_filter ?? ['completed'] }),
       idempotency_key: idempotencyKey ?? null,
-      created_at: new Date().toISOString(),
+      created_at: createdAt,
+      ...deadlines,
     };
     const { result, queued } = await this.create(newRun, fused);
 

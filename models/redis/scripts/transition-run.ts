@@ -70,12 +70,12 @@ end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
 if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
 if ARGV[11] ~= '' and to ~= '' and to ~= status then
-  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation')
+  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation', 'timeout_at')
   if h[1] then
     local function j(v) if not v or v == '' then return 'null' end return v end
     local view = '{' .. h[1] .. ',"status":"' .. to .. '","terminal":' .. (terminal[to] and 'true' or 'false') ..
       ',"priority":' .. h[2] .. ',"started_at":' .. j(h[3]) .. ',"finished_at":' .. j(h[4]) .. ',"progress":' .. j(h[5]) ..
-      ',"attempts":' .. (h[6] or '0') .. ',"queue_position":null,"waiting_reason":null,"waiting_ranks":null,"output":' .. j(h[7]) ..
+      ',"attempts":' .. (h[6] or '0') .. ',"timeout_at":' .. (to == 'running' and j(h[10]) or 'null') .. ',"queue_position":null,"waiting_reason":null,"waiting_ranks":null,"output":' .. j(h[7]) ..
       ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. '}'
     local events = { { 'status', view, '', '' } }
     if terminal[to] then events[2] = { 'done', view, '', '' } end

@@ -22,9 +22,11 @@ class LeaseEndings:
         lease = self.leases.get(lease_id) if isinstance(lease_id, str) else None
         if lease is None:
             return
-        if frame.get("reason") == "pipeline_ended":
+        if frame.get("reason") in ("pipeline_ended", "timed_out"):
+            # The gateway has ended the lease already (its pipeline, or its attempt's timeout_s): nothing to report.
             message = frame.get("message")
-            self.end_with_pipeline(lease, message if isinstance(message, str) and message else "no reason given")
+            text = message if isinstance(message, str) and message else "no reason given"
+            self.end_with_pipeline(lease, text if frame.get("reason") == "pipeline_ended" else f"the attempt timed out: {text}")
             return
         self.log.info("lease %s (run %s) canceled by the caller", lease.info.lease_id, lease.info.run_id)
         if lease.phase == "pending":
