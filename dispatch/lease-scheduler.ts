@@ -52,7 +52,7 @@ export interface SchedulerContext {
   /** Jobs were announced on `queue` (a ranked model's queue is leased as pipelines, not here). */
   woke?(queue: string): void;
   /** Expires a job fetched past its `ttl_s`, arms each lease's `timeout_s`. */
-  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
 }
 
 export interface LeaseSchedulerOptions {
@@ -306,6 +306,7 @@ export class LeaseScheduler {
       return;
     }
     const { run, prior } = started;
+    if (prior.fence === 0) this.ctx.deadlines?.started(queue, job);
     if (prior.status === 'running') {
       // Still running on its record: the gateway that leased it died and the stalled checker requeued it.
       this.opts.metrics?.leaseLost('gateway_lost');

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError } from '../models/types.js';
-import { parseExpiringMember, type QueuedJobData } from '../queues/job-queues.js';
+import { expiringMember, parseExpiringMember, type QueuedJobData } from '../queues/job-queues.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import type { PipelineEnd } from './dispatch-observer.js';
 import type { LeaseSettlement } from './lease-settlement.js';
@@ -75,6 +75,16 @@ export class RunDeadlines {
       if (!isLockLost(err)) throw err;
     }
     return true;
+  }
+
+  /**
+   * A run with a `ttl_s` started for the first time: it leaves the sweep's set, which so holds
+   * only runs still waiting (not a day of every run). Sent without waiting for the answer; an
+   * entry left behind is dropped by the sweep when it falls due (the run is no longer expirable).
+   */
+  started(queue: string, job: Job<QueuedJobData>): void {
+    if (job.data.expires === undefined) return;
+    this.opts.redis.zrem(this.expiringKey, expiringMember(queue, job.data.run_id, job.data.account_id)).catch(() => {});
   }
 
   /** Arms the lease's timeout for `at` (ms): past it, the attempt ends `timed_out`. */

@@ -184,8 +184,11 @@ export class JobQueues {
   }
 
   /** Removes a waiting job; a job under lease stays (its worker is told to stop instead). */
-  async remove(run: Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality' | 'input'>): Promise<boolean> {
-    return (await this.named(runQueueName(run)).remove(run.run_id)) === 1;
+  async remove(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'input'>): Promise<boolean> {
+    const queue = runQueueName(run);
+    // With its job goes its entry among the expiring runs, if it had one.
+    if (this.opts.expiringKey) await this.opts.connection.zrem(this.opts.expiringKey, expiringMember(queue, run.run_id, run.account_id));
+    return (await this.named(queue).remove(run.run_id)) === 1;
   }
 
   async close(): Promise<void> {

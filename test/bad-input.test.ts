@@ -816,9 +816,13 @@ async function snapshotKeys(prefix: string, ignoreAccountId: string): Promise<st
       cursor = next;
       found.push(...batch);
     } while (cursor !== '0');
+    // The runs waiting to expire: a shared index, so its entries count, save the other account's.
+    const expiring = `${prefix}:runs:expiring`;
+    const entries = (await redis.zrange(expiring, '0', '-1')).filter((m) => !m.includes(ignoreAccountId)).map((m) => `${expiring} ${m}`);
     return found
       // The fleet's counts are each instance's own, rewritten on a timer: plumbing, not records.
-      .filter((k) => !k.includes(ignoreAccountId) && !k.startsWith(`${prefix}:q:`) && !k.startsWith(`${prefix}:run:`) && !k.startsWith(`${prefix}:rl:`) && !k.startsWith(`${prefix}:fleet:`) && k !== `${prefix}:runs:unconfirmed`)
+      .filter((k) => !k.includes(ignoreAccountId) && !k.startsWith(`${prefix}:q:`) && !k.startsWith(`${prefix}:run:`) && !k.startsWith(`${prefix}:rl:`) && !k.startsWith(`${prefix}:fleet:`) && k !== `${prefix}:runs:unconfirmed` && k !== expiring)
+      .concat(entries)
       .sort();
   } finally {
     redis.disconnect();

@@ -76,6 +76,9 @@ describe('job deadlines: ttl_s and timeout_s', function () {
     const inTime = await submit({ ttl_s: 30 });
     const lease = await w.lease();
     assert.equal(lease.run_id, inTime);
+    // Started: it leaves the sweep's set, which holds only runs still waiting.
+    const expiring = new RedisKeys(prefix).runsExpiring();
+    await until('the started run left the set of expiring runs', async () => !(await redis.zrange(expiring, '0', '-1')).some((m) => m.includes(inTime)));
     assert.equal((await w.complete(lease)).type, 'ack');
     assert.equal((await job(inTime)).status, 'succeeded');
     const charged = before.credits - (await balance()).credits;

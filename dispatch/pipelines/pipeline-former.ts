@@ -32,7 +32,7 @@ export interface PipelineFormerOptions {
   /** Puts back a job whose pipeline did not form (attempt not counted), fails one past its last attempt, drops a stray. */
   scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
   /** Expires a job fetched past its `ttl_s`, arms each rank lease's `timeout_s`. */
-  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
   /** A model's rank count and placement policy (the catalogue's), or null for a model served whole. */
   catalogue(kind: string, model: string): Promise<{ ranks: number | null; middle_ranks: MiddleRanks } | null>;
   attached(workerId: string): ConnectedWorker | undefined;
@@ -174,6 +174,7 @@ export class PipelineFormer {
       return;
     }
     const { run, prior } = started;
+    if (prior.fence === 0) this.opts.deadlines?.started(queue, job);
     const pipeline: Pipeline = {
       id: `pip_${randomBytes(12).toString('hex')}`,
       fence: attempt,

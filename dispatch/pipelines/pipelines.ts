@@ -28,7 +28,7 @@ export interface PipelinesOptions {
   records: LeaseStore;
   table: LeaseTable;
   scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
-  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm'>;
+  deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
   catalogue?: Pick<ModelStore, 'get'>;
   workers(): Iterable<ConnectedWorker>;
   attached(workerId: string): ConnectedWorker | undefined;
