@@ -127,4 +127,20 @@ describe('pipeline failure: a lost rank, a cancel and a stale rank end the whole
     assert.equal(done.output.text, generateWhole('hello world', 10).text);
     for (const w of [fresh, r2]) assert.ok(![...w.held.values()].some((h) => h.received.some((p) => p.toString() === 'stale activations')), 'no rank received the stale frame');
   });
+
+  it('a pipeline past its timeout_s is stopped at every rank and the run fails timed_out, its credits back', async () => {
+    await declare('pipe-timeout');
+    const ranks = [await rank('pipe-timeout', 0), await rank('pipe-timeout', 1, { stallAfter: 1 }), await rank('pipe-timeout', 2)];
+    const before = await balance();
+    const res = await gw.submit(key, { kind: LLM, input: { prompt: 'hello world', model: 'pipe-timeout', max_tokens: 10 }, timeout_s: 1 });
+    assert.equal(res.status, 202, res.text);
+    for (const w of ranks) {
+      const cancel = await w.next((f) => f.type === 'cancel');
+      assert.ok(cancel.reason === 'timed_out' || cancel.reason === 'pipeline_ended', cancel.reason);
+    }
+    const done = await finished(res.body.run_id);
+    assert.equal(done.status, 'failed');
+    assert.equal(done.error.code, 'timed_out');
+    assert.equal((await balance()).credits, before.credits);
+  });
 });
