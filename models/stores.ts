@@ -117,6 +117,17 @@ export interface ListRunsQuery {
   before?: string;
 }
 
+/** A page of an account's runs matching a `ListRunsQuery`, newest first. */
+export interface RunPage {
+  runs: RunRecord[];
+  /**
+   * The `before` of the next page, or null when no older run matches: never null while one does,
+   * whatever the account's other runs. A page may hold fewer than `limit` runs (none, even) with
+   * more to come, when a store stops reading for this request; the next page goes on from there.
+   */
+  next: string | null;
+}
+
 export interface RunStore {
   /**
    * Creates the run, reserves its price from the account's credits and marks it unconfirmed
@@ -130,7 +141,8 @@ export interface RunStore {
    */
   createGated?(run: NewRun, gate: GateCheck): Promise<GatedCreateResult>;
   get(runId: string): Promise<RunRecord | null>;
-  list(accountId: string, query: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }>;
+  /** Every match, newest first, read from an index of the filter: its cost does not grow with the account's other runs. */
+  list(accountId: string, query: ListRunsQuery): Promise<RunPage>;
   /**
    * Compare-and-set on the status. Reaching a terminal status settles the reservation exactly
    * once (charged on success, released otherwise), since a run becomes terminal only once.

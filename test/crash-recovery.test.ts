@@ -111,8 +111,8 @@ describe('crash between the run record and the queue write', () => {
       for (;;) {
         const page = await gw.stores.runs.list(created.account.id, { limit: 100, before });
         runs.push(...page.runs);
-        if (!page.more) break;
-        before = page.runs[page.runs.length - 1].run_id;
+        if (page.next === null) break;
+        before = page.next;
       }
       const queue = gw.queues.queue('inference:image:generate', 'open');
       const jobs = await queue.getJobs(['prioritized', 'wait'], 0, -1);

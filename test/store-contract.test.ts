@@ -270,14 +270,14 @@ describe('store contract', () => {
 
           const page1 = await stores.runs.list(a.id, { limit: 3 });
           assert.deepEqual(page1.runs.map((r) => r.run_id), newest.slice(0, 3));
-          assert.equal(page1.more, true);
+          assert.equal(page1.next, newest[2], 'the next page goes on below the last run of this one');
           const page2 = await stores.runs.list(a.id, { limit: 3, before: newest[2] });
           assert.deepEqual(page2.runs.map((r) => r.run_id), newest.slice(3, 6));
           const page3 = await stores.runs.list(a.id, { limit: 3, before: newest[5] });
           assert.deepEqual(page3.runs.map((r) => r.run_id), newest.slice(6));
-          assert.equal(page3.more, false);
+          assert.equal(page3.next, null);
           const exact = await stores.runs.list(a.id, { limit: 7 });
-          assert.equal(exact.more, false, 'more is false when the page holds the last run');
+          assert.equal(exact.next, null, 'no cursor when the page holds the last run');
 
           const rigs = await stores.runs.list(a.id, { limit: 10, kind: 'inference:rig' });
           assert.deepEqual(rigs.runs.map((r) => r.run_id), newest.filter((_, i) => ids.indexOf(newest[i]) % 2 === 1));

@@ -142,7 +142,7 @@ export const listJobsQuery = {
 export const jobList = {
   type: 'object',
   required: ['data', 'next_cursor'],
-  properties: { data: { type: 'array', items: job }, next_cursor: nullable({ type: 'string' }) },
+  properties: { data: { type: 'array', items: job }, next_cursor: nullable({ type: 'string', description: 'Pass it back as `cursor`; null only when no older job matches (a page may hold fewer than `limit` jobs, even none, with more to come).' }) },
 } as const;
 
 export const webhookAttemptList = {

@@ -1,5 +1,5 @@
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
-import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
 import { isDuplicateKey } from './mongo-errors.js';
@@ -204,15 +204,18 @@ export class MongoRunStore implements RunStore {
     return { ok: true, run: toRun(updated), prior };
   }
 
-  async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {
+  async list(accountId: string, q: ListRunsQuery): Promise<RunPage> {
     const filter: Filter<RunDoc> = { account_id: accountId };
     if (q.status) filter.status = q.status;
     if (q.kind) filter.kind = q.kind;
     if (q.before) filter._id = { $lt: q.before };
-    // Run ids are ULIDs, so _id order is creation order; one extra document tells whether there is more.
-    const limit = Math.max(0, Math.floor(q.limit));
+    // Run ids are ULIDs, so _id order is creation order; one extra document tells whether there
+    // is more. Each filter has its index, {account_id, [status], [kind], _id} (MongoStores.ensureIndexes),
+    // so the query reads the page and one more, whatever the account's other runs.
+    const limit = Math.max(1, Math.floor(q.limit));
     const docs = await this.runs.find(filter).sort({ _id: -1 }).limit(limit + 1).toArray();
-    return { runs: docs.slice(0, limit).map(toRun), more: docs.length > limit };
+    const runs = docs.slice(0, limit).map(toRun);
+    return { runs, next: docs.length > limit ? runs[runs.length - 1].run_id : null };
   }
 
   async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {

@@ -69,10 +69,12 @@ export class MongoStores implements Stores {
     await this.db.collection('api_keys').createIndexes([{ key: { account_id: 1 } }]);
     await this.db.collection('worker_tokens').createIndexes([{ key: { id: 1 }, unique: true }]);
     await this.db.collection('runs').createIndexes([
-      // Listing: newest first, optionally narrowed by status or kind.
+      // Listing: newest first, one index per filter it takes (status, kind, both), so a page reads
+      // only matches. MongoDB builds a new one over the runs already there when it is created.
       { key: { account_id: 1, _id: -1 } },
       { key: { account_id: 1, status: 1, _id: -1 } },
       { key: { account_id: 1, kind: 1, _id: -1 } },
+      { key: { account_id: 1, status: 1, kind: 1, _id: -1 } },
       // The outbox holds only unconfirmed runs, so its index stays small.
       { key: { unconfirmed_at: 1 }, partialFilterExpression: { unconfirmed_at: { $exists: true } } },
       // Terminal runs get an expires_at; the TTL monitor removes them once it passes.

@@ -7,8 +7,23 @@ export class RedisKeys {
   }
   account = (id: string) => `${this.prefix}:acct:${id}`;
   accountKeys = (id: string) => `${this.prefix}:acct:${id}:keys`;
-  /** Index of an account's runs (a sorted set ordered by run id); `:s:<status>` and `:k:<kind>` narrow it. */
+  /**
+   * Index of an account's runs (a sorted set, every score 0, so ordered by run id: by time).
+   * One index per filter a listing takes narrows it, kept by the scripts that create runs and
+   * change their status: `:s:<status>`, `:k:<kind>` and `:sk:<status>:<kind>` (`accountRunIndex`).
+   */
   accountRuns = (id: string) => `${this.prefix}:acct:${id}:runs`;
+  /** The index that holds exactly the account's runs of a filter (`accountRuns` without one). */
+  accountRunIndex = (id: string, filter: { status?: string; kind?: string }) => {
+    const base = this.accountRuns(id);
+    if (filter.status && filter.kind) return `${base}:sk:${filter.status}:${filter.kind}`;
+    return filter.status ? `${base}:s:${filter.status}` : filter.kind ? `${base}:k:${filter.kind}` : base;
+  };
+  /**
+   * The account's `:sk:` indexes filled in from `:s:` and `:k:` (a hash, field `<status>:<kind>`):
+   * gateways before them kept only those two, so each is filled once before it is first read.
+   */
+  accountRunIndexesBuilt = (id: string) => `${this.prefix}:acct:${id}:runs:built`;
   apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
   run = (runId: string) => `${this.prefix}:run:${runId}`;
   /** Capped list of a run's webhook delivery attempts, oldest first. */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
-import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
@@ -17,6 +17,13 @@ export interface RedisRunStoreOptions {
 }
 
 type Reply = [string, ...string[]];
+
+/** Index ids a listing reads at most per request (or 20 per run of the page, if more): see `list`. */
+const LIST_READ_BUDGET = 1000;
+/** Records a listing reads per round trip, at most: it starts with one past the page and doubles. */
+const LIST_BATCH_MAX = 500;
+/** Runs a `buildRunIndex` call walks: a short script, so Redis serves others between chunks. */
+const BUILD_CHUNK = 1000;
 
 /**
  * What a create sent ahead of another library's commands did (`sendCreate`): as `createGated`
@@ -179,40 +186,74 @@ export class RedisRunStore implements RunStore {
     return result as TransitionResult<T>;
   }
 
-  async list(accountId: string, q: ListRunsQuery): Promise<{ runs: RunRecord[]; more: boolean }> {
-    // Walk the narrowest index and filter on the other criterion; dangling ids (expired runs)
-    // are pruned. One match past the page tells whether there is more.
-    const base = this.keys.accountRuns(accountId);
-    const index = q.status ? `${base}:s:${q.status}` : q.kind ? `${base}:k:${q.kind}` : base;
+  /**
+   * Reads the index of the query's filter (RedisKeys.accountRunIndex), whose ids all match but
+   * for runs expired since (pruned from it as found) and, while an older gateway still runs
+   * beside this one, runs it moved: each record is checked against the filter again. One match
+   * past the page says there is more. A request reads at most LIST_READ_BUDGET ids of the index
+   * (so many runs expired at once cost several requests, not one long one) and then answers
+   * what it found with a cursor that goes on from the last id it read.
+   */
+  async list(accountId: string, q: ListRunsQuery): Promise<RunPage> {
+    const limit = Math.max(1, Math.floor(q.limit));
+    const index = this.keys.accountRunIndex(accountId, q);
+    const budget = Math.max(limit * 20, LIST_READ_BUDGET);
     const runs: RunRecord[] = [];
-    const batch = Math.min(Math.max(q.limit * 2, 20), 500);
-    const maxScanned = Math.max(q.limit * 20, 1000);
     let cursor = q.before;
-    let scanned = 0;
-    while (scanned < maxScanned) {
-      const ids = await this.redis.zrange(index, cursor ? `(${cursor}` : '+', '-', 'BYLEX', 'REV', 'LIMIT', 0, batch);
+    let batch = Math.min(limit + 1, LIST_BATCH_MAX);
+    for (let read = 0; ; ) {
+      const ids = await this.indexIds(accountId, q, index, cursor, batch, read === 0);
       const pipeline = this.redis.pipeline();
       for (const id of ids) pipeline.hgetall(this.keys.run(id));
       const replies = ids.length ? ((await pipeline.exec()) ?? []) : [];
       const gone: string[] = [];
+      let more = false;
       for (let i = 0; i < ids.length; i++) {
-        scanned++;
-        const record = decodeRun(replies[i][1] as Record<string, string>);
+        const [err, hash] = replies[i];
+        if (err) throw err;
+        const record = decodeRun(hash as Record<string, string>);
         if (!record) gone.push(ids[i]);
         else if ((!q.kind || record.kind === q.kind) && (!q.status || record.status === q.status)) {
-          if (runs.length === q.limit) {
-            if (gone.length) await this.redis.zrem(index, ...gone);
-            return { runs, more: true };
+          if (runs.length === limit) {
+            more = true;
+            break;
           }
           runs.push(record);
         }
         cursor = ids[i];
       }
+      read += ids.length;
       if (gone.length) await this.redis.zrem(index, ...gone);
-      if (ids.length < batch) return { runs, more: false };
+      if (more) return { runs, next: runs[runs.length - 1].run_id };
+      if (ids.length < batch) return { runs, next: null };
+      if (read >= budget) return { runs, next: cursor ?? null };
+      batch = Math.min(batch * 2, LIST_BATCH_MAX);
     }
-    // Scanned enough for one request: say there may be more, and let the cursor go on from here.
-    return { runs, more: runs.length > 0 };
+  }
+
+  /**
+   * Up to `count` ids of `index` below `cursor`, newest first. A status-and-kind index is first
+   * built (`buildRunIndex`) if no gateway has yet: the first read asks whether it was in the
+   * same round trip.
+   */
+  private async indexIds(accountId: string, q: ListRunsQuery, index: string, cursor: string | undefined, count: number, first: boolean): Promise<string[]> {
+    const range = ['BYLEX', 'REV', 'LIMIT', 0, count] as const;
+    const max = cursor ? `(${cursor}` : '+';
+    if (!first || !q.status || !q.kind) return this.redis.zrange(index, max, '-', ...range);
+    const marks = this.keys.accountRunIndexesBuilt(accountId);
+    const field = `${q.status}:${q.kind}`;
+    const [[builtErr, built], [rangeErr, ids]] = (await this.redis.pipeline().hexists(marks, field).zrange(index, max, '-', ...range).exec()) as [
+      [Error | null, number],
+      [Error | null, string[]],
+    ];
+    if (builtErr || rangeErr) throw builtErr ?? rangeErr;
+    if (built) return ids;
+    const from = [this.keys.accountRunIndex(accountId, { status: q.status }), this.keys.accountRunIndex(accountId, { kind: q.kind }), index, marks];
+    for (let next = ''; ; ) {
+      next = await redisScripts.run(this.redis, 'buildRunIndex', from, [field, next, BUILD_CHUNK]);
+      if (next === '') break;
+    }
+    return this.redis.zrange(index, max, '-', ...range);
   }
 
   async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {

@@ -5,10 +5,11 @@ import type { PriorRunFields } from '../stores.js';
  * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
  * - `doc`: JSON of what never changes after creation (input, kind, class, ...);
  * - plain scalars the scripts read or write: status, settlement, account_id, price, priority,
- *   attempts, fence, worker_id;
+ *   attempts, fence, worker_id, and kind (also in `doc`: transitionRun reads it to move the run
+ *   between the status-and-kind indexes; a run made before that has it only in `doc`);
  * - each other mutable field (output, error, progress, timestamps) as JSON text, present once set.
  */
-const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts', 'fence', 'worker_id']);
+const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts', 'fence', 'worker_id', 'kind']);
 const NUMBERS = new Set(['price', 'priority', 'attempts', 'fence']);
 
 export type ImmutableRunFields = Pick<

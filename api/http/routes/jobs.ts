@@ -131,10 +131,11 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const before = q.cursor ? cursor.decode(q.cursor) : undefined;
-        const { runs, more } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
+        const { runs, next } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
         ctx.body = {
           data: runs.map((r) => jobView(r)),
-          next_cursor: more && runs.length ? cursor.encode(runs[runs.length - 1].run_id) : null,
+          // A page may be short, even empty, with more to come: only a null cursor says the end.
+          next_cursor: next === null ? null : cursor.encode(next),
         };
       },
     },

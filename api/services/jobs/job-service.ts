@@ -309,6 +309,7 @@ export class JobService {
     return { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks };
   }
 
+  /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */
   async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {
     return this.opts.runs.list(accountId, q);
   }

@@ -9,6 +9,7 @@ export { adoptLease } from './adopt-lease.js';
 export { advertiseModels } from './advertise-models.js';
 export { appendConversation } from './append-conversation.js';
 export { appendRunEvents } from './append-run-events.js';
+export { buildRunIndex } from './build-run-index.js';
 export { claimRankSeats } from './claim-rank-seats.js';
 export { claimWebhookEvents } from './claim-webhook-events.js';
 export { createFile } from './create-file.js';

@@ -5,9 +5,11 @@ import { runReply } from './includes/run-reply.js';
 
 /**
  * A run's compare-and-set on its status, settling its reservation when it becomes terminal
- * (charged on success, released otherwise) and moving it between the status indexes. Reads
- * only the run's plain scalar fields (run-codec.ts), so no JSON is decoded here; index keys
- * are derived from KEYS[3] (the account's run index).
+ * (charged on success, released otherwise) and moving it between the status indexes (`:s:`
+ * and `:sk:`, models/redis/keys.ts). Reads only the run's plain scalar fields (run-codec.ts),
+ * so no JSON is decoded here, except once for a run made before `kind` was one of them: its
+ * kind is read from `doc` and stored. Index keys are derived from KEYS[3] (the account's run
+ * index).
  *
  * With an event channel, a status change is also logged in the same step: its `status` event
  * (and `done` after a terminal one), the job view built from the record's fields as stored
@@ -27,7 +29,7 @@ export const transitionRun = defineScript<[string, ...string[]]>({
   name: 'transitionRun',
   keys: 6,
   lua: `${runReply}${appendEventsFunction}
-local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence', 'kind')
 if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
 local status = cur[1]
 if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
@@ -49,8 +51,16 @@ for i = 14, last_set do flat[#flat + 1] = ARGV[i] end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
   flat[#flat + 1] = 'status'; flat[#flat + 1] = to
+  local kind = cur[6]
+  if not kind then
+    kind = cjson.decode(redis.call('HGET', KEYS[1], 'doc')).kind
+    flat[#flat + 1] = 'kind'; flat[#flat + 1] = kind
+  end
+  local by_kind = ':' .. kind
   redis.call('ZREM', KEYS[3] .. ':s:' .. status, ARGV[5])
   redis.call('ZADD', KEYS[3] .. ':s:' .. to, 0, ARGV[5])
+  redis.call('ZREM', KEYS[3] .. ':sk:' .. status .. by_kind, ARGV[5])
+  redis.call('ZADD', KEYS[3] .. ':sk:' .. to .. by_kind, 0, ARGV[5])
   if terminal[to] then
     if cur[4] == 'reserved' then
       local price = tonumber(cur[3])
@@ -65,6 +75,7 @@ if to ~= '' and to ~= status then
     end
     redis.call('ZREM', KEYS[4], ARGV[5])
     redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':s:' .. to, '-', '(' .. ARGV[4])
+    redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':sk:' .. to .. by_kind, '-', '(' .. ARGV[4])
   end
 end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end

@@ -11,7 +11,10 @@ import { runReply } from './run-reply.js';
  * Returns {'created', priority, in_flight} (the account's runs in flight with this one: what a
  * gateway guesses the next one's fair-share step from, queues/create-forecast.ts) |
  * {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
- * Index keys are derived from KEYS[3] (the account's run index).
+ * Index keys are derived from KEYS[3] (the account's run index): the run goes into the index,
+ * its `:s:queued`, `:k:<kind>` and `:sk:queued:<kind>`, so a listing by any filter reads only
+ * its matches (models/redis/keys.ts). `kind` is also stored as a plain field for transitionRun,
+ * which moves the run between the `:sk:` indexes without decoding `doc`.
  */
 export const createRunFunction = `${runReply}
 local function create_run()
@@ -26,13 +29,14 @@ local function create_run()
   redis.call('HINCRBY', KEYS[2], 'reserved', price)
   redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
   redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
-    'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0, 'vw', ARGV[10])
+    'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0, 'vw', ARGV[10], 'kind', ARGV[8])
   local floor = '(' .. ARGV[9]
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
   redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
   redis.call('ZADD', KEYS[3] .. ':s:queued', 0, ARGV[1])
   redis.call('ZADD', KEYS[3] .. ':k:' .. ARGV[8], 0, ARGV[1])
   redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[8], '-', floor)
+  redis.call('ZADD', KEYS[3] .. ':sk:queued:' .. ARGV[8], 0, ARGV[1])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
   return { 'created', tostring(priority), tostring(in_flight + 1) }
 end
