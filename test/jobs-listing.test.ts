@@ -8,7 +8,7 @@ const RIG = 'inference:rig';
 /**
  * `GET /v1/jobs` is complete (issue 28, "Listing that is complete"): a filter finds every match
  * of an account however many of its other runs there are, newest first, in pages whose cursor
- * ends only after the last one.
+ * ends only after the last one; and queued jobs in a listing say where they are in the queue.
  */
 describe('jobs API: listing', function () {
   // 50,000 runs are written before the first test (a few seconds); the deadline is for slow machines.
@@ -74,5 +74,28 @@ describe('jobs API: listing', function () {
     it('says where a listing ends for a filter nothing matches', async () => {
       assert.deepEqual(await pages(key, `status=canceled&kind=${RIG}&limit=2`), [{ ids: [], next: null }]);
     });
+  });
+
+  it('gives each queued job in a listing its queue position and waiting reason, as GET of the job does', async () => {
+    const { key } = await gw.account(1_000);
+    const submitted: string[] = [];
+    for (const prompt of ['one', 'two', 'three']) submitted.push((await gw.submit(key, { kind: IMAGE, input: { prompt } })).body.run_id);
+    assert.equal((await gw.request('POST', `/v1/jobs/${submitted[1]}/cancel`, { key })).status, 200);
+
+    const listed = await gw.request('GET', '/v1/jobs', { key });
+    assert.deepEqual(listed.body.data.map((j: { run_id: string }) => j.run_id), [...submitted].reverse());
+    for (const job of listed.body.data) {
+      const alone = (await gw.request('GET', `/v1/jobs/${job.run_id}`, { key })).body;
+      assert.deepEqual(
+        { queue_position: job.queue_position, waiting_reason: job.waiting_reason, waiting_ranks: job.waiting_ranks },
+        { queue_position: alone.queue_position, waiting_reason: alone.waiting_reason, waiting_ranks: alone.waiting_ranks },
+        job.run_id,
+      );
+    }
+    const [third, second, first] = listed.body.data;
+    assert.equal(second.queue_position, null, 'a canceled job has no place');
+    assert.ok(Number.isInteger(first.queue_position) && first.queue_position >= 1, `first: ${first.queue_position}`);
+    assert.equal(third.queue_position, first.queue_position + 1, 'the third is right behind the first, the second having left');
+    assert.equal(first.waiting_reason, 'no_worker_for_kind');
   });
 });

@@ -244,18 +244,24 @@ func TestListPagination(t *testing.T) {
 
 	it := c.Jobs(params)
 	var got []string
+	var positions []int
 	for it.Next(ctx) {
 		job := it.Job()
-		if job.Kind != kind || job.Status != StatusQueued || job.Terminal || job.QueuePosition != nil {
+		if job.Kind != kind || job.Status != StatusQueued || job.Terminal || job.QueuePosition == nil {
 			t.Fatalf("list item: %s", job.Raw)
 		}
 		got = append(got, job.RunID)
+		positions = append(positions, *job.QueuePosition)
 	}
 	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("iterated %v, want newest first %v", got, want)
+	}
+	// Listed queued jobs carry their place in the queue, which only they are in: the newest last.
+	if fmt.Sprint(positions) != fmt.Sprint([]int{5, 4, 3, 2, 1}) {
+		t.Fatalf("queue positions %v, want [5 4 3 2 1]", positions)
 	}
 	if it.Pages() != 3 || it.Cursor() != "" {
 		t.Fatalf("pages %d, cursor %q", it.Pages(), it.Cursor())

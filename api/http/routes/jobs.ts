@@ -132,8 +132,9 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const before = q.cursor ? cursor.decode(q.cursor) : undefined;
         const { runs, next } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
+        const queue = await jobs.queueStates(runs);
         ctx.body = {
-          data: runs.map((r) => jobView(r)),
+          data: runs.map((r, i) => jobView(r, queue[i])),
           // A page may be short, even empty, with more to come: only a null cursor says the end.
           next_cursor: next === null ? null : cursor.encode(next),
         };

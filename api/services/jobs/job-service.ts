@@ -299,14 +299,37 @@ export class JobService {
 
   /** A queued run's place in its queue and why it waits; null for a run that is not queued. */
   async queueState(run: RunRecord): Promise<QueueState | null> {
-    if (run.status !== 'queued') return null;
+    return (await this.queueStates([run]))[0];
+  }
+
+  /**
+   * `queueState` of each run (a page of a listing): the places of its queued runs in one round
+   * trip (JobQueues.places), the fleet read once, and each ranked model's catalogue entry from
+   * the gate's cache. Nothing is read for a page with no queued run.
+   */
+  async queueStates(runs: RunRecord[]): Promise<Array<QueueState | null>> {
+    const queued = runs.filter((r) => r.status === 'queued');
+    if (queued.length === 0) return runs.map(() => null);
     // The catalogue entry (cached by the gate) says whether the run waits for a pipeline of ranks.
-    const [place, fleet, ranked] = await Promise.all([this.opts.queues.place(run), this.opts.fleet?.read(), this.opts.models.ranked(run)]);
-    // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
-    // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
-    if (place.delayedUntil !== null && place.delayedUntil > Date.now()) return { position: null, waiting_reason: 'retry_backoff', waiting_ranks: null };
-    const waiting = fleet ? waitingReason(run, fleet, ranked) : { reason: null, ranks: null };
-    return { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks };
+    const [places, fleet, ranked] = await Promise.all([
+      this.opts.queues.places(queued),
+      this.opts.fleet?.read(),
+      Promise.all(queued.map((r) => this.opts.models.ranked(r))),
+    ]);
+    const now = Date.now();
+    const states = new Map<RunRecord, QueueState>();
+    queued.forEach((run, i) => {
+      const place = places[i];
+      // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
+      // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
+      if (place.delayedUntil !== null && place.delayedUntil > now) {
+        states.set(run, { position: null, waiting_reason: 'retry_backoff', waiting_ranks: null });
+        return;
+      }
+      const waiting = fleet ? waitingReason(run, fleet, ranked[i]) : { reason: null, ranks: null };
+      states.set(run, { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks });
+    });
+    return runs.map((r) => states.get(r) ?? null);
   }
 
   /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */

@@ -114,11 +114,14 @@ def test_list_pagination(client: Client, cancel_later: Callable[[str], None]) ->
     want = list(reversed(submitted))
 
     it = client.jobs(kind=kind, status="queued", limit=2)
-    got = []
+    got, positions = [], []
     for job in it:
-        assert job.kind == kind and job.status == "queued" and not job.terminal and job.queue_position is None, job.raw
+        assert job.kind == kind and job.status == "queued" and not job.terminal, job.raw
         got.append(job.run_id)
+        positions.append(job.queue_position)
     assert got == want
+    # Listed queued jobs carry their place in the queue, which only they are in: the newest last.
+    assert positions == [5, 4, 3, 2, 1]
     assert it.pages == 3 and it.cursor is None
 
     by_hand, pages, cursor = [], 0, None
