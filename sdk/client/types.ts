@@ -72,6 +72,13 @@ export interface Job {
   /** 0..1, or null before the worker reports any. */
   progress?: number | null;
   attempts?: number;
+  /** Seconds it may wait to start, and each attempt may run; null: no deadline (docs/jobs.md, "Deadlines"). */
+  ttl_s?: number | null;
+  timeout_s?: number | null;
+  /** When it fails `expired` if it has not started. */
+  expires_at?: string | null;
+  /** While running: when the current attempt times out. */
+  timeout_at?: string | null;
   /** 1 = next to be leased; null unless queued. */
   queue_position?: number | null;
   /** Why a queued job waits, when the fleet says why; null otherwise. */
@@ -97,6 +104,10 @@ export interface SubmitJobBody {
   input: JsonObject;
   confidentiality?: Confidentiality;
   class?: JobClass;
+  /** Seconds it may wait to start, at most its kind's maximum; fails `expired` past it (docs/jobs.md). */
+  ttl_s?: number;
+  /** Seconds each attempt may run; fails `timed_out` past it. */
+  timeout_s?: number;
   /** https URL POSTed the signed job object when the run ends (docs/webhooks.md). */
   webhook?: string;
   /** Which moments reach the webhook; the gateway's default is `['completed']`. Needs `webhook`. */

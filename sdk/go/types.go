@@ -35,6 +35,10 @@ type Job struct {
 	FinishedAt      *string    `json:"finished_at"`
 	Progress        *float64   `json:"progress"`
 	Attempts        int        `json:"attempts"`
+	TTLSeconds      *int       `json:"ttl_s"`      // seconds it may wait to start; nil: none (docs/jobs.md)
+	TimeoutSeconds  *int       `json:"timeout_s"`  // seconds each attempt may run; nil: none
+	ExpiresAt       *string    `json:"expires_at"` // when it fails "expired" if it has not started
+	TimeoutAt       *string    `json:"timeout_at"` // while running: when the current attempt times out
 	QueuePosition   *int       `json:"queue_position"`
 	WaitingReason   *string    `json:"waiting_reason"`
 	WaitingRanks    []int      `json:"waiting_ranks"` // with "no_worker_for_rank": the ranks no worker could hold now, 0-based (docs/ranks.md)

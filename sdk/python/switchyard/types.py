@@ -79,6 +79,12 @@ class Job:
     finished_at: Optional[str] = None
     progress: Optional[float] = None
     attempts: Optional[int] = None
+    #: Deadlines (docs/jobs.md): seconds it may wait to start and each attempt may run, when it
+    #: expires unstarted, and while running when the attempt times out; None: none.
+    ttl_s: Optional[int] = None
+    timeout_s: Optional[int] = None
+    expires_at: Optional[str] = None
+    timeout_at: Optional[str] = None
     queue_position: Optional[int] = None
     waiting_reason: Optional[str] = None
     #: With ``waiting_reason`` ``no_worker_for_rank``: the ranks of its ranked model no worker
@@ -107,6 +113,7 @@ class Job:
                    confidentiality=d.get("confidentiality"), job_class=d.get("class"), priority=d.get("priority"),
                    created_at=d.get("created_at"), started_at=d.get("started_at"), finished_at=d.get("finished_at"),
                    progress=d.get("progress"), attempts=d.get("attempts"), queue_position=d.get("queue_position"),
+                   ttl_s=d.get("ttl_s"), timeout_s=d.get("timeout_s"), expires_at=d.get("expires_at"), timeout_at=d.get("timeout_at"),
                    waiting_reason=d.get("waiting_reason"),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
