@@ -127,10 +127,7 @@ export class Pipelines {
   /** Jobs were queued on `queue`: if it is a model's queue that workers here serve ranks of, form pipelines. */
   wake(queue: string): void {
     const at = parseQueueName(queue);
-    if (!at?.model) return;
-    for (const w of this.opts.workers()) {
-      if (w.info.models[at.kind]?.some((m) => m.id === at.model && m.rank)) return this.former.wake(at.kind, at.model);
-    }
+    if (at?.model && this.seats.servedHere(at.kind, at.model)) this.former.wake(at.kind, at.model);
   }
 
   /** The safety sweep: every ranked model served here is looked at. */

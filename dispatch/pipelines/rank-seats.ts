@@ -62,6 +62,16 @@ export class RankSeats {
     return this.keys.rankSeats(kind, model);
   }
 
+  /**
+   * Whether a worker attached here has a seat of the model (as of the last rewrite): only the
+   * rank workers are looked at, not every worker, since every announced model job asks.
+   */
+  servedHere(kind: string, model: string): boolean {
+    const key = this.seatsKey(kind, model);
+    for (const keys of this.written.values()) if (keys.has(key)) return true;
+    return false;
+  }
+
   /** The worker's state changed: its seats are rewritten at the end of this turn. */
   changed(worker: ConnectedWorker): void {
     if (!this.written.has(worker.info.worker_id) && !ranked(worker).length) return;

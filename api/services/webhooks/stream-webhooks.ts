@@ -89,7 +89,10 @@ export class StreamWebhooks {
     const index = Math.floor(now / this.windowMs);
     const key = `${runId}\n${event}`;
     if (this.windows.get(key) === index) return;
+    this.windows.delete(key);
     this.windows.set(key, index);
+    // Runs that end on another instance are never forgotten here by their status: bounded like `watched`.
+    if (this.windows.size > MAX_WATCHED) this.windows.delete(this.windows.keys().next().value!);
     const data: WebhookJobData = { run_id: runId, account_id: watch.accountId, event, url: watch.url, webhook_id: `msg_${runId}_${event}_${index}` };
     this.opts.queue.add(data, { index, delayMs: (index + 1) * this.windowMs - now }).catch((err: unknown) => this.opts.log.error({ err, runId, event }, 'could not queue a webhook delivery'));
   }
