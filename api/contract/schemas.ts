@@ -4,6 +4,7 @@ import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 import { deadlineFields, deadlineViewFields } from './deadline-schemas.js';
 import { jobAttestation } from './attestation-schemas.js';
 import { rankFields, waitingRanks } from './rank-schemas.js';
+import { accountBudget, costViewFields, kindPrice } from './cost-schemas.js';
 
 /**
  * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
@@ -125,6 +126,7 @@ export const job = {
       properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
     }),
     attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
+    ...costViewFields,
   },
 } as const;
 
@@ -192,7 +194,7 @@ export const account = {
     name: { type: 'string' },
     credits: { type: 'integer', description: 'What the account can still spend, reservations already taken off.' },
     reserved: { type: 'integer', description: 'Held by runs in flight.' },
-    created_at: isoTime,
+    created_at: isoTime, budget: accountBudget,
   },
 } as const;
 
@@ -298,7 +300,7 @@ export const capabilities = {
         properties: {
           kind: kindName,
           rollout: { enum: ['live', 'rolling_out'] },
-          description: { type: 'string' },
+          description: { type: 'string' }, price: kindPrice,
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
           workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend (inference server) does not answer: connected, but offered no lease until it answers again (docs/worker-protocol.md, `backend`).' },

@@ -8,7 +8,10 @@ import type { Account, WebhookSecret } from '../types.js';
 export type AccountDoc = Omit<Account, 'id'> & { _id: string; webhook_secret?: WebhookSecret };
 
 export function toAccount(d: AccountDoc): Account {
-  return { id: d._id, name: d.name, credits: d.credits, reserved: d.reserved ?? 0, in_flight: d.in_flight ?? 0, created_at: d.created_at };
+  return {
+    id: d._id, name: d.name, credits: d.credits, reserved: d.reserved ?? 0, in_flight: d.in_flight ?? 0, created_at: d.created_at,
+    budget: d.budget ?? null, spent: d.spent ?? 0, spent_period: d.spent_period ?? null,
+  };
 }
 
 export class MongoAccountStore implements AccountStore {
@@ -38,6 +41,12 @@ export class MongoAccountStore implements AccountStore {
     // No match: either the account is unknown or the balance refused the change.
     if (!(await this.accounts.findOne({ _id: id }, { projection: { _id: 1 } }))) throw new NotFoundError('account');
     return null;
+  }
+
+  async setBudget(id: string, budget: number | null): Promise<Account> {
+    const doc = await this.accounts.findOneAndUpdate({ _id: id }, budget === null ? { $unset: { budget: '' } } : { $set: { budget } }, { returnDocument: 'after' });
+    if (!doc) throw new NotFoundError('account');
+    return toAccount(doc);
   }
 
   async webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret> {

@@ -1,3 +1,4 @@
+import { unitCost } from '../pricing.js';
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
@@ -59,6 +60,9 @@ function toRun(d: RunDoc): RunRecord {
     timeout_s: d.timeout_s ?? null,
     expires_at: d.ttl_expires_at ?? null,
     timeout_at: d.timeout_at ?? null,
+    rate: d.rate ?? null,
+    usage: d.usage ?? null,
+    charged: d.charged ?? null,
   };
 }
 
@@ -108,6 +112,13 @@ export class MongoRunStore implements RunStore {
       const account = await this.accounts.findOne({ _id: run.account_id }, { session });
       return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
     }
+    // The budget is judged on the account as it was before the reservation (as the Redis script
+    // does); a refusal takes the reservation back in the same transaction: nothing changed.
+    const spent = before.spent_period === run.created_at.slice(0, 7) ? (before.spent ?? 0) : 0;
+    if (before.budget != null && spent + before.reserved + run.price > before.budget) {
+      await this.accounts.updateOne({ _id: run.account_id }, { $inc: { credits: run.price, reserved: -run.price, in_flight: -1 } }, { session });
+      return { outcome: 'budget_exceeded', budget: before.budget, spent, reserved: before.reserved };
+    }
     const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
     const doc: RunDoc = {
       _id: run.run_id,
@@ -124,6 +135,7 @@ export class MongoRunStore implements RunStore {
       idempotency_key: run.idempotency_key,
       created_at: run.created_at,
       ...RECORD_DEFAULTS,
+      rate: run.rate ?? null,
       webhook_events_filter: run.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
       input_files: run.input_files ?? {},
       warnings: run.warnings ?? [],
@@ -182,11 +194,19 @@ export class MongoRunStore implements RunStore {
         // Concurrent transitions of this run write-conflict on its document and only one commits,
         // so the run turns terminal, and settles, exactly once.
         if (cur.settlement === 'reserved') {
-          const charged = t.to === 'succeeded';
-          const release = { reserved: -cur.price, in_flight: -1 };
-          // Success keeps the reserved credits (charged); failure and cancel give them back.
-          await this.accounts.updateOne({ _id: run.account_id }, { $inc: charged ? release : { ...release, credits: cur.price } }, { session });
-          set.settlement = charged ? 'charged' : 'released';
+          const succeeded = t.to === 'succeeded';
+          // What the Redis script charges (settle_charge): the usage at the run's rate, at most its price; all of it without a rate or usage.
+          const usage = t.set?.usage ?? cur.usage ?? null;
+          const charge = !succeeded ? 0 : cur.rate && usage ? Math.min(cur.price, unitCost(cur.rate, usage)) : cur.price;
+          const inc = { reserved: -cur.price, in_flight: -1, credits: cur.price - charge, spent: charge };
+          const finished = /^(\d{4}-\d{2})/.exec(String(t.set?.finished_at ?? ''))?.[1];
+          const acct = charge > 0 && finished ? await this.accounts.findOne({ _id: run.account_id }, { session, projection: { spent_period: 1 } }) : null;
+          // A charge in a later month than the account's last starts that month's `spent` (docs/jobs.md, "Cost").
+          if (acct && finished && (!acct.spent_period || finished > acct.spent_period)) {
+            await this.accounts.updateOne({ _id: run.account_id }, { $inc: { reserved: inc.reserved, in_flight: -1, credits: inc.credits }, $set: { spent: charge, spent_period: finished } }, { session });
+          } else await this.accounts.updateOne({ _id: run.account_id }, { $inc: inc }, { session });
+          set.settlement = succeeded ? 'charged' : 'released';
+          set.charged = charge;
         }
         unsetUnconfirmed = true;
       }

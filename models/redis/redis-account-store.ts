@@ -15,6 +15,9 @@ export function decodeAccount(h: Record<string, string>): Account | null {
     reserved: Number(h.reserved ?? 0),
     in_flight: Number(h.in_flight ?? 0),
     created_at: h.created_at,
+    budget: h.budget ? Number(h.budget) : null,
+    spent: Number(h.spent ?? 0),
+    spent_period: h.spent_period ?? null,
   };
 }
 
@@ -24,6 +27,7 @@ export class RedisAccountStore implements AccountStore {
   async create(input: { name: string; credits: number }): Promise<Account> {
     const account: Account = { id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };
     await this.redis.hset(this.keys.account(account.id), { ...account });
+    Object.assign(account, { budget: null, spent: 0, spent_period: null });
     return account;
   }
 
@@ -36,6 +40,15 @@ export class RedisAccountStore implements AccountStore {
     if (result === -1) throw new NotFoundError('account');
     if (result === 0) return null;
     return this.get(id);
+  }
+
+  async setBudget(id: string, budget: number | null): Promise<Account> {
+    const key = this.keys.account(id);
+    // Accounts are never deleted: one that exists now still does at the write.
+    if (!(await this.redis.exists(key))) throw new NotFoundError('account');
+    if (budget === null) await this.redis.hdel(key, 'budget');
+    else await this.redis.hset(key, 'budget', budget);
+    return (await this.get(id))!;
   }
 
   webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret> {

@@ -38,26 +38,27 @@ export type PipedCreate =
 const inFlightOf = (reply: Reply): number | undefined => (reply[0] === 'created' ? Number(reply[2]) : undefined);
 
 /** What createRun's reply says happened. */
-function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
+function createdFrom(reply: Reply, doc: ImmutableRunFields, rate?: NewRun['rate']): CreateRunResult {
   const [tag, ...rest] = reply;
   if (tag === 'no_account') return { outcome: 'no_account' };
   if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+  if (tag === 'budget') return { outcome: 'budget_exceeded', budget: Number(rest[0]), spent: Number(rest[1]), reserved: Number(rest[2]) };
   if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
   // Built here rather than read back: the script only fixes the priority. Object.assign, not
   // spreads: V8 took ~15 us per job to spread these two objects into one (1 us this way), the
   // largest single cost of our own code in the submit benchmark's profile.
-  const run = Object.assign({}, NEW_RUN_DEFAULTS, doc, { status: 'queued', settlement: 'reserved', priority: Number(rest[0]) }) as RunRecord;
+  const run = Object.assign({}, NEW_RUN_DEFAULTS, doc, { status: 'queued', settlement: 'reserved', priority: Number(rest[0]), rate: rate ?? null }) as RunRecord;
   return { outcome: 'created', run };
 }
 
 /** What gatedCreateRun's reply says happened: the gate's refusal, or its go-ahead and the create's result. */
-function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFields): GatedCreateResult {
+function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFields, rate?: NewRun['rate']): GatedCreateResult {
   if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
   const rest = reply as Reply;
   // The gate's two values come last, after createRun's own reply (whose length varies).
   const remaining = Number(rest[rest.length - 1]);
   const nextMs = Number(rest[rest.length - 2]);
-  return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc) };
+  return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc, rate) };
 }
 
 export class RedisRunStore implements RunStore {
@@ -74,13 +75,13 @@ export class RedisRunStore implements RunStore {
 
   async create(run: NewRun): Promise<CreateRunResult> {
     const { keys, args, doc } = this.createCall(run);
-    return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc);
+    return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc, run.rate);
   }
 
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
     const { keys, args, doc } = this.createCall(run);
     const call = gateCall(this.keys, gate);
-    return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc);
+    return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc, run.rate);
   }
 
   /** In-flight runs per fair-share priority step, as the create script is given it. */
@@ -97,18 +98,18 @@ export class RedisRunStore implements RunStore {
   sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
-      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), inFlight: inFlightOf(reply) }));
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc, run.rate), inFlight: inFlightOf(reply) }));
     }
     const call = gateCall(this.keys, gate);
     return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
-      const gated = gatedFrom(reply, doc);
+      const gated = gatedFrom(reply, doc, run.rate);
       return 'result' in gated ? { ...gated, inFlight: inFlightOf(reply as Reply) } : gated;
     });
   }
 
   /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
-    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, ...fields } = run;
+    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, rate, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
       ...fields,
@@ -131,6 +132,8 @@ export class RedisRunStore implements RunStore {
         run.kind,
         this.indexFloor(),
         viewFragment(doc),
+        run.created_at.slice(0, 7),
+        rate ? JSON.stringify(rate) : '',
       ],
       doc,
     };

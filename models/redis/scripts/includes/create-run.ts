@@ -7,10 +7,13 @@ import { runReply } from './run-reply.js';
  * ARGV: run_id, account_id, price, doc (JSON of the immutable fields), created ms,
  *       fair-share step, priority base, kind, index floor (ids below it are past retention),
  *       the job view's immutable fields as a JSON fragment (`vw`: what transitionRun's status
- *       events are built from, so it never decodes `doc`).
+ *       events are built from, so it never decodes `doc`), the period (`YYYY-MM` of created),
+ *       the run's per-unit rate as JSON or '' (stored as `rate` for transitionRun's charge).
  * Returns {'created', priority, in_flight} (the account's runs in flight with this one: what a
  * gateway guesses the next one's fair-share step from, queues/create-forecast.ts) |
- * {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
+ * {'exists', HGETALL...} | {'insufficient', credits} | {'budget', budget, spent, reserved} | {'no_account'}.
+ * Budget: an account with `budget` refuses a run whose price would take what it spent in the
+ * period (`spent`, when `spent_period` is this one; else 0) plus what it holds reserved past it.
  * Index keys are derived from KEYS[3] (the account's run index): the run goes into the index,
  * its `:s:queued`, `:k:<kind>` and `:sk:queued:<kind>`, so a listing by any filter reads only
  * its matches (models/redis/keys.ts). `kind` is also stored as a plain field for transitionRun,
@@ -19,10 +22,15 @@ import { runReply } from './run-reply.js';
 export const createRunFunction = `${runReply}
 local function create_run()
   if redis.call('EXISTS', KEYS[1]) == 1 then return run_reply('exists', KEYS[1]) end
-  local acct = redis.call('HMGET', KEYS[2], 'credits', 'in_flight')
+  local acct = redis.call('HMGET', KEYS[2], 'credits', 'in_flight', 'budget', 'spent', 'spent_period', 'reserved')
   if not acct[1] then return { 'no_account' } end
   local price = tonumber(ARGV[3])
   if tonumber(acct[1]) < price then return { 'insufficient', acct[1] } end
+  if acct[3] and acct[3] ~= '' then
+    local spent = acct[5] == ARGV[11] and tonumber(acct[4] or '0') or 0
+    local held = tonumber(acct[6] or '0')
+    if spent + held + price > tonumber(acct[3]) then return { 'budget', acct[3], tostring(spent), tostring(held) } end
+  end
   local in_flight = tonumber(acct[2] or '0')
   local priority = tonumber(ARGV[7]) + math.min(math.floor(in_flight / tonumber(ARGV[6])), 9)
   redis.call('HINCRBY', KEYS[2], 'credits', -price)
@@ -30,6 +38,7 @@ local function create_run()
   redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
   redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
     'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0, 'vw', ARGV[10], 'kind', ARGV[8])
+  if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'rate', ARGV[12]) end
   local floor = '(' .. ARGV[9]
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
   redis.call('ZREMRANGEBYLEX', KEYS[3], '-', floor)
