@@ -1,3 +1,4 @@
+import { withUsage } from '../usage.js';
 import type { Engine } from '../types.js';
 import { musicGenerate, sfxGenerate } from './audio.js';
 import { image } from './image.js';
@@ -74,6 +75,6 @@ export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocke
     if (family !== llm) await sleep(step, ctx.signal);
     throwIfAborted(ctx.signal);
     ctx.progress(1, 'done');
-    return result;
+    return withUsage(kind, result);
   };
 }
