@@ -119,7 +119,11 @@ export class JobService {
     return this.opts.log;
   }
 
+  /** The clock submissions are stamped by, which sets the month a budget is judged in; replaceable (tests move it a month on). */
+  clock: () => number;
+
   constructor(private readonly opts: JobServiceOptions) {
+    this.clock = opts.now ?? Date.now;
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
   }
@@ -137,7 +141,7 @@ export class JobService {
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
     // Checked before anything is staged or claimed: a refused deadline leaves nothing behind.
-    const createdAt = new Date((this.opts.now ?? Date.now)()).toISOString();
+    const createdAt = new Date(this.clock()).toISOString();
     const deadlines = runDeadlines(body, body.kind, this.opts.deadlines[body.kind], createdAt);
     // A submission with nothing to do between its checks and its create (no claim, no URL to
     // check, no model to look up, no file to stage) has its gate run inside the create's own
