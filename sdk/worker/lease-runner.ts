@@ -243,8 +243,7 @@ export class LeaseRunner {
     }
     if (lease.conn.closed) return false;
     // An instance older than protocol 4 (7 for `usage`) refuses a field it does not know.
-    let wire: ReportBody = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame;
-    if (wire.type === 'complete' && wire.usage && lease.conn.protocol < USAGE_PROTOCOL) wire = { type: 'complete', output: wire.output, ...(wire.receipt ? { receipt: wire.receipt } : {}) };
+    const wire = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame.type === 'complete' && lease.conn.protocol < USAGE_PROTOCOL ? { ...frame, usage: undefined } : frame;
     if (!this.ctx.send(lease.conn, { ...wire, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
     lease.unanswered.push(frame);
