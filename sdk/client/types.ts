@@ -88,6 +88,23 @@ export interface Job {
   output?: JobOutput | null;
   error?: JobErrorInfo | null;
   attestation?: JsonObject | null;
+  /** Credits held at submission (the most it can cost), and taken when it ended (null until then): docs/jobs.md, "Cost". */
+  cost?: JobCost;
+  /** What the worker reported the run used; null when it reported nothing. */
+  usage?: JobUsage | null;
+}
+
+export interface JobCost {
+  reserved: number;
+  charged: number | null;
+}
+
+export interface JobUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  /** Seconds of output (audio, video). */
+  seconds?: number;
+  images?: number;
 }
 
 /** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */

@@ -94,6 +94,10 @@ class Job:
     error: Optional[JobError] = None
     attestation: Optional[Dict[str, Any]] = None
     warnings: List[Dict[str, Any]] = field(default_factory=list)
+    #: ``{"reserved": n, "charged": n or None}``: credits held at submission and taken when it
+    #: ended (docs/jobs.md, "Cost"); ``usage``: what the worker reported it used, or None.
+    cost: Optional[Dict[str, Any]] = None
+    usage: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Job":
@@ -117,7 +121,9 @@ class Job:
                    waiting_reason=d.get("waiting_reason"),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
-                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []))
+                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []),
+                   cost=d.get("cost") if isinstance(d.get("cost"), dict) else None,
+                   usage=d.get("usage") if isinstance(d.get("usage"), dict) else None)
 
 
 @dataclass
