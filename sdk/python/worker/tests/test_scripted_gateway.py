@@ -24,7 +24,7 @@ def test_registers_with_its_token_kinds_models_and_versions_and_heartbeats_name_
             reg = await gw.register(protocol=3)
             await start
             assert gw.conns[0]["auth"] == "Bearer swt_token"
-            assert reg["protocol"] == [1, 2, 3, 4, 5, 6] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
+            assert reg["protocol"] == [1, 2, 3, 4, 5, 6, 7] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
             assert reg["models"] == {IMAGE: [{"id": "flux"}]}
             assert reg["hardware"]["gpu"] == "test" and reg["software"]["sdk"] == "switchyard-worker-python"
             await gw.send(lease(1))
