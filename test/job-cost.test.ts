@@ -61,6 +61,10 @@ describe('job cost', () => {
     assert.deepEqual(done.cost, { reserved, charged: 5 });
     const b = await balance(key);
     assert.deepEqual([b.credits, b.reserved], [995, 0], 'the rest of the reservation came back, exactly');
+    // The status events, whose job view the transition builds in Lua, say the same.
+    const events = await gw.gateway.core.eventLog.after(res.body.run_id, 0);
+    const last = JSON.parse(events.find((e) => e.event === 'done')!.data);
+    assert.deepEqual([last.cost, last.usage], [done.cost, done.usage]);
     // The server was asked for its count on the stream.
     assert.equal(upstream.completions.at(-1)!.body.stream_options?.include_usage, true);
   });
