@@ -78,14 +78,14 @@ const whole = (v: unknown): number | undefined => (typeof v === 'number' && Numb
  * The most of each unit a job's input lets it use; undefined where the input says nothing.
  * Input tokens: the UTF-8 bytes of its prompt, messages and tools (no tokenizer makes more
  * tokens than bytes, and the JSON's own punctuation covers a chat template's few). Output
- * tokens: `max_tokens`. Seconds: `duration_s`. Images: `n` or `num_images`, and one for
+ * tokens: `max_tokens` (or OpenAI's `max_completion_tokens`). Seconds: `duration_s`. Images: `n` or `num_images`, and one for
  * `inference:image:generate`, whose input names no count (it makes one image).
  */
 export function inputBounds(kind: string, input: Record<string, unknown>): Usage {
   const text = input.prompt !== undefined || input.messages !== undefined;
   return {
     input_tokens: text ? utf8Bytes(input.prompt) + utf8Bytes(input.messages) + utf8Bytes(input.tools) : undefined,
-    output_tokens: whole(input.max_tokens),
+    output_tokens: whole(input.max_tokens) ?? whole(input.max_completion_tokens),
     seconds: whole(input.duration_s),
     images: whole(input.n) ?? whole(input.num_images) ?? (kind === 'inference:image:generate' ? 1 : undefined),
   };
