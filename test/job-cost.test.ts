@@ -5,6 +5,7 @@ import { SwitchyardWorker } from '../sdk/worker/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 import { OpenAiUpstream } from './helpers/openai-upstream.js';
+import { dataUri, sampleGlb } from './helpers/sample-files.js';
 
 /**
  * Usage-based cost (docs/jobs.md, "Cost"): submission reserves the most a job can cost, the
@@ -14,9 +15,12 @@ import { OpenAiUpstream } from './helpers/openai-upstream.js';
  */
 const VIDEO = 'inference:video:generate';
 const IMAGE = 'inference:image:generate';
+const SFX = 'inference:audio:sfx-generate';
+const RIG = 'inference:rig';
 const PRICES = {
   [LLM_KIND]: { base: 1, per_1k_input_tokens: 100, per_1k_output_tokens: 1000, max: 500 },
   [VIDEO]: { base: 2, per_second: 3, max_seconds: 120 },
+  [SFX]: { base: 1, per_second: 2, max_seconds: 30 },
 };
 const ADMIN = { authorization: 'Bearer test-admin-token-0123456789' };
 
@@ -31,6 +35,10 @@ describe('job cost', () => {
     const llm = createOpenAiEngine({ backendUrl: upstream.url });
     workers.push(new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [LLM_KIND], handler: llm.handler, models: { [LLM_KIND]: await llm.listModels() }, logger: silentLogger }));
     workers.push(new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [VIDEO], handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger }));
+    // A worker claiming far more than the job could use, and one that fails.
+    const claims = async () => ({ artifacts: [], extra: { duration_s: 999 }, usage: { seconds: 999 } });
+    const fails = async () => Promise.reject(Object.assign(new Error('out of memory'), { code: 'oom', retryable: false }));
+    workers.push(new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: [SFX, RIG], handler: (kind) => (kind === SFX ? claims() : fails()), logger: silentLogger }));
     for (const w of workers) await w.start();
   });
   after(async () => {
@@ -85,6 +93,22 @@ describe('job cost', () => {
     assert.deepEqual(b.cost, { reserved: 362, charged: 5 });
     const acct = await balance(key);
     assert.deepEqual([acct.credits, acct.reserved], [1000 - 14 - 5, 0]);
+  });
+
+  it('never charges more than was reserved, and charges a failed job nothing', async () => {
+    const { key } = await gw.account(100);
+    const sfx = await gw.submit(key, { kind: SFX, input: { prompt: 'boom', duration_s: 5 } });
+    const rig = await gw.submit(key, { kind: RIG, input: { mesh: dataUri('model/gltf-binary', await sampleGlb()) } });
+    assert.equal(sfx.status, 202, sfx.text);
+    assert.equal(rig.status, 202, rig.text);
+    const a = await finished(key, sfx.body.run_id);
+    assert.deepEqual(a.usage, { seconds: 999 });
+    assert.deepEqual(a.cost, { reserved: 11, charged: 11 }, '1 + 5 × 2 reserved; 1 + 999 × 2 reported');
+    const b = await finished(key, rig.body.run_id);
+    assert.equal(b.status, 'failed');
+    assert.deepEqual(b.cost, { reserved: 10, charged: 0 });
+    const acct = await balance(key);
+    assert.deepEqual([acct.credits, acct.reserved], [100 - 11, 0]);
   });
 
   it("shows each kind's price in /v1/capabilities", async () => {
