@@ -196,7 +196,7 @@ export class MongoRunStore implements RunStore {
         if (cur.settlement === 'reserved') {
           const succeeded = t.to === 'succeeded';
           // What the Redis script charges (settle_charge): the usage at the run's rate, at most its price; all of it without a rate or usage.
-          const usage = t.set?.usage ?? cur.usage ?? null;
+          const usage = t.set?.usage ?? null;
           const charge = !succeeded ? 0 : cur.rate && usage ? Math.min(cur.price, unitCost(cur.rate, usage)) : cur.price;
           const inc = { reserved: -cur.price, in_flight: -1, credits: cur.price - charge, spent: charge };
           const finished = /^(\d{4}-\d{2})/.exec(String(t.set?.finished_at ?? ''))?.[1];

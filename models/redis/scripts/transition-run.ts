@@ -10,7 +10,8 @@ import { unitCostFunction } from './includes/unit-cost.js';
  * price, the rest returned; counted in the account's `spent` of the month of `finished_at`;
  * otherwise all released, `charged` 0) and moving it between the status indexes (`:s:`
  * and `:sk:`, models/redis/keys.ts). Reads only the run's plain scalar fields (run-codec.ts),
- * so no JSON is decoded here, except once for a run made before `kind` was one of them: its
+ * so no JSON is decoded here, except a succeeded run's `rate` and `usage` (two small objects,
+ * and only for a per-unit price), and once for a run made before `kind` was one of them: its
  * kind is read from `doc` and stored. Index keys are derived from KEYS[3] (the account's run
  * index).
  *
