@@ -229,3 +229,28 @@ def test_an_instance_of_protocol_3_gets_no_numbers_and_nothing_again_as_it_could
             assert [f["delta"] for f in gw.outputs(conn=1)] == ["d", "e"]
 
     run(test)
+
+
+def test_complete_carries_the_usage_read_from_the_result_on_protocol_7_and_none_on_older_instances():
+    """What a run used goes in ``complete`` (docs/worker-protocol.md, "Usage"); an older gateway refuses the field."""
+    async def test() -> None:
+        for protocol in (7, 6):
+            async with ScriptedGateway() as gw:
+                async def handler(job: Any) -> Dict[str, Any]:
+                    return {"usage": {"prompt_tokens": 3, "completion_tokens": 4}, "frames": 5, "fps": 2}
+
+                w = Worker(gw.url, "swt_token", handlers={IMAGE: handler})
+                start = asyncio.ensure_future(w.start())
+                await gw.register(protocol=protocol)
+                await start
+                await gw.send(lease(1))
+                done = await gw.frame(lambda f: f["type"] == "complete")
+                if protocol == 7:
+                    assert done["usage"] == {"input_tokens": 3, "output_tokens": 4, "seconds": 2.5, "images": 0}
+                else:
+                    assert "usage" not in done
+                assert done["output"]["usage"] == {"prompt_tokens": 3, "completion_tokens": 4}
+                await gw.send({"type": "ack", "lease_id": "lse_1", "of": "complete"})
+                await w.stop(0)
+
+    run(test)
