@@ -2,6 +2,7 @@ import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
 export interface MongoRunStoreOptions {
@@ -25,6 +26,9 @@ export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
   /** The record's `expires_at` (a run not started by then expires: docs/jobs.md). */
   ttl_expires_at?: string | null;
 };
+
+/** A batch as stored: the batch id is the `_id`. */
+export type BatchDoc = Omit<BatchRecord, 'batch_id'> & { _id: string };
 
 /** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
 function toRun(d: RunDoc): RunRecord {
@@ -55,6 +59,7 @@ function toRun(d: RunDoc): RunRecord {
     cancel_requested_at: d.cancel_requested_at ?? null,
     fence: d.fence ?? 0,
     worker_id: d.worker_id ?? null,
+    batch_id: d.batch_id ?? null,
     ttl_s: d.ttl_s ?? null,
     timeout_s: d.timeout_s ?? null,
     expires_at: d.ttl_expires_at ?? null,
@@ -69,12 +74,18 @@ const { expires_at: _ttlExpiry, ...RECORD_DEFAULTS } = NEW_RUN_DEFAULTS;
  * Create and transition touch a run and its account together, so each runs in a multi-document
  * transaction: the MongoDB store therefore needs a replica set (a single-node one will do).
  */
+function fromBatchDoc({ _id, ...rest }: BatchDoc): BatchRecord {
+  return { batch_id: _id, ...rest };
+}
+
 export class MongoRunStore implements RunStore {
   constructor(
     private readonly client: MongoClient,
     private readonly runs: Collection<RunDoc>,
     private readonly accounts: Collection<AccountDoc>,
     private readonly opts: MongoRunStoreOptions,
+    /** The batches (docs/jobs.md, "Batches"), `_id` the batch id. */
+    private readonly batches?: Collection<BatchDoc>,
   ) {}
 
   /** Runs `fn` in a transaction; the driver retries it on transient errors (write conflicts). */
@@ -92,6 +103,53 @@ export class MongoRunStore implements RunStore {
       if (!existing) throw err;
       return { outcome: 'exists', run: toRun(existing) };
     }
+  }
+
+  /** The batch and its runs in one transaction: `createIn` for each, after the total is checked, so a refusal aborts it whole. */
+  async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
+    const batches = this.batchCollection();
+    const { batch_id, ...rest } = batch;
+    const refused = new Error('batch refused');
+    let outcome: CreateBatchResult | undefined;
+    try {
+      return await this.inTransaction(async (session) => {
+        const existing = await batches.findOne({ _id: batch_id }, { session });
+        if (existing) return (outcome = { outcome: 'exists', batch: fromBatchDoc(existing) });
+        const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
+        if (!account) return (outcome = { outcome: 'no_account' });
+        if (account.credits < batch.price) return (outcome = { outcome: 'insufficient_credits', available: account.credits });
+        await batches.insertOne({ _id: batch_id, ...rest }, { session });
+        const made: RunRecord[] = [];
+        for (const run of runs) {
+          const result = await this.createIn(session, { ...run, batch_id });
+          // Raced by another create of the account (its credits) or a taken id: abort, nothing stays.
+          if (result.outcome !== 'created') throw refused;
+          made.push(result.run);
+        }
+        return { outcome: 'created', batch, runs: made };
+      });
+    } catch (err) {
+      if (err !== refused && !isDuplicateKey(err)) throw err;
+      const existing = await batches.findOne({ _id: batch_id });
+      if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
+      const account = await this.accounts.findOne({ _id: batch.account_id });
+      return account ? { outcome: 'insufficient_credits', available: account.credits } : (outcome ?? { outcome: 'no_account' });
+    }
+  }
+
+  async getBatch(batchId: string): Promise<BatchRecord | null> {
+    const doc = await this.batchCollection().findOne({ _id: batchId });
+    return doc ? fromBatchDoc(doc) : null;
+  }
+
+  async batchMembers(batch: BatchRecord): Promise<BatchMember[]> {
+    const docs = await this.runs.find({ batch_id: batch.batch_id }, { projection: { _id: 1, status: 1 } }).toArray();
+    return docs.map((d) => ({ run_id: d._id, status: d.status }));
+  }
+
+  private batchCollection(): Collection<BatchDoc> {
+    if (!this.batches) throw new Error('this MongoDB run store was opened without its batches collection');
+    return this.batches;
   }
 
   private async createIn(session: ClientSession, run: NewRun): Promise<CreateRunResult> {
@@ -130,6 +188,7 @@ export class MongoRunStore implements RunStore {
       ttl_s: run.ttl_s ?? null,
       timeout_s: run.timeout_s ?? null,
       ttl_expires_at: run.expires_at ?? null,
+      batch_id: run.batch_id ?? null,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
     await this.runs.insertOne(doc, { session });
@@ -208,6 +267,7 @@ export class MongoRunStore implements RunStore {
     const filter: Filter<RunDoc> = { account_id: accountId };
     if (q.status) filter.status = q.status;
     if (q.kind) filter.kind = q.kind;
+    if (q.batch_id) filter.batch_id = q.batch_id;
     if (q.before) filter._id = { $lt: q.before };
     // Run ids are ULIDs, so _id order is creation order; one extra document tells whether there
     // is more. Each filter has its index, {account_id, [status], [kind], _id} (MongoStores.ensureIndexes),
