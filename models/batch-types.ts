@@ -32,3 +32,11 @@ export type BatchMember = Pick<RunRecord, 'run_id' | 'status'>;
 
 /** The runs of a batch by status. */
 export type BatchCounts = Record<RunStatus, number>;
+
+/** Where a batch stands: its runs by status (runs past retention are no longer counted). */
+export interface BatchSummary {
+  batch: BatchRecord;
+  counts: BatchCounts;
+  /** True once every run it still has is terminal. */
+  terminal: boolean;
+}

@@ -20,7 +20,7 @@ describe('batches (POST /v1/jobs/batch)', function () {
     const ids: string[] = [];
     let pages = 0;
     for (let cursor: string | null = ''; cursor !== null; pages++) {
-      const res = await gw.request('GET', `/v1/jobs?${query}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
+      const res: { status: number; text: string; body: any } = await gw.request('GET', `/v1/jobs?${query}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
       assert.equal(res.status, 200, res.text);
       ids.push(...res.body.data.map((j: { run_id: string }) => j.run_id));
       cursor = res.body.next_cursor;

@@ -1,4 +1,4 @@
-import type { BatchSummary } from '../services/jobs/batch-service.js';
+import type { BatchSummary } from '../../models/batch-types.js';
 
 /** The batch object of docs/api.md "Batches": its size, what it reserved, and its runs by status. */
 export function batchView({ batch, counts, terminal }: BatchSummary) {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { MAX_BATCH_JOBS, type BatchCounts, type BatchRecord } from '../../../models/batch-types.js';
+import { MAX_BATCH_JOBS, type BatchCounts, type BatchRecord, type BatchSummary } from '../../../models/batch-types.js';
 import { AlreadyTerminalError, ApiError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
 import { newBatchId, newRunId } from '../../../models/ids.js';
 import { fileFields, findKind, KIND_NAMES } from '../../../models/kinds.js';
@@ -36,13 +36,6 @@ export interface BatchSubmission {
   replayed: boolean;
 }
 
-/** Where a batch stands: its runs by status (runs past retention are no longer counted). */
-export interface BatchSummary {
-  batch: BatchRecord;
-  counts: BatchCounts;
-  /** True once every run it still has is terminal. */
-  terminal: boolean;
-}
 
 export interface BatchCancel {
   /** Queued runs canceled at once (their credits returned). */
