@@ -105,35 +105,39 @@ export class MongoRunStore implements RunStore {
     }
   }
 
-  /** The batch and its runs in one transaction: `createIn` for each, after the total is checked, so a refusal aborts it whole. */
+  /**
+   * The batch and its runs in one transaction: the account's total reserved with one guarded
+   * update and the runs inserted with one insertMany, each with the fair-share priority a
+   * `create` in turn would have given it. A refusal aborts it whole.
+   */
   async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
     const batches = this.batchCollection();
     const { batch_id, ...rest } = batch;
-    const refused = new Error('batch refused');
-    let outcome: CreateBatchResult | undefined;
     try {
-      return await this.inTransaction(async (session) => {
+      return await this.inTransaction(async (session): Promise<CreateBatchResult> => {
         const existing = await batches.findOne({ _id: batch_id }, { session });
-        if (existing) return (outcome = { outcome: 'exists', batch: fromBatchDoc(existing) });
-        const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
-        if (!account) return (outcome = { outcome: 'no_account' });
-        if (account.credits < batch.price) return (outcome = { outcome: 'insufficient_credits', available: account.credits });
-        await batches.insertOne({ _id: batch_id, ...rest }, { session });
-        const made: RunRecord[] = [];
-        for (const run of runs) {
-          const result = await this.createIn(session, { ...run, batch_id });
-          // Raced by another create of the account (its credits) or a taken id: abort, nothing stays.
-          if (result.outcome !== 'created') throw refused;
-          made.push(result.run);
+        if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
+        const before = await this.accounts.findOneAndUpdate(
+          { _id: batch.account_id, credits: { $gte: batch.price } },
+          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length } },
+          { session, returnDocument: 'before' },
+        );
+        if (!before) {
+          const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
+          return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
         }
-        return { outcome: 'created', batch, runs: made };
+        const inFlight = before.in_flight ?? 0;
+        const docs = runs.map((run, i) => this.newDoc({ ...run, batch_id }, run.priorityBase + Math.min(Math.floor((inFlight + i) / this.opts.fairShareStep), 9)));
+        await batches.insertOne({ _id: batch_id, ...rest }, { session });
+        await this.runs.insertMany(docs, { session });
+        return { outcome: 'created', batch, runs: docs.map(toRun) };
       });
     } catch (err) {
-      if (err !== refused && !isDuplicateKey(err)) throw err;
+      // A concurrent create of the same batch committed first; ours was rolled back whole.
+      if (!isDuplicateKey(err)) throw err;
       const existing = await batches.findOne({ _id: batch_id });
-      if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
-      const account = await this.accounts.findOne({ _id: batch.account_id });
-      return account ? { outcome: 'insufficient_credits', available: account.credits } : (outcome ?? { outcome: 'no_account' });
+      if (!existing) throw err;
+      return { outcome: 'exists', batch: fromBatchDoc(existing) };
     }
   }
 
@@ -167,14 +171,21 @@ export class MongoRunStore implements RunStore {
       return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
     }
     const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
-    const doc: RunDoc = {
+    const doc = this.newDoc(run, run.priorityBase + step);
+    await this.runs.insertOne(doc, { session });
+    return { outcome: 'created', run: toRun(doc) };
+  }
+
+  /** A new run's document, queued with its price reserved. */
+  private newDoc(run: NewRun, priority: number): RunDoc {
+    return {
       _id: run.run_id,
       account_id: run.account_id,
       kind: run.kind,
       status: 'queued',
       confidentiality: run.confidentiality,
       class: run.class,
-      priority: run.priorityBase + step,
+      priority,
       price: run.price,
       settlement: 'reserved',
       input_json: JSON.stringify(run.input),
@@ -191,8 +202,6 @@ export class MongoRunStore implements RunStore {
       batch_id: run.batch_id ?? null,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
-    await this.runs.insertOne(doc, { session });
-    return { outcome: 'created', run: toRun(doc) };
   }
 
   async get(runId: string): Promise<RunRecord | null> {
