@@ -28,7 +28,11 @@ export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
 };
 
 /** A batch as stored: the batch id is the `_id`. */
-export type BatchDoc = Omit<BatchRecord, 'batch_id'> & { _id: string };
+export type BatchDoc = Omit<BatchRecord, 'batch_id'> & {
+  _id: string;
+  /** Set when one of its runs ends, for the collection's TTL index (the batch goes with its last run). */
+  expires_at?: Date;
+};
 
 /** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
 function toRun(d: RunDoc): RunRecord {
@@ -74,7 +78,7 @@ const { expires_at: _ttlExpiry, ...RECORD_DEFAULTS } = NEW_RUN_DEFAULTS;
  * Create and transition touch a run and its account together, so each runs in a multi-document
  * transaction: the MongoDB store therefore needs a replica set (a single-node one will do).
  */
-function fromBatchDoc({ _id, ...rest }: BatchDoc): BatchRecord {
+function fromBatchDoc({ _id, expires_at: _expiry, ...rest }: BatchDoc): BatchRecord {
   return { batch_id: _id, ...rest };
 }
 
@@ -257,6 +261,10 @@ export class MongoRunStore implements RunStore {
           set.settlement = charged ? 'charged' : 'released';
         }
         unsetUnconfirmed = true;
+        // A batch is kept as long as its runs: each run's end restarts its retention clock.
+        if (cur.batch_id && this.batches) {
+          await this.batches.updateOne({ _id: cur.batch_id }, { $set: { expires_at: new Date(Date.now() + this.opts.retentionSeconds * 1000) } }, { session });
+        }
       }
     }
     // Like the Redis EXPIRE, naming a terminal `to` (re)starts the retention clock.

@@ -82,6 +82,8 @@ export class MongoStores implements Stores {
       // Terminal runs get an expires_at; the TTL monitor removes them once it passes.
       { key: { expires_at: 1 }, expireAfterSeconds: 0 },
     ]);
+    // A batch goes retention after its last run's end (MongoRunStore sets expires_at then).
+    await this.db.collection('batches').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
     await this.db.collection('idempotency').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
     // Bots list by account in id (creation) order; sessions and conversations expire on their own.
     await this.db.collection('bots').createIndexes([{ key: { account_id: 1, _id: 1 } }]);

@@ -3,7 +3,7 @@ import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
 import { CREATE_BATCH_RUN_ARGS } from './scripts/create-batch.js';
-import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
+import { isTerminal, NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
@@ -226,6 +226,13 @@ export class RedisRunStore implements RunStore {
     const result: { ok: true; run?: RunRecord; prior?: PriorRunFields; statusLogged?: boolean } = logged ? { ok: true, statusLogged: true } : { ok: true };
     if (t.returnPrior) result.prior = decodePrior(rest.splice(0, PRIOR_FIELDS.length));
     if (t.returning !== 'none') result.run = decodeRun(pairsToHash(rest))!;
+    // A batch is kept as long as its runs: each run's end sets its retention again, so it
+    // expires with (about) its last run.
+    const batchId = result.run?.batch_id;
+    if (batchId && t.to && isTerminal(t.to)) {
+      const ttl = this.opts.retentionSeconds;
+      await this.redis.pipeline().expire(this.keys.batch(batchId), ttl).expire(this.keys.batchRuns(batchId), ttl).exec();
+    }
     return result as TransitionResult<T>;
   }
 
