@@ -89,6 +89,28 @@ describe('batches (POST /v1/jobs/batch)', function () {
     assert.deepEqual(again.body, { batch_id: batchId, canceled: 0, cancel_requested: 0, already_terminal: 1000 });
   });
 
+  it('resumes a batch stream from Last-Event-ID with the changes it missed, then ends with done', async () => {
+    const { key } = await gw.account(1000);
+    const res = await gw.request('POST', '/v1/jobs/batch', { key, body: { jobs: [job('a'), job('b'), job('c')] } });
+    const [a, b, c] = res.body.jobs.map((j: { run_id: string }) => j.run_id);
+    const first = await new SseClient(`${gw.url}/v1/batches/${res.body.batch_id}/events`, key).open();
+    await first.until((s) => s.frames.length === 3);
+    assert.ok(first.frames.every((f) => f.event === 'status' && f.data.status === 'queued'));
+    assert.equal((await gw.request('POST', `/v1/jobs/${a}/cancel`, { key })).status, 200);
+    await first.until((s) => s.frames.length === 4);
+    const seen = first.frames[3];
+    assert.deepEqual([seen.data.run_id, seen.data.status], [a, 'canceled']);
+    first.close();
+    assert.equal((await gw.request('POST', `/v1/jobs/${b}/cancel`, { key })).status, 200);
+    const resumed = await new SseClient(`${gw.url}/v1/batches/${res.body.batch_id}/events`, key, { lastEventId: seen.id }).open();
+    await resumed.until((s) => s.frames.length === 1);
+    assert.deepEqual([resumed.frames[0].data.run_id, resumed.frames[0].data.status], [b, 'canceled'], 'the change made while away, from the log');
+    assert.ok(resumed.frames[0].id > seen.id);
+    assert.equal((await gw.request('POST', `/v1/jobs/${c}/cancel`, { key })).status, 200);
+    await resumed.closed;
+    assert.deepEqual(resumed.frames.map((f) => [f.event, f.data.run_id ?? f.data.batch_id]), [['status', b], ['status', c], ['done', res.body.batch_id]]);
+  });
+
   it('refuses a batch with one invalid job whole: nothing created, nothing reserved, the index reported', async () => {
     const { key } = await gw.account(1000);
     const jobs = [job('a'), job('b'), { kind: 'inference:image:generate', input: { prompt: 7 } }, job('d'), { kind: 'no:such:kind', input: {} }];
