@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SwitchyardApiError, SwitchyardClient, type Batch, type JobResult, type SubmitJobBody } from '../../../sdk/client/index.js';
-import type { RunIo } from './run.js';
+
+/** Streams the command writes to (run.ts's RunIo; not imported: run.ts loads this file). */
+interface RunIo {
+  stdout: { write(s: string): unknown };
+  stderr: { write(s: string): unknown; isTTY?: boolean };
+}
 
 /**
  * `switchyard run --batch FILE.jsonl`: submits one job per line as one batch (docs/jobs.md,
