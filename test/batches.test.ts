@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { RedisKeys } from '../models/redis/keys.js';
+import { RedisRunStore } from '../models/redis/redis-run-store.js';
 import { SseClient } from './helpers/sse-client.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 
@@ -201,5 +203,32 @@ describe('batches (POST /v1/jobs/batch)', function () {
     const swept = await reconciler.sweep();
     assert.ok(swept.enqueued >= 2);
     await until('queued by the reconciler', async () => (await waiting()) !== null);
+  });
+});
+
+describe('batches: a lost status event', function () {
+  this.timeout(30_000);
+  const prefix = uniquePrefix('batches-lost');
+  // Streams re-read their runs every SSE_PING_MS: short here, so the test need not wait 15 s.
+  const gw = new TestGateway(prefix, { SSE_PING_MS: '200' });
+  before(async () => gw.start());
+  after(async () => {
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('still ends the batch stream with done once every run has ended (it re-reads its runs)', async () => {
+    const { key, id } = await gw.account(1000);
+    const res = await gw.request('POST', '/v1/jobs/batch', { key, body: { jobs: [job('a'), job('b')] } });
+    const stream = await new SseClient(`${gw.url}/v1/batches/${res.body.batch_id}/events`, key).open();
+    await stream.until((s) => s.frames.length === 2);
+    // Ended behind the observed store's back, as by a gateway that died before telling anyone.
+    const bare = new RedisRunStore(gw.redis, new RedisKeys(gw.config.redisPrefix), { retentionSeconds: 3600, fairShareStep: 10 });
+    for (const { run_id } of res.body.jobs) assert.equal((await bare.transition({ run_id, account_id: id }, { from: ['queued'], to: 'canceled' })).ok, true);
+    await stream.closed;
+    const done = stream.frames[stream.frames.length - 1];
+    assert.equal(done.event, 'done');
+    assert.equal(done.data.counts.canceled, 2);
+    assert.equal(stream.frames.length, 3, 'no status event was logged for them');
   });
 });
