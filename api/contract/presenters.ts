@@ -27,6 +27,7 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     output: run.output,
     error: run.error,
     attestation: run.attestation,
+    batch_id: run.batch_id ?? null,
     // Last, in the order transitionRun's status events write them (docs/jobs.md, "Cost").
     cost: { reserved: run.price, charged: run.charged ?? null },
     usage: run.usage ?? null,

@@ -15,7 +15,6 @@ const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 
 // Free-form objects (JSON Schemas, details) say `additionalProperties: true`, which JSON Schema
 // assumes anyway: client generators type an object that does not say it as an empty one.
-
 // Named once and shared by reference, so the OpenAPI document shows each as one component
 // (api/http/openapi/components.ts).
 export const kindName = { type: 'string', enum: [...KIND_NAMES], description: 'A kind of the catalogue (docs/api.md, "Kinds").' } as const;
@@ -106,7 +105,7 @@ export const job = {
     finished_at: nullable(isoTime),
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
-    ...deadlineViewFields,
+    ...deadlineViewFields, ...costViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
       enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff'],
@@ -126,7 +125,7 @@ export const job = {
       properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
     }),
     attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
-    ...costViewFields,
+    batch_id: nullable({ type: 'string', pattern: '^batch_[0-9A-Z]{26}$', description: 'The batch it was submitted in (POST /v1/jobs/batch); null: submitted alone.' }),
   },
 } as const;
 
@@ -136,6 +135,7 @@ export const listJobsQuery = {
   properties: {
     status: runStatus,
     kind: { type: 'string', maxLength: 100 },
+    batch_id: { type: 'string', maxLength: 40, description: "Only the jobs of this batch (one of the account's)." },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
     cursor: { type: 'string', maxLength: 200 },
   },

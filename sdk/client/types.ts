@@ -88,6 +88,8 @@ export interface Job {
   output?: JobOutput | null;
   error?: JobErrorInfo | null;
   attestation?: JsonObject | null;
+  /** The batch it was submitted in (submitBatch()); null: submitted alone. */
+  batch_id?: string | null;
   /** Credits held at submission (the most it can cost), and taken when it ended (null until then): docs/jobs.md, "Cost". */
   cost?: JobCost;
   /** What the worker reported the run used; null when it reported nothing. */
@@ -155,6 +157,8 @@ export interface SubmitOptions extends RequestOptions {
 export interface ListJobsParams {
   status?: JobStatus;
   kind?: string;
+  /** Only the jobs of this batch (submitBatch()). */
+  batch_id?: string;
   /** 1..100, the gateway's default is 20. */
   limit?: number;
   /** The next_cursor of a previous page. */

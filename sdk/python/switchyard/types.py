@@ -94,6 +94,8 @@ class Job:
     error: Optional[JobError] = None
     attestation: Optional[Dict[str, Any]] = None
     warnings: List[Dict[str, Any]] = field(default_factory=list)
+    #: The batch it was submitted in (``Client.submit_batch``); None: submitted alone.
+    batch_id: Optional[str] = None
     #: ``{"reserved": n, "charged": n or None}``: credits held at submission and taken when it
     #: ended (docs/jobs.md, "Cost"); ``usage``: what the worker reported it used, or None.
     cost: Optional[Dict[str, Any]] = None
@@ -121,7 +123,7 @@ class Job:
                    waiting_reason=d.get("waiting_reason"),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
-                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []),
+                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"),
                    cost=d.get("cost") if isinstance(d.get("cost"), dict) else None,
                    usage=d.get("usage") if isinstance(d.get("usage"), dict) else None)
 
