@@ -111,6 +111,18 @@ describe('job cost', () => {
     assert.deepEqual([acct.credits, acct.reserved], [100 - 11, 0]);
   });
 
+  it('reserves each run of a batch as a single submission would', async () => {
+    const { key } = await gw.account(1000);
+    const res = await gw.request('POST', '/v1/jobs/batch', { key, body: { jobs: [{ kind: VIDEO, input: { prompt: 'a', duration_s: 4, fps: 2 } }, { kind: VIDEO, input: { prompt: 'b', fps: 2 } }] } });
+    assert.equal(res.status, 202, res.text);
+    const [a, b] = res.body.jobs.map((j: { run_id: string }) => j.run_id);
+    assert.deepEqual([(await job(key, a)).cost.reserved, (await job(key, b)).cost.reserved], [14, 362]);
+    await finished(key, a);
+    await finished(key, b);
+    const acct = await balance(key);
+    assert.deepEqual([acct.credits, acct.reserved], [1000 - 14 - 5, 0]);
+  });
+
   it("shows each kind's price in /v1/capabilities", async () => {
     const { key } = await gw.account(1);
     const kinds = (await gw.request('GET', '/v1/capabilities', { key })).body.kinds as Array<{ kind: string; price: unknown }>;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { newBatchId } from '../models/ids.js';
 import { reservation, unitCost, type UnitRate } from '../models/pricing.js';
 import type { Stores } from '../models/stores.js';
 import type { RunRecord } from '../models/types.js';
@@ -100,6 +101,22 @@ describe('store contract: cost', () => {
         assert.equal((await create(8, '2031-06-01T00:00:01.000Z')).outcome, 'created');
         await stores.accounts.setBudget(a.id, null);
         assert.equal((await create(500, '2031-06-02T00:00:00.000Z')).outcome, 'created');
+      });
+
+      it('judges a batch by its total against the budget, creating all of it or nothing', async () => {
+        const a = await stores.accounts.create({ name: 'c', credits: 1000 });
+        await stores.accounts.setBudget(a.id, 10);
+        const createdAt = '2031-07-01T00:00:00.000Z';
+        const batch = (prices: number[]) => {
+          const runs = prices.map((price) => newRunSpec(a.id, { price, rate: RATE, created_at: createdAt }));
+          return stores.runs.createBatch({ batch_id: newBatchId(), account_id: a.id, created_at: createdAt, run_ids: runs.map((r) => r.run_id), price: prices.reduce((x, y) => x + y, 0), idempotency_key: null }, runs);
+        };
+        assert.deepEqual(await batch([6, 6]), { outcome: 'budget_exceeded', budget: 10, spent: 0, reserved: 0 });
+        assert.deepEqual(await account(a.id), [1000, 0, 0], 'a refused batch holds nothing');
+        const made = await batch([4, 6]);
+        assert.equal(made.outcome, 'created');
+        assert.deepEqual(made.outcome === 'created' && made.runs.map((r) => [r.price, r.rate]), [[4, RATE], [6, RATE]]);
+        assert.deepEqual(await account(a.id), [990, 10, 2]);
       });
     });
   }
