@@ -366,6 +366,8 @@ export class LeaseScheduler {
     }
     if (run.status === 'running') this.opts.metrics?.leaseLost('gateway_lost');
     await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
+    // Its last lease's concurrency slots, held since that lease's gateway died.
+    await this.ctx.gate?.release(job.data);
   }
 
   /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */
