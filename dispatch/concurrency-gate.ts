@@ -38,6 +38,8 @@ interface Scope {
 
 /** Limit records cached at most; the least recently read go first. */
 const CACHE_MAX = 10_000;
+/** Admission times remembered at most (one per live lease; a lease handed to another instance leaves one behind). */
+const ADMITTED_MAX = 100_000;
 /** A scope's running set is checked for stale runs at most this often. */
 const STALE_CHECK_EVERY_MS = 5_000;
 /** Unparks tried in a row when the parked jobs found are gone (canceled, expired). */
@@ -57,6 +59,8 @@ export class ConcurrencyGate {
   private readonly accounts = new Map<string, { at: number; value: Account | null }>();
   private readonly apiKeys = new Map<string, { at: number; value: ApiKeyRecord | null }>();
   private readonly staleChecked = new Map<string, number>();
+  /** When each lease made here (by its lock token) was admitted: its score in the running sets. */
+  private readonly admittedAt = new Map<string, number>();
   private readonly cacheMs: number;
 
   constructor(private readonly opts: ConcurrencyGateOptions) {
@@ -68,19 +72,30 @@ export class ConcurrencyGate {
     const scopes = await this.scopes(job.data);
     if (scopes.length === 0) return true;
     const priority = job.priority ?? job.opts.priority ?? 0;
-    const refused = await redisScripts.run(this.opts.redis, 'admitRun', this.scriptKeys(scopes), [job.data.run_id, Date.now(), queue, priority, ...scopes.map((s) => s.limit)]);
-    if (refused === 0) return true;
+    const at = Date.now();
+    const refused = await redisScripts.run(this.opts.redis, 'admitRun', this.scriptKeys(scopes), [job.data.run_id, at, queue, priority, ...scopes.map((s) => s.limit)]);
+    if (refused === 0) {
+      remember(this.admittedAt, token, at, ADMITTED_MAX);
+      return true;
+    }
     await this.opts.bull.park(queue, job, token, Date.now() + (this.opts.recheckMs ?? 30_000));
     void this.checkStale(scopes[refused - 1]).catch((err: unknown) => this.opts.log.warn({ err }, 'could not check a concurrency limit for stale runs'));
     return false;
   }
 
-  /** The run left `running` here: its slots are freed and the job parked first under each comes back. */
-  async release(data: QueuedJobData): Promise<void> {
+  /**
+   * The run left `running` here: its slots are freed and the job parked first under each comes
+   * back. Given the lock token of the lease admitted here, only the slots that lease was given
+   * (not those of a newer lease of the run elsewhere); without one (a lease adopted from another
+   * instance, a run failed past its last attempt), whatever the run holds.
+   */
+  async release(data: QueuedJobData, token?: string): Promise<void> {
+    const at = token === undefined ? undefined : this.admittedAt.get(token);
+    if (token !== undefined) this.admittedAt.delete(token);
     try {
       const scopes = await this.scopes(data);
       if (scopes.length === 0) return;
-      await this.unpark(scopes, await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys(scopes), [data.run_id, '']));
+      await this.unpark(scopes, await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys(scopes), [data.run_id, '', at === undefined ? '' : String(at)]));
     } catch (err) {
       this.opts.log.warn({ err, runId: data.run_id }, 'could not free a concurrency slot; it is freed when a job is next refused there');
     }
@@ -124,7 +139,7 @@ export class ConcurrencyGate {
         else gone++;
       }
       if (gone === 0) return;
-      entries = await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys(scopes), ['', '1']);
+      entries = await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys(scopes), ['', '1', '']);
     }
   }
 
@@ -160,7 +175,7 @@ export class ConcurrencyGate {
   private async checkStale(scope: Scope): Promise<void> {
     const now = Date.now();
     if ((this.staleChecked.get(scope.name) ?? 0) > now - STALE_CHECK_EVERY_MS) return;
-    remember(this.staleChecked, scope.name, now);
+    remember(this.staleChecked, scope.name, now, CACHE_MAX);
     const running = this.opts.keys.runningIn(scope.name);
     const members = await this.opts.redis.zrangebyscore(running, '-inf', now - (this.opts.staleAfterMs ?? 10_000), 'WITHSCORES', 'LIMIT', 0, 100);
     const stale: string[] = [];
@@ -171,7 +186,7 @@ export class ConcurrencyGate {
     if (stale.length === 0) return;
     const dropped = await redisScripts.run(this.opts.redis, 'dropStaleRuns', [running], stale);
     this.opts.log.info({ scope: scope.name, dropped }, 'freed concurrency slots held by runs no longer running');
-    for (let i = 0; i < dropped; i++) await this.unpark([scope], await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys([scope]), ['', '1']));
+    for (let i = 0; i < dropped; i++) await this.unpark([scope], await redisScripts.run(this.opts.redis, 'releaseRun', this.scriptKeys([scope]), ['', '1', '']));
   }
 
   private async account(id: string): Promise<Account | null> {
@@ -186,13 +201,13 @@ export class ConcurrencyGate {
     const hit = map.get(id);
     if (hit && Date.now() - hit.at < this.cacheMs) return hit.value;
     const value = await read();
-    remember(map, id, { at: Date.now(), value });
+    remember(map, id, { at: Date.now(), value }, CACHE_MAX);
     return value;
   }
 }
 
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
   map.delete(key);
-  if (map.size >= CACHE_MAX) map.delete(map.keys().next().value!);
+  if (map.size >= max) map.delete(map.keys().next().value!);
   map.set(key, value);
 }

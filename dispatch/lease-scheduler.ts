@@ -251,7 +251,7 @@ export class LeaseScheduler {
     } catch (err) {
       if (!progress.sent) {
         await this.handBack(queue, job, token, progress.started, err);
-        await this.ctx.gate?.release(job.data);
+        await this.ctx.gate?.release(job.data, token);
       }
       throw err;
     }
@@ -314,7 +314,7 @@ export class LeaseScheduler {
     );
     if (!started.ok) {
       // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
-      await this.ctx.gate?.release(job.data);
+      await this.ctx.gate?.release(job.data, token);
       await this.discard(job, token, !started.run || isTerminal(started.run.status) ? 'the run is no longer queued' : 'the run changed state while being leased');
       return;
     }

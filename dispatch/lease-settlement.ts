@@ -298,7 +298,7 @@ export class LeaseSettlement {
   private free(lease: ActiveLease): void {
     if (!this.opts.table.free(lease)) return;
     if (!this.opts.gate || lease.rank) return void this.ctx.fill(lease.worker);
-    void this.opts.gate.release(lease.job.data).finally(() => this.ctx.fill(lease.worker));
+    void this.opts.gate.release(lease.job.data, lease.token).finally(() => this.ctx.fill(lease.worker));
   }
 
   /** Ends a rank lease whose pipeline ended: its slot freed and record deleted; its run is not touched. */

@@ -174,6 +174,24 @@ describe('concurrency limits and fair shares', function () {
     assert.ok(!w.leases().some((l: Frame) => l.run_id === second));
   });
 
+  it('frees the slot of a lease lost with its worker: the requeued run or the parked one runs next, one at a time', async () => {
+    const a = await gw.account(10_000);
+    await setAccount(a.id, { max_running: 1 });
+    const runs = await submitMany(a.key, 2);
+    const lost = await worker(1);
+    const first = await lost.lease();
+    const w = await worker(2);
+    await waitingFor(a.key, runs.find((r) => r !== first.run_id)!, 'concurrency_limit');
+    lost.terminate();
+    const next = await w.lease();
+    assert.ok(runs.includes(next.run_id));
+    await waitingFor(a.key, runs.find((r) => r !== next.run_id)!, 'concurrency_limit');
+    assert.equal(w.leases().length, 1, 'one running: the limit holds after the loss');
+    await w.complete(next);
+    const last = await w.lease();
+    assert.notEqual(last.run_id, next.run_id);
+  });
+
   it('frees a slot held by a run that is no longer running (a gateway died before releasing it)', async () => {
     const a = await gw.account(10_000);
     await setAccount(a.id, { max_running: 1 });
