@@ -48,7 +48,9 @@ export class MongoAccountStore implements AccountStore {
       if (limit === null) unset[`max_running_by_kind.${kind}`] = '';
       else set[`max_running_by_kind.${kind}`] = limit;
     }
-    const doc = await this.accounts.findOneAndUpdate({ _id: id }, { ...(Object.keys(set).length > 0 && { $set: set }), ...(Object.keys(unset).length > 0 && { $unset: unset }) }, { returnDocument: 'after' });
+    const update = { ...(Object.keys(set).length > 0 && { $set: set }), ...(Object.keys(unset).length > 0 && { $unset: unset }) };
+    // Nothing to change (an empty map of kinds): an update with no operator is refused by MongoDB.
+    const doc = Object.keys(update).length === 0 ? await this.accounts.findOne({ _id: id }) : await this.accounts.findOneAndUpdate({ _id: id }, update, { returnDocument: 'after' });
     return doc ? toAccount(doc) : null;
   }
 
