@@ -24,7 +24,11 @@ export interface ConcurrencyGateOptions {
   log: Logger;
   /** How long an account's or key's limits are trusted here: a change applies within this. @defaultValue 1000 */
   cacheMs?: number;
-  /** A parked job comes back on its own after this, should its unpark be lost. @defaultValue 30000 */
+  /**
+   * A parked job comes back on its own after this, should its unpark be lost (its gateway died
+   * between taking it off the parked set and putting it back). Each time, every parked job is
+   * fetched and judged again: a short period costs a fetch per parked job per period. @defaultValue 300000
+   */
   recheckMs?: number;
   /** A run admitted longer ago than this and found not running no longer holds its slot. @defaultValue 10000 */
   staleAfterMs?: number;
@@ -59,12 +63,16 @@ export class ConcurrencyGate {
   private readonly accounts = new Map<string, { at: number; value: Account | null }>();
   private readonly apiKeys = new Map<string, { at: number; value: ApiKeyRecord | null }>();
   private readonly staleChecked = new Map<string, number>();
+  /** Scopes that refused a job here, and when: the sweep looks at them for stale runs. */
+  private readonly refusedIn = new Map<string, { scope: Scope; at: number }>();
+  private readonly recheckMs: number;
   /** When each lease made here (by its lock token) was admitted: its score in the running sets. */
   private readonly admittedAt = new Map<string, number>();
   private readonly cacheMs: number;
 
   constructor(private readonly opts: ConcurrencyGateOptions) {
     this.cacheMs = opts.cacheMs ?? 1000;
+    this.recheckMs = opts.recheckMs ?? 300_000;
   }
 
   /** True when the job may run; false when it was parked (the caller fetches the next one). */
@@ -78,9 +86,24 @@ export class ConcurrencyGate {
       remember(this.admittedAt, token, at, ADMITTED_MAX);
       return true;
     }
-    await this.opts.bull.park(queue, job, token, Date.now() + (this.opts.recheckMs ?? 30_000));
-    void this.checkStale(scopes[refused - 1]).catch((err: unknown) => this.opts.log.warn({ err }, 'could not check a concurrency limit for stale runs'));
+    await this.opts.bull.park(queue, job, token, Date.now() + this.recheckMs);
+    const scope = scopes[refused - 1];
+    remember(this.refusedIn, scope.name, { scope, at: Date.now() }, CACHE_MAX);
+    void this.checkStale(scope).catch((err: unknown) => this.opts.log.warn({ err }, 'could not check a concurrency limit for stale runs'));
     return false;
+  }
+
+  /**
+   * The dispatcher's safety sweep: the scopes that refused a job here lately are checked for
+   * slots held by runs no longer running, so a limit whose jobs are all parked (nothing fetched
+   * there, nothing refused) is not left held by a dead gateway's runs.
+   */
+  sweep(): void {
+    const since = Date.now() - this.recheckMs;
+    for (const [name, { scope, at }] of this.refusedIn) {
+      if (at < since) this.refusedIn.delete(name);
+      else void this.checkStale(scope).catch((err: unknown) => this.opts.log.warn({ err }, 'could not check a concurrency limit for stale runs'));
+    }
   }
 
   /**

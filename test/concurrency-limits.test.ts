@@ -203,6 +203,30 @@ describe('concurrency limits and fair shares', function () {
     assert.equal(lease.run_id, run);
   });
 
+  it("the safety sweep frees a stale slot of a limit whose jobs are all parked (nothing fetched there to be refused)", async () => {
+    // A sweep every second (a third of the lease TTL, at least a second).
+    const fast = await new TestGateway(uniquePrefix('limits-sweep'), { LEASE_TTL_MS: '3000', HEARTBEAT_MS: '300' }).start();
+    try {
+      const a = await fast.account(10_000);
+      const res = await fast.request('PUT', `/v1/admin/accounts/${a.id}/limits`, { body: { max_running: 1 }, headers: admin });
+      assert.equal(res.status, 200);
+      const submitted: string[] = [];
+      for (let i = 0; i < 2; i++) submitted.push((await fast.submit(a.key, { kind: IMAGE, input: { prompt: 'x' } })).body.run_id as string);
+      const w = await new RawWorker(fast.url, await fast.workerToken()).connect({ slots: 2, kinds: [IMAGE] });
+      workers.push(w);
+      const first = await w.lease();
+      await until('the second parked', async () => (await fast.request('GET', `/v1/jobs/${submitted[1]}`, { key: a.key })).body.waiting_reason === 'concurrency_limit');
+      // A run that is not running takes the slot the first frees (as a gateway dying after admitting it would leave it).
+      await fast.redis.zadd(new RedisKeys(fast.prefix).runningIn(`a:${a.id}`), Date.now() - 60_000, 'run_00000000000000000000000000');
+      await w.complete(first);
+      const second = await w.lease(20_000);
+      assert.equal(second.run_id, submitted[1]);
+    } finally {
+      await fast.stop();
+      await cleanupPrefix(fast.prefix);
+    }
+  });
+
   it('holds the limit across two gateway instances on one Redis', async () => {
     const other = await new TestGateway(prefix).start();
     try {
