@@ -1,5 +1,6 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
 import type { Account, AccountLimits, ApiKeyRecord, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from './batch-types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
 /**
@@ -116,6 +117,8 @@ export type TransitionResult<T extends RunTransition = RunTransition> = T extend
 export interface ListRunsQuery {
   status?: RunStatus;
   kind?: string;
+  /** Only the runs of this batch (docs/jobs.md, "Batches"). */
+  batch_id?: string;
   limit: number;
   /** Exclusive: list runs older than this run id. */
   before?: string;
@@ -158,6 +161,15 @@ export interface RunStore {
   listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
   /** Records that these runs are known to be in their queue (or no longer need to be). */
   confirmEnqueued(runIds: string[]): Promise<void>;
+  /**
+   * Creates the batch and all of its runs (each as `create` would, `batch_id` set), reserving
+   * their total price, in one atomic step: all or nothing. Nothing is created when the batch id
+   * exists (`exists`), the balance is short of the total or the account is gone.
+   */
+  createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult>;
+  getBatch(batchId: string): Promise<BatchRecord | null>;
+  /** The status of each run of the batch still kept (runs past retention are gone). */
+  batchMembers(batch: BatchRecord): Promise<BatchMember[]>;
 }
 
 export interface IdempotencyClaim {

@@ -163,6 +163,8 @@ export interface RunRecord {
   fence: number;
   /** The worker holding the current lease; internal. */
   worker_id: string | null;
+  /** The batch it was submitted in (docs/jobs.md, "Batches"); null: submitted alone. */
+  batch_id: string | null;
 }
 
 /** Fields a transition may change besides `status` (which it names separately). */
@@ -184,6 +186,8 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   ttl_s?: number | null;
   timeout_s?: number | null;
   expires_at?: string | null;
+  /** @defaultValue null */
+  batch_id?: string | null;
 };
 
 /** A remark on an accepted input: where (a JSON pointer into `input`) and what. */
@@ -213,6 +217,7 @@ export const NEW_RUN_DEFAULTS = {
   webhook_events_filter: ['completed'],
   input_files: {},
   warnings: [],
+  batch_id: null,
 } satisfies Partial<RunRecord>;
 
 /**

@@ -126,6 +126,26 @@ export class JobQueues {
   }
 
   /**
+   * `add` of many runs (a batch: docs/jobs.md, "Batches"): one `Queue.addBulk` per queue, which
+   * BullMQ sends as one MULTI, and the expiry notes beside them, so a thousand jobs cost a few
+   * round trips rather than a thousand.
+   */
+  async addMany(runs: QueuedRun[]): Promise<void> {
+    const byQueue = new Map<Queue<QueuedJobData>, QueuedRun[]>();
+    for (const run of runs) {
+      const queue = await this.recordedQueue(run);
+      const list = byQueue.get(queue);
+      if (list) list.push(run);
+      else byQueue.set(queue, [run]);
+    }
+    const expiring = runs.map((run) => this.noteExpiry(this.opts.connection, run));
+    await Promise.all([
+      ...[...byQueue].map(([queue, list]) => queue.addBulk(list.map((run) => ({ name: run.kind, data: jobData(run), opts: { jobId: run.run_id, priority: run.priority } })))),
+      ...expiring,
+    ]);
+  }
+
+  /**
    * A run with a `ttl_s` is noted, by when it expires, where every instance's sweeper finds it if
    * no worker takes it first (dispatch/run-deadlines.ts): sent on `client` at once, beside its add.
    */

@@ -119,7 +119,7 @@ describe('jobs API', () => {
       const res = await gw.request('GET', `/v1/jobs/${accepted.run_id}`, { key });
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), [
-        'attempts', 'attestation', 'class', 'confidentiality', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'output',
+        'attempts', 'attestation', 'batch_id', 'class', 'confidentiality', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'output',
         'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal', 'timeout_at', 'timeout_s', 'ttl_s', 'waiting_ranks', 'waiting_reason',
       ]);
       assert.equal(res.body.status, 'queued');

@@ -131,6 +131,8 @@ export class Gateway {
       webhooks: outbound.webhooks,
       tools: outbound.tools,
       jobs: callers.jobs,
+      batches: callers.batches,
+      batchFollower: callers.batchFollower,
       follower: callers.follower,
       llm: callers.llm,
       sse: callers.sse,

@@ -6,6 +6,7 @@ import { limitsRoutes } from '../http/routes/limits.js';
 import { adminRoutes } from '../http/routes/admin.js';
 import { artifactRoutes } from '../http/routes/artifacts.js';
 import { attestationRoutes } from '../http/routes/attestation.js';
+import { batchRoutes } from '../http/routes/batches.js';
 import { botPageRoutes } from '../http/routes/bot-pages.js';
 import { botRoutes } from '../http/routes/bots.js';
 import { eventRoutes } from '../http/routes/events.js';
@@ -29,6 +30,7 @@ export function routeSpecs(s: Services): RouteSpec[] {
   const routes: RouteSpec[] = [
     ...jobRoutes({ jobs: s.jobs, follower: s.follower, shutdown: s.shutdown }),
     ...eventRoutes({ jobs: s.jobs, sse: s.sse }),
+    ...batchRoutes({ batches: s.batches, follower: s.batchFollower, sse: s.sse }),
     ...accountRoutes({ accounts: s.accounts, keys: s.auth }),
     ...adminRoutes({ accounts: s.accounts, operators: s.operators, models: s.models }),
     ...limitsRoutes({ limits: s.limits }),

@@ -16,6 +16,8 @@ import type { FleetService } from '../services/fleet/fleet-service.js';
 import type { ModelCatalogue } from '../services/fleet/model-catalogue.js';
 import type { OperatorService } from '../services/fleet/operator-service.js';
 import type { JobService } from '../services/jobs/job-service.js';
+import type { BatchService } from '../services/jobs/batch-service.js';
+import type { BatchFollower } from '../services/events/batch-follower.js';
 import type { LlmRunner } from '../services/llm/llm-runner.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js'; // metrics
 import type { SsrfGuard } from '../services/outbound/ssrf-guard.js';
@@ -32,6 +34,9 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   jobs: JobService;
+  /** Batches of jobs (docs/jobs.md, "Batches") and their one event stream each. */
+  batches: BatchService;
+  batchFollower: BatchFollower;
   /** The base of every link the gateway hands out; with PORT=0 it is settled once the server listens. */
   publicUrl(): string;
   /** Accounts: opening them, balances, their worker tokens. */

@@ -125,6 +125,7 @@ export const job = {
       properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
     }),
     attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
+    batch_id: nullable({ type: 'string', pattern: '^batch_[0-9A-Z]{26}$', description: 'The batch it was submitted in (POST /v1/jobs/batch); null: submitted alone.' }),
   },
 } as const;
 
@@ -134,6 +135,7 @@ export const listJobsQuery = {
   properties: {
     status: runStatus,
     kind: { type: 'string', maxLength: 100 },
+    batch_id: { type: 'string', maxLength: 40, description: "Only the jobs of this batch (one of the account's)." },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
     cursor: { type: 'string', maxLength: 200 },
   },

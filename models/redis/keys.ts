@@ -24,6 +24,10 @@ export class RedisKeys {
    * gateways before them kept only those two, so each is filled once before it is first read.
    */
   accountRunIndexesBuilt = (id: string) => `${this.prefix}:acct:${id}:runs:built`;
+  /** A batch (docs/jobs.md, "Batches"): a hash of `account_id` and the record as JSON (`doc`). */
+  batch = (id: string) => `${this.prefix}:batch:${id}`;
+  /** Index of a batch's runs (a sorted set, every score 0, so by run id), read by listings with `batch_id`. */
+  batchRuns = (id: string) => `${this.prefix}:batch:${id}:runs`;
   apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
   run = (runId: string) => `${this.prefix}:run:${runId}`;
   /** Capped list of a run's webhook delivery attempts, oldest first. */

@@ -88,6 +88,8 @@ export interface Job {
   output?: JobOutput | null;
   error?: JobErrorInfo | null;
   attestation?: JsonObject | null;
+  /** The batch it was submitted in (submitBatch()); null: submitted alone. */
+  batch_id?: string | null;
 }
 
 /** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */
@@ -138,6 +140,8 @@ export interface SubmitOptions extends RequestOptions {
 export interface ListJobsParams {
   status?: JobStatus;
   kind?: string;
+  /** Only the jobs of this batch (submitBatch()). */
+  batch_id?: string;
   /** 1..100, the gateway's default is 20. */
   limit?: number;
   /** The next_cursor of a previous page. */

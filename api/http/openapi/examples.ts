@@ -1,6 +1,7 @@
 import { KINDS } from '../../../models/kinds.js';
 import { EXAMPLE_FILE_ID, KIND_INPUT_EXAMPLES } from './kind-examples.js';
 import { kindSlug } from './job-requests.js';
+import { BATCH_EXAMPLES } from './batch-examples.js';
 import { limitsExamples } from './limits-examples.js';
 
 /**
@@ -334,4 +335,5 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   getOpenApi: { responses: { 200: { openapi: '3.1.0', info: { title: 'Switchyard', version: '0.1.0' }, paths: {} } } },
   healthz: { responses: { 200: { status: 'ok' } } },
   readyz: { responses: { 200: { status: 'ready' } } },
+  ...BATCH_EXAMPLES,
 };

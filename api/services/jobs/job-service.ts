@@ -342,7 +342,9 @@ export class JobService {
   }
 
   /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */
-  async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {
+  async list(accountId: string, q: { status?: RunStatus; kind?: string; batch_id?: string; limit: number; before?: string }) {
+    // Another account's batch is as good as missing (docs/jobs.md, "Batches").
+    if (q.batch_id !== undefined && (await this.opts.runs.getBatch(q.batch_id))?.account_id !== accountId) throw new NotFoundError('batch');
     return this.opts.runs.list(accountId, q);
   }
 

@@ -13,6 +13,7 @@ export { appendRunEvents } from './append-run-events.js';
 export { buildRunIndex } from './build-run-index.js';
 export { claimRankSeats } from './claim-rank-seats.js';
 export { claimWebhookEvents } from './claim-webhook-events.js';
+export { createBatch } from './create-batch.js';
 export { createFile } from './create-file.js';
 export { createRun } from './create-run.js';
 export { createTool } from './create-tool.js';
