@@ -69,6 +69,19 @@ describe('concurrency limits and fair shares', function () {
     assert.ok(leased.includes(bRun), `B's job is among the first two leases (got ${leased.join(', ')})`);
   });
 
+  it("counts a batch's runs against the submitting key's limit, another account's job not held up behind them", async () => {
+    const a = await gw.account(10_000);
+    const b = await gw.account(10_000);
+    const keyId = (await gw.request('GET', '/v1/account/keys', { key: a.key })).body.data[0].id as string;
+    assert.equal((await gw.request('PUT', `/v1/account/keys/${keyId}/limits`, { key: a.key, body: { max_running: 1 } })).status, 200);
+    const batch = await gw.request('POST', '/v1/jobs/batch', { key: a.key, body: { jobs: Array.from({ length: 10 }, () => ({ kind: IMAGE, input: { prompt: 'x' } })) } });
+    assert.equal(batch.status, 202, batch.text);
+    const bRun = await submit(b.key);
+    const w = await worker(3);
+    await until("B's job leased", async () => w.leases().some((l) => l.run_id === bRun));
+    assert.equal(w.leases().length, 2, "one of the batch's runs (the key's limit) and B's");
+  });
+
   it('gives an account of weight 2 two jobs a round to the other account\'s one', async () => {
     const a = await gw.account(10_000);
     const b = await gw.account(10_000);
