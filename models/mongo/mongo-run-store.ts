@@ -1,5 +1,6 @@
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import { fairRank } from '../fair-share.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
@@ -8,7 +9,7 @@ import { isDuplicateKey } from './mongo-errors.js';
 export interface MongoRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
-  /** In-flight runs per fair-share priority step. */
+  /** In-flight runs of a kind per fair-share rank of an account of weight 1 (models/fair-share.ts). */
   fairShareStep: number;
 }
 
@@ -25,6 +26,8 @@ export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
   expires_at?: Date;
   /** The record's `expires_at` (a run not started by then expires: docs/jobs.md). */
   ttl_expires_at?: string | null;
+  /** Counted in its account's `in_flight_by_kind` (runs made before that count are not taken off it). */
+  kind_counted?: boolean;
 };
 
 /** A batch as stored: the batch id is the `_id`. */
@@ -68,6 +71,7 @@ function toRun(d: RunDoc): RunRecord {
     timeout_s: d.timeout_s ?? null,
     expires_at: d.ttl_expires_at ?? null,
     timeout_at: d.timeout_at ?? null,
+    ...(d.api_key_id ? { api_key_id: d.api_key_id } : {}),
   };
 }
 
@@ -121,17 +125,24 @@ export class MongoRunStore implements RunStore {
       return await this.inTransaction(async (session): Promise<CreateBatchResult> => {
         const existing = await batches.findOne({ _id: batch_id }, { session });
         if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
+        const byKind: Record<string, number> = {};
+        for (const run of runs) byKind[`in_flight_by_kind.${run.kind}`] = (byKind[`in_flight_by_kind.${run.kind}`] ?? 0) + 1;
         const before = await this.accounts.findOneAndUpdate(
           { _id: batch.account_id, credits: { $gte: batch.price } },
-          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length } },
+          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length, ...byKind } },
           { session, returnDocument: 'before' },
         );
         if (!before) {
           const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
           return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
         }
-        const inFlight = before.in_flight ?? 0;
-        const docs = runs.map((run, i) => this.newDoc({ ...run, batch_id }, run.priorityBase + Math.min(Math.floor((inFlight + i) / this.opts.fairShareStep), 9)));
+        // Each run ranked as a create in turn would rank it: its kind's runs in flight before it.
+        const ofKind: Record<string, number> = { ...before.in_flight_by_kind };
+        const docs = runs.map((run) => {
+          const n = Math.max(0, ofKind[run.kind] ?? 0);
+          ofKind[run.kind] = n + 1;
+          return this.newDoc({ ...run, batch_id }, run.priorityBase + fairRank(n, this.opts.fairShareStep, before.weight ?? 1));
+        });
         await batches.insertOne({ _id: batch_id, ...rest }, { session });
         await this.runs.insertMany(docs, { session });
         return { outcome: 'created', batch, runs: docs.map(toRun) };
@@ -164,18 +175,18 @@ export class MongoRunStore implements RunStore {
     const existing = await this.runs.findOne({ _id: run.run_id }, { session });
     if (existing) return { outcome: 'exists', run: toRun(existing) };
     // Reserve first: the guard refuses a short balance, and the document before the update
-    // gives the in-flight count that sets the fair-share priority.
+    // gives the in-flight count of the kind that sets the fair-share rank (models/fair-share.ts).
     const before = await this.accounts.findOneAndUpdate(
       { _id: run.account_id, credits: { $gte: run.price } },
-      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1 } },
+      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1, [`in_flight_by_kind.${run.kind}`]: 1 } },
       { session, returnDocument: 'before' },
     );
     if (!before) {
       const account = await this.accounts.findOne({ _id: run.account_id }, { session });
       return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
     }
-    const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
-    const doc = this.newDoc(run, run.priorityBase + step);
+    const rank = fairRank(Math.max(0, before.in_flight_by_kind?.[run.kind] ?? 0), this.opts.fairShareStep, before.weight ?? 1);
+    const doc = this.newDoc(run, run.priorityBase + rank);
     await this.runs.insertOne(doc, { session });
     return { outcome: 'created', run: toRun(doc) };
   }
@@ -190,6 +201,8 @@ export class MongoRunStore implements RunStore {
       confidentiality: run.confidentiality,
       class: run.class,
       priority,
+      kind_counted: true,
+      ...(run.api_key_id ? { api_key_id: run.api_key_id } : {}),
       price: run.price,
       settlement: 'reserved',
       input_json: JSON.stringify(run.input),
@@ -255,7 +268,7 @@ export class MongoRunStore implements RunStore {
         // so the run turns terminal, and settles, exactly once.
         if (cur.settlement === 'reserved') {
           const charged = t.to === 'succeeded';
-          const release = { reserved: -cur.price, in_flight: -1 };
+          const release = { reserved: -cur.price, in_flight: -1, ...(cur.kind_counted ? { [`in_flight_by_kind.${cur.kind}`]: -1 } : {}) };
           // Success keeps the reserved credits (charged); failure and cancel give them back.
           await this.accounts.updateOne({ _id: run.account_id }, { $inc: charged ? release : { ...release, credits: cur.price } }, { session });
           set.settlement = charged ? 'charged' : 'released';

@@ -14,7 +14,7 @@ export const CREATE_BATCH_RUN_ARGS = 6;
  * KEYS: account, account run index, unconfirmed set, batch record, batch run index, then each run's key.
  * ARGV: batch_id, account_id, total price, created ms, fair-share step, index floor, the batch
  *       record (JSON), then per run: run_id, price, doc, priority base, kind, view fragment.
- * Returns {'created', in_flight, priority...} | {'exists', batch JSON} | {'insufficient', credits} | {'no_account'}.
+ * Returns {'created', the last run's kind's runs in flight, priority...} | {'exists', batch JSON} | {'insufficient', credits} | {'no_account'}.
  */
 export const createBatch = defineScript<[string, ...string[]]>({
   name: 'createBatch',
