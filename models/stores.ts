@@ -1,5 +1,5 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
-import type { Account, ApiKeyRecord, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { Account, AccountLimits, ApiKeyRecord, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from './batch-types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
@@ -10,6 +10,8 @@ import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, Fl
 export interface AccountStore {
   create(input: { name: string; credits: number }): Promise<Account>;
   get(id: string): Promise<Account | null>;
+  /** Writes the given limits (a kind's limit null: removed); null for an unknown account. */
+  setLimits(id: string, limits: Partial<Omit<AccountLimits, 'max_running_by_kind'>> & { max_running_by_kind?: Record<string, number | null> }): Promise<Account | null>;
   /** Adds `delta` (may be negative) to `credits`; refuses (returns null) if the balance would go below zero. Throws not_found for an unknown account. */
   adjustCredits(id: string, delta: number): Promise<Account | null>;
   /** Sets (or, with null, removes) the account's monthly budget. Throws not_found for an unknown account. */
@@ -31,6 +33,8 @@ export interface ApiKeyStore {
   list(accountId: string): Promise<ApiKeyRecord[]>;
   /** Marks the account's key revoked; returns null when the account has no such key. Revoking twice keeps the first time. */
   revoke(accountId: string, id: string): Promise<ApiKeyRecord | null>;
+  /** Sets the key's `max_running` (null: the default); null for no such key of this account. */
+  setMaxRunning(accountId: string, id: string, max: number | null): Promise<ApiKeyRecord | null>;
 }
 
 export interface OperatorStore {

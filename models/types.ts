@@ -1,14 +1,14 @@
 import type { JobClass, Tier } from './kinds.js';
 import type { UnitRate, Usage } from './pricing.js';
 
-export interface Account {
+export interface Account extends AccountLimits {
   id: string;
   name: string;
   /** What the account can still spend; reservations of runs in flight are already taken off. */
   credits: number;
   /** Credits held by runs in flight. */
   reserved: number;
-  /** Runs accepted and not yet terminal; feeds fair-share priorities. */
+  /** Runs accepted and not yet terminal. */
   in_flight: number;
   created_at: string;
   /** Monthly budget in credits (docs/jobs.md, "Cost"); null: none. Absent on records from before budgets: none. */
@@ -17,6 +17,20 @@ export interface Account {
   spent?: number;
   spent_period?: string | null;
 }
+
+/**
+ * An account's concurrency limits and fair-share weight (docs/jobs.md, "Limits and fairness").
+ * `max_running` null: the deployment's default (ACCOUNT_MAX_RUNNING); a kind absent from
+ * `max_running_by_kind` has no limit of its own.
+ */
+export interface AccountLimits {
+  /** Shares of a round between accounts of one class: weight w gets w jobs a round (models/fair-share.ts). */
+  weight: number;
+  max_running: number | null;
+  max_running_by_kind: Record<string, number>;
+}
+
+export const ACCOUNT_LIMIT_DEFAULTS: AccountLimits = { weight: 1, max_running: null, max_running_by_kind: {} };
 
 export interface ApiKeyRecord {
   /** Public id, `key_` followed by the lookup id embedded in the key itself. */
@@ -29,6 +43,8 @@ export interface ApiKeyRecord {
   hash: string;
   created_at: string;
   revoked_at: string | null;
+  /** Runs of this key running at once at most; null: the deployment's default (KEY_MAX_RUNNING). */
+  max_running: number | null;
 }
 
 /**
@@ -112,6 +128,8 @@ export function inputFileHashes(run: Pick<RunRecord, 'input_files'>): Record<str
 export interface RunRecord {
   run_id: string;
   account_id: string;
+  /** The API key that submitted it (its public id), whose concurrency limit it counts against; null: none known. */
+  api_key_id?: string | null;
   kind: string;
   status: RunStatus;
   confidentiality: Tier;

@@ -16,10 +16,12 @@ export interface QueuedJobData {
   expires?: number;
   /** Seconds each attempt may run; absent: unbounded. */
   timeout?: number;
+  /** The API key that submitted it, whose concurrency limit it counts against (dispatch/concurrency-gate.ts). */
+  key?: string;
 }
 
 /** What a run's job is made of. */
-export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'> & Partial<Pick<RunRecord, 'expires_at' | 'timeout_s'>>;
+export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'> & Partial<Pick<RunRecord, 'expires_at' | 'timeout_s' | 'api_key_id'>>;
 
 /** A run in the sorted set of expiring runs: its queue, id and account (none holds a space). */
 export const expiringMember = (queue: string, runId: string, accountId: string): string => `${queue} ${runId} ${accountId}`;
@@ -41,7 +43,7 @@ export interface QueuePlace {
 /** The pointers a run's job carries. */
 function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
   const model = routedModel(run.input);
-  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}), ...(run.expires_at ? { expires: Date.parse(run.expires_at) } : {}), ...(run.timeout_s ? { timeout: run.timeout_s } : {}) };
+  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}), ...(run.expires_at ? { expires: Date.parse(run.expires_at) } : {}), ...(run.timeout_s ? { timeout: run.timeout_s } : {}), ...(run.api_key_id ? { key: run.api_key_id } : {}) };
 }
 
 export interface JobQueuesOptions {

@@ -54,7 +54,9 @@ describe('jobs API', () => {
       assert.equal(job.opts.priority, res.body.priority);
       // With the kind's deadlines (docs/jobs.md): when it expires unstarted, and how long an attempt may run.
       const expires = Date.parse((await gw.request('GET', `/v1/jobs/${res.body.run_id}`, { key })).body.expires_at);
-      assert.deepEqual(job.data, { run_id: res.body.run_id, account_id: job.data.account_id, kind: 'inference:image:generate', tier: 'trusted', expires, timeout: 3600 });
+      // And the submitting key, whose concurrency limit it counts against (docs/jobs.md, "Limits and fairness").
+      assert.deepEqual(job.data, { run_id: res.body.run_id, account_id: job.data.account_id, kind: 'inference:image:generate', tier: 'trusted', expires, timeout: 3600, key: job.data.key });
+      assert.match(String(job.data.key), /^key_/);
       assert.equal(await gw.queues.queue('inference:image:generate', 'open').getJob(res.body.run_id), undefined);
     });
 

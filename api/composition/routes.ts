@@ -2,6 +2,7 @@ import { VERSION } from '../http/app.js';
 import { buildOpenApi } from '../http/openapi.js';
 import type { RouteSpec } from '../http/route-spec.js';
 import { accountRoutes } from '../http/routes/account.js';
+import { limitsRoutes } from '../http/routes/limits.js';
 import { adminRoutes } from '../http/routes/admin.js';
 import { artifactRoutes } from '../http/routes/artifacts.js';
 import { attestationRoutes } from '../http/routes/attestation.js';
@@ -32,6 +33,7 @@ export function routeSpecs(s: Services): RouteSpec[] {
     ...batchRoutes({ batches: s.batches, follower: s.batchFollower, sse: s.sse }),
     ...accountRoutes({ accounts: s.accounts, keys: s.auth }),
     ...adminRoutes({ accounts: s.accounts, operators: s.operators, models: s.models }),
+    ...limitsRoutes({ limits: s.limits }),
     ...fleetRoutes({ fleet: s.fleet }),
     ...artifactRoutes({ artifacts: s.artifactService }), // uploads stream their raw body (spec.raw)
     ...fileRoutes({ files: s.files }), // uploads stream too

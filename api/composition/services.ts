@@ -4,6 +4,7 @@ import type { ChatCompletions } from '../http/openai/chat-completions.js'; // Op
 import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
 import type { AccountService } from '../services/accounts/account-service.js';
+import type { LimitsService } from '../services/accounts/limits-service.js';
 import type { ArtifactService } from '../services/artifacts/artifact-service.js';
 import type { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../services/auth/request-gate.js';
@@ -40,6 +41,8 @@ export interface Services {
   publicUrl(): string;
   /** Accounts: opening them, balances, their worker tokens. */
   accounts: AccountService;
+  /** Concurrency limits and fair-share weights of accounts and keys. */
+  limits: LimitsService;
   /** Worker operators, their trust and worker tokens. */
   operators: OperatorService;
   /** The model catalogue as operators manage it (docs/models.md). */

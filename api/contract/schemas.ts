@@ -108,9 +108,9 @@ export const job = {
     ...deadlineViewFields, ...costViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
-      enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff'],
+      enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff', 'concurrency_limit'],
       description:
-        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); its model is served in ranks and some rank has no worker the placement rule allows (`no_worker_for_rank`, those ranks in `waiting_ranks`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`). Null otherwise.',
+        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); its model is served in ranks and some rank has no worker the placement rule allows (`no_worker_for_rank`, those ranks in `waiting_ranks`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`); or its account, API key or kind has as many runs running as its `max_running` allows (`concurrency_limit`). Null otherwise.',
     }),
     waiting_ranks: waitingRanks,
     output: nullable({

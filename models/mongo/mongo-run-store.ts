@@ -1,6 +1,7 @@
 import { unitCost } from '../pricing.js';
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import { fairRank } from '../fair-share.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
@@ -9,7 +10,7 @@ import { isDuplicateKey } from './mongo-errors.js';
 export interface MongoRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
-  /** In-flight runs per fair-share priority step. */
+  /** In-flight runs of a kind per fair-share rank of an account of weight 1 (models/fair-share.ts). */
   fairShareStep: number;
 }
 
@@ -26,6 +27,8 @@ export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
   expires_at?: Date;
   /** The record's `expires_at` (a run not started by then expires: docs/jobs.md). */
   ttl_expires_at?: string | null;
+  /** Counted in its account's `in_flight_by_kind` (runs made before that count are not taken off it). */
+  kind_counted?: boolean;
 };
 
 /** A batch as stored: the batch id is the `_id`. */
@@ -72,6 +75,7 @@ function toRun(d: RunDoc): RunRecord {
     rate: d.rate ?? null,
     usage: d.usage ?? null,
     charged: d.charged ?? null,
+    ...(d.api_key_id ? { api_key_id: d.api_key_id } : {}),
   };
 }
 
@@ -125,9 +129,11 @@ export class MongoRunStore implements RunStore {
       return await this.inTransaction(async (session): Promise<CreateBatchResult> => {
         const existing = await batches.findOne({ _id: batch_id }, { session });
         if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
+        const byKind: Record<string, number> = {};
+        for (const run of runs) byKind[`in_flight_by_kind.${run.kind}`] = (byKind[`in_flight_by_kind.${run.kind}`] ?? 0) + 1;
         const before = await this.accounts.findOneAndUpdate(
           { _id: batch.account_id, credits: { $gte: batch.price } },
-          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length } },
+          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length, ...byKind } },
           { session, returnDocument: 'before' },
         );
         if (!before) {
@@ -137,11 +143,16 @@ export class MongoRunStore implements RunStore {
         // The budget judges the total as a create judges one run's price; a refusal takes the reservation back: nothing changed.
         const spent = before.spent_period === batch.created_at.slice(0, 7) ? (before.spent ?? 0) : 0;
         if (before.budget != null && spent + before.reserved + batch.price > before.budget) {
-          await this.accounts.updateOne({ _id: batch.account_id }, { $inc: { credits: batch.price, reserved: -batch.price, in_flight: -runs.length } }, { session });
+          await this.accounts.updateOne({ _id: batch.account_id }, { $inc: { credits: batch.price, reserved: -batch.price, in_flight: -runs.length, ...Object.fromEntries(Object.entries(byKind).map(([k, n]) => [k, -n])) } }, { session });
           return { outcome: 'budget_exceeded', budget: before.budget, spent, reserved: before.reserved };
         }
-        const inFlight = before.in_flight ?? 0;
-        const docs = runs.map((run, i) => this.newDoc({ ...run, batch_id }, run.priorityBase + Math.min(Math.floor((inFlight + i) / this.opts.fairShareStep), 9)));
+        // Each run ranked as a create in turn would rank it: its kind's runs in flight before it.
+        const ofKind: Record<string, number> = { ...before.in_flight_by_kind };
+        const docs = runs.map((run) => {
+          const n = Math.max(0, ofKind[run.kind] ?? 0);
+          ofKind[run.kind] = n + 1;
+          return this.newDoc({ ...run, batch_id }, run.priorityBase + fairRank(n, this.opts.fairShareStep, before.weight ?? 1));
+        });
         await batches.insertOne({ _id: batch_id, ...rest }, { session });
         await this.runs.insertMany(docs, { session });
         return { outcome: 'created', batch, runs: docs.map(toRun) };
@@ -174,10 +185,10 @@ export class MongoRunStore implements RunStore {
     const existing = await this.runs.findOne({ _id: run.run_id }, { session });
     if (existing) return { outcome: 'exists', run: toRun(existing) };
     // Reserve first: the guard refuses a short balance, and the document before the update
-    // gives the in-flight count that sets the fair-share priority.
+    // gives the in-flight count of the kind that sets the fair-share rank (models/fair-share.ts).
     const before = await this.accounts.findOneAndUpdate(
       { _id: run.account_id, credits: { $gte: run.price } },
-      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1 } },
+      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1, [`in_flight_by_kind.${run.kind}`]: 1 } },
       { session, returnDocument: 'before' },
     );
     if (!before) {
@@ -188,11 +199,11 @@ export class MongoRunStore implements RunStore {
     // does); a refusal takes the reservation back in the same transaction: nothing changed.
     const spent = before.spent_period === run.created_at.slice(0, 7) ? (before.spent ?? 0) : 0;
     if (before.budget != null && spent + before.reserved + run.price > before.budget) {
-      await this.accounts.updateOne({ _id: run.account_id }, { $inc: { credits: run.price, reserved: -run.price, in_flight: -1 } }, { session });
+      await this.accounts.updateOne({ _id: run.account_id }, { $inc: { credits: run.price, reserved: -run.price, in_flight: -1, [`in_flight_by_kind.${run.kind}`]: -1 } }, { session });
       return { outcome: 'budget_exceeded', budget: before.budget, spent, reserved: before.reserved };
     }
-    const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
-    const doc = this.newDoc(run, run.priorityBase + step);
+    const rank = fairRank(Math.max(0, before.in_flight_by_kind?.[run.kind] ?? 0), this.opts.fairShareStep, before.weight ?? 1);
+    const doc = this.newDoc(run, run.priorityBase + rank);
     await this.runs.insertOne(doc, { session });
     return { outcome: 'created', run: toRun(doc) };
   }
@@ -207,6 +218,8 @@ export class MongoRunStore implements RunStore {
       confidentiality: run.confidentiality,
       class: run.class,
       priority,
+      kind_counted: true,
+      ...(run.api_key_id ? { api_key_id: run.api_key_id } : {}),
       price: run.price,
       settlement: 'reserved',
       input_json: JSON.stringify(run.input),
@@ -276,13 +289,16 @@ export class MongoRunStore implements RunStore {
           // What the Redis script charges (settle_charge): the usage at the run's rate, at most its price; all of it without a rate or usage.
           const usage = t.set?.usage ?? null;
           const charge = !succeeded ? 0 : cur.rate && usage ? Math.min(cur.price, unitCost(cur.rate, usage)) : cur.price;
-          const inc = { reserved: -cur.price, in_flight: -1, credits: cur.price - charge, spent: charge };
+          const release = { reserved: -cur.price, in_flight: -1, credits: cur.price - charge, ...(cur.kind_counted ? { [`in_flight_by_kind.${cur.kind}`]: -1 } : {}) };
           const finished = /^(\d{4}-\d{2})/.exec(String(t.set?.finished_at ?? ''))?.[1];
           const acct = charge > 0 && finished ? await this.accounts.findOne({ _id: run.account_id }, { session, projection: { spent_period: 1 } }) : null;
           // A charge in a later month than the account's last starts that month's `spent` (docs/jobs.md, "Cost").
-          if (acct && finished && (!acct.spent_period || finished > acct.spent_period)) {
-            await this.accounts.updateOne({ _id: run.account_id }, { $inc: { reserved: inc.reserved, in_flight: -1, credits: inc.credits }, $set: { spent: charge, spent_period: finished } }, { session });
-          } else await this.accounts.updateOne({ _id: run.account_id }, { $inc: inc }, { session });
+          const newMonth = acct && finished && (!acct.spent_period || finished > acct.spent_period);
+          await this.accounts.updateOne(
+            { _id: run.account_id },
+            newMonth ? { $inc: release, $set: { spent: charge, spent_period: finished } } : { $inc: { ...release, spent: charge } },
+            { session },
+          );
           set.settlement = succeeded ? 'charged' : 'released';
           set.charged = charge;
         }

@@ -107,6 +107,15 @@ export class RedisKeys {
   pipelineChannel = (gatewayId: string) => `${this.prefix}:chan:pipeline:${gatewayId}`;
   /** Channel: an operator's trust changed; every instance closes its own workers of that operator. */
   operatorsChannel = () => `${this.prefix}:chan:operators`;
+  /**
+   * The concurrency gate (dispatch/concurrency-gate.ts). A scope is what a limit counts: `a:<account>`,
+   * `k:<api key id>` or `ak:<account>:<kind>`. Its running set holds the runs admitted in it (a
+   * sorted set scored by when), its parked set the runs waiting for a slot in it (scored by
+   * priority); the parked-runs hash says, per parked run, which parked set and queue it is in.
+   */
+  runningIn = (scope: string) => `${this.prefix}:cc:run:${scope}`;
+  parkedIn = (scope: string) => `${this.prefix}:cc:park:${scope}`;
+  parkedRuns = () => `${this.prefix}:cc:parked`;
   /** A nonce handed to a private worker, spent by the evidence that answers it. */
   attestationNonce = (nonce: string) => `${this.prefix}:att:nonce:${nonce}`;
   /** A private worker's current evidence, for audits. */

@@ -12,7 +12,7 @@ import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, viewFra
 export interface RedisRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
-  /** In-flight runs per fair-share priority step. */
+  /** In-flight runs of a kind per fair-share rank for an account of weight 1 (models/fair-share.ts). */
   fairShareStep: number;
   /** The run event log's settings (models/run-event-log.ts): given, a transition can log its status change (`logStatus`). */
   eventLog?: { maxLength: number; ttlMs: number };
@@ -29,15 +29,15 @@ const BUILD_CHUNK = 1000;
 
 /**
  * What a create sent ahead of another library's commands did (`sendCreate`): as `createGated`
- * (or `create`, without a gate) answers, and, when it created the run, the account's runs in
- * flight with it.
+ * (or `create`, without a gate) answers, and, when it created the run, the account's runs of its
+ * kind in flight with it and its share of a round (step × weight: models/fair-share.ts).
  */
 export type PipedCreate =
   | { gate: Exclude<GateVerdict, { outcome: 'allowed' }> }
-  | { gate?: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult; inFlight?: number };
+  | { gate?: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult; inFlight?: number; share?: number };
 
-/** The account's runs in flight that createRun's reply gives when it created the run. */
-const inFlightOf = (reply: Reply): number | undefined => (reply[0] === 'created' ? Number(reply[2]) : undefined);
+/** The account's runs of the kind in flight, and its share, that createRun's reply gives when it created the run. */
+const inFlightOf = (reply: Reply): { inFlight?: number; share?: number } => (reply[0] === 'created' ? { inFlight: Number(reply[2]), share: Number(reply[3]) } : {});
 
 /** What createRun's reply says happened. */
 function createdFrom(reply: Reply, doc: ImmutableRunFields, rate?: NewRun['rate']): CreateRunResult {
@@ -86,7 +86,7 @@ export class RedisRunStore implements RunStore {
     return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc, run.rate);
   }
 
-  /** In-flight runs per fair-share priority step, as the create script is given it. */
+  /** In-flight runs per fair-share rank (weight 1), as the create script is given it. */
   get fairShareStep(): number {
     return this.opts.fairShareStep;
   }
@@ -100,12 +100,12 @@ export class RedisRunStore implements RunStore {
   sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
-      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc, run.rate), inFlight: inFlightOf(reply) }));
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc, run.rate), ...inFlightOf(reply) }));
     }
     const call = gateCall(this.keys, gate);
     return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
       const gated = gatedFrom(reply, doc, run.rate);
-      return 'result' in gated ? { ...gated, inFlight: inFlightOf(reply as Reply) } : gated;
+      return 'result' in gated ? { ...gated, ...inFlightOf(reply as Reply) } : gated;
     });
   }
 

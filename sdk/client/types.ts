@@ -8,7 +8,7 @@ export type Confidentiality = 'open' | 'trusted' | 'private';
 export type JobClass = 'interactive' | 'standard' | 'batch';
 export type Tier = Confidentiality;
 /** Why a queued job is not leased yet (docs/api.md, the job object). */
-export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff';
+export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff' | 'concurrency_limit';
 
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
 

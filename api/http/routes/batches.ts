@@ -51,7 +51,7 @@ export function batchRoutes({ batches, follower, sse }: BatchRoutesOptions): Rou
       async handler(ctx) {
         const key = ctx.get('Idempotency-Key');
         if (key !== '' && !IDEMPOTENCY_KEY.test(key)) throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
-        const { batch, runs, replayed } = await batches.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitBatchBody, key || undefined);
+        const { batch, runs, replayed } = await batches.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitBatchBody, key || undefined, ctx.state.principal!.keyId);
         ctx.set('Location', `/v1/batches/${batch.batch_id}`);
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
         ctx.status = 202;

@@ -88,7 +88,7 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
         const abort = () => stop.abort();
         ctx.res.once('close', abort);
         try {
-          const { run, replayed } = await jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal);
+          const { run, replayed } = await jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal, ctx.state.principal!.keyId);
           ctx.set('Location', `/v1/jobs/${run.run_id}`);
           if (replayed) ctx.set('Idempotent-Replayed', 'true');
           if (wait > 0) {

@@ -78,13 +78,13 @@ const validateItem = compile(submitJobBody);
 export class BatchService {
   constructor(private readonly opts: BatchServiceOptions) {}
 
-  async submit(accountId: string, body: SubmitBatchBody, idempotencyKey?: string): Promise<BatchSubmission> {
+  async submit(accountId: string, body: SubmitBatchBody, idempotencyKey?: string, keyId?: string): Promise<BatchSubmission> {
     const items = body.jobs;
     if (items.length > MAX_BATCH_JOBS) {
       throw new ApiError('invalid_request', `a batch holds at most ${MAX_BATCH_JOBS} jobs; this one has ${items.length}`, { details: { max: MAX_BATCH_JOBS, count: items.length } });
     }
     const createdAt = new Date().toISOString();
-    const checked = await Promise.all(items.map((item, index) => this.check(accountId, item, index, createdAt)));
+    const checked = await Promise.all(items.map((item, index) => this.check(accountId, item, index, createdAt, keyId)));
     const errors = checked.filter((c): c is BatchItemError => 'index' in c);
     if (errors.length > 0) {
       const first = errors[0];
@@ -135,7 +135,7 @@ export class BatchService {
    * webhook URL and model), turned into the run it will be; or why not. File fields are refused:
    * a batch stages nothing (docs/jobs.md, "Batches").
    */
-  private async check(accountId: string, item: SubmitJobBody, index: number, createdAt: string): Promise<NewRun | BatchItemError> {
+  private async check(accountId: string, item: SubmitJobBody, index: number, createdAt: string, keyId?: string): Promise<NewRun | BatchItemError> {
     const refuse = (err: unknown): BatchItemError => {
       if (!(err instanceof ApiError)) throw err;
       return { index, code: err.code, message: err.message, ...(err.details && { details: err.details }) };
@@ -182,6 +182,8 @@ export class BatchService {
         idempotency_key: null,
         created_at: createdAt,
         ...deadlines,
+        // The key's concurrency limit counts each run (dispatch/concurrency-gate.ts).
+        ...(keyId && { api_key_id: keyId }),
       };
     } catch (err) {
       return refuse(err);

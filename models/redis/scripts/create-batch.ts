@@ -15,9 +15,9 @@ export const CREATE_BATCH_RUN_ARGS = 8;
  * ARGV: batch_id, account_id, total price, created ms, fair-share step, index floor, the batch
  *       record (JSON), then per run: run_id, price, doc, priority base, kind, view fragment,
  *       period, rate (create_run's ARGV[11] and [12]).
- * Returns {'created', in_flight, priority...} | {'exists', batch JSON} | {'insufficient', credits} |
- * {'budget', budget, spent, reserved} (the account's monthly budget, judged on the total as
- * create_run judges one run's price) | {'no_account'}.
+ * Returns {'created', the last run's kind's runs in flight, priority...} | {'exists', batch JSON} |
+ * {'insufficient', credits} | {'budget', budget, spent, reserved} (the account's monthly budget,
+ * judged on the total as create_run judges one run's price) | {'no_account'}.
  */
 export const createBatch = defineScript<[string, ...string[]]>({
   name: 'createBatch',
