@@ -301,7 +301,7 @@ export class LeaseScheduler {
         to: 'running',
         set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null, timeout_at: timeoutAt === null ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
-        attempt: { attempt, worker: this.alias(worker.info.worker_id), tier: worker.info.tier, started_at: new Date().toISOString(), ended_at: null, error: null },
+        attempt: { attempt, worker: this.alias(worker.identity ?? worker.info.worker_id), tier: worker.info.tier, started_at: new Date().toISOString(), ended_at: null, error: null },
         returnPrior: true,
         // The `running` event is queued before the lease goes out, so the worker's output is
         // logged after it; waiting for it to be written would only delay the first token.
