@@ -22,7 +22,8 @@ export const RUN_ERROR_CODES = {
   upstream_error: { retryable: false, origin: 'worker', meaning: "the engine's backend refused the request" },
   upstream_failed: { retryable: true, origin: 'worker', meaning: "the engine's backend accepted the request and then failed it" },
   upstream_bad_response: { retryable: true, origin: 'worker', meaning: "the engine's backend answered something the engine could not read" },
-  input_unavailable: { retryable: true, origin: 'worker', meaning: "an input file could not be fetched through the lease" },
+  input_unavailable: { retryable: false, origin: 'worker', meaning: "the gateway refused an input file's fetch (the file is gone, or not this lease's)" },
+  input_fetch_failed: { retryable: true, origin: 'worker', meaning: 'fetching an input file failed on the way (the network, a 5xx)' },
   upload_failed: { retryable: true, origin: 'worker', meaning: 'an output artifact could not be uploaded' },
   bad_output: { retryable: false, origin: 'worker', meaning: "the engine's output is not valid JSON, or not of the shape the SDK takes" },
   output_too_large: { retryable: false, origin: 'worker', meaning: 'the output is over what a report frame carries; large results go as artifacts' },
@@ -40,7 +41,6 @@ export const RUN_ERROR_CODE_NAMES = Object.keys(RUN_ERROR_CODES) as RunErrorCode
  */
 export const RUN_ERROR_ALIASES: Readonly<Record<string, RunErrorCode>> = {
   bad_input: 'invalid_input',
-  input_fetch_failed: 'input_unavailable',
   bad_result: 'bad_output',
   receipt_failed: 'receipt_invalid',
 };

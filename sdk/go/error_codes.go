@@ -19,6 +19,7 @@ const (
 	RunErrorUpstreamFailed      = "upstream_failed"
 	RunErrorUpstreamBadResponse = "upstream_bad_response"
 	RunErrorInputUnavailable    = "input_unavailable"
+	RunErrorInputFetchFailed    = "input_fetch_failed"
 	RunErrorUploadFailed        = "upload_failed"
 	RunErrorBadOutput           = "bad_output"
 	RunErrorOutputTooLarge      = "output_too_large"
@@ -42,7 +43,8 @@ var RunErrorCodes = map[string]bool{
 	RunErrorUpstreamError:       false,
 	RunErrorUpstreamFailed:      true,
 	RunErrorUpstreamBadResponse: true,
-	RunErrorInputUnavailable:    true,
+	RunErrorInputUnavailable:    false,
+	RunErrorInputFetchFailed:    true,
 	RunErrorUploadFailed:        true,
 	RunErrorBadOutput:           false,
 	RunErrorOutputTooLarge:      false,

@@ -17,6 +17,7 @@ UPSTREAM_ERROR = "upstream_error"
 UPSTREAM_FAILED = "upstream_failed"
 UPSTREAM_BAD_RESPONSE = "upstream_bad_response"
 INPUT_UNAVAILABLE = "input_unavailable"
+INPUT_FETCH_FAILED = "input_fetch_failed"
 UPLOAD_FAILED = "upload_failed"
 BAD_OUTPUT = "bad_output"
 OUTPUT_TOO_LARGE = "output_too_large"
@@ -38,7 +39,8 @@ RUN_ERROR_CODES = {
     UPSTREAM_ERROR: False,
     UPSTREAM_FAILED: True,
     UPSTREAM_BAD_RESPONSE: True,
-    INPUT_UNAVAILABLE: True,
+    INPUT_UNAVAILABLE: False,
+    INPUT_FETCH_FAILED: True,
     UPLOAD_FAILED: True,
     BAD_OUTPUT: False,
     OUTPUT_TOO_LARGE: False,
