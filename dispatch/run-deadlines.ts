@@ -39,7 +39,8 @@ const expired = (): RunError => ({ code: 'expired', message: 'the job did not st
  * fails `expired` and is never leased: the lease that fetches it past its time fails it instead,
  * and every instance sweeps the runs no worker fetched (a sorted set the queues write beside each
  * add, each entry claimed by one instance). `timeout_s`: each lease carries a timer to its
- * attempt's `timeout_at`, which tells the worker to cancel and fails the run `timed_out`.
+ * attempt's `timeout_at`, which tells the worker to cancel and fails the run `timed_out` (or,
+ * with the job's `retry_on_timeout`, requeues it while attempts remain).
  * The run record's transitions decide every race (a run that started in the meantime, a lease
  * that ended): the expiry needs the run still queued and never leased (fence 0), the timeout the
  * lease's own fence.

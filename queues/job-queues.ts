@@ -91,7 +91,7 @@ export class JobQueues {
         connection: this.opts.connection,
         prefix: this.opts.prefix,
         defaultJobOptions: {
-          // Dispatch decides when a run has had its last attempt (JOB_MAX_ATTEMPTS, counted in
+          // Dispatch decides when a run has had its last attempt (its max_attempts, counted in
           // leases, stalls included) and then fails the job as unrecoverable; BullMQ's own
           // count must never end a job behind the run record's back.
           attempts: 1_000_000,
