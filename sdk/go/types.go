@@ -146,6 +146,10 @@ type SubmitRequest struct {
 	Webhook string `json:"webhook,omitempty"`
 	// WebhookEventsFilter is a subset of "start", "output", "logs" and "completed".
 	WebhookEventsFilter []string `json:"webhook_events_filter,omitempty"`
+	// MaxAttempts is the leases the job may use (1: never retried); 0: the gateway's default.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// RetryOnTimeout retries an attempt that ran past its timeout while attempts remain.
+	RetryOnTimeout bool `json:"retry_on_timeout,omitempty"`
 }
 
 // ListParams filters GET /v1/jobs.
