@@ -108,6 +108,19 @@ export class BullWorkers {
     }
   }
 
+  /**
+   * Parks a job fetched under `token` (dispatch/concurrency-gate.ts): out of the wait list into
+   * the delayed set until `until` (unless put back before), its started attempt taken back.
+   */
+  async park(queue: string, job: Job<QueuedJobData>, token: string, until: number): Promise<void> {
+    await redisScripts.run(this.opts.connection, 'uncountAttempt', [this.worker(queue).toKey(job.id!)], [token]);
+    try {
+      await job.moveToDelayed(until, token);
+    } catch (err) {
+      if (!isLockLost(err)) throw err;
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     // A worker created moments ago may still be opening its blocking connection; closing it

@@ -5,6 +5,7 @@ import type { ArtifactStore } from '../models/artifact-store.js';
 import type { ModelStore, RankConflict, RunStore } from '../models/stores.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
 import { BullWorkers } from './bull-workers.js';
+import { ConcurrencyGate, type ConcurrencyGateOptions } from './concurrency-gate.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver, LeaseLossReason } from './dispatch-observer.js';
 import { FleetCounters } from './fleet-counters.js';
@@ -65,6 +66,8 @@ export interface DispatcherOptions {
   catalogue?: Pick<ModelStore, 'advertise' | 'get'>;
   /** Bytes of activation frames held for one receiving rank before its senders wait (RANK_BUFFER_BYTES). @defaultValue 4 MiB */
   rankBufferBytes?: number;
+  /** Concurrency limits (docs/jobs.md, "Limits and fairness"): where they are read, and the defaults. Absent: none. */
+  limits?: Pick<ConcurrencyGateOptions, 'accounts' | 'apiKeys' | 'accountMaxRunning' | 'keyMaxRunning' | 'cacheMs'>;
 }
 
 /** Channels shared by all gateway instances. */
@@ -103,6 +106,8 @@ export class Dispatcher {
   /** Runs' `ttl_s` and `timeout_s` (docs/jobs.md, "Deadlines"). */
   private readonly deadlines: RunDeadlines;
   private readonly channels: ReturnType<typeof dispatchChannels>;
+  /** Concurrency limits: read by the job service for `waiting_reason`. */
+  readonly gate?: ConcurrencyGate;
   private timers: NodeJS.Timeout[] = [];
 
   /** The opaque id of a worker in attempt histories (worker-alias.ts). */
@@ -119,6 +124,10 @@ export class Dispatcher {
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.table.leasesOf(w, kind, model), log: opts.log });
     // A lease made or ended changes its worker's busy slots, and its rank seats if it serves ranks.
     const counted = { changed: (only?: ConnectedWorker) => (this.fleet.changed(only), only && this.pipelines.changed(only)) };
+    if (opts.limits) {
+      const announce = (q: string) => this.scheduler.announce(q);
+      this.gate = new ConcurrencyGate({ ...opts.limits, redis: opts.redis, keys: new RedisKeys(opts.prefix), bull: this.bull, runs: opts.runs, announce, log: opts.log });
+    }
     this.table = new LeaseTable({ records: opts.leases, runs: opts.runs, bull: this.bull, fleet: counted, gatewayId: opts.gatewayId, leaseTtlMs: this.leaseTtlMs, log: opts.log });
     this.settlement = new LeaseSettlement(
       {
@@ -138,6 +147,7 @@ export class Dispatcher {
         events: opts.events,
         metrics: opts.metrics,
         receipts: opts.receipts,
+        gate: this.gate,
         retries: new RetryPolicy({
           fleet: this.fleet,
           log: opts.log,
@@ -154,7 +164,7 @@ export class Dispatcher {
       { redis: opts.redis, prefix: opts.prefix, runs: opts.runs, bull: this.bull, log: opts.log },
     );
     this.scheduler = new LeaseScheduler(
-      { deadlines: this.deadlines, workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement, woke: (q) => this.pipelines.wake(q) },
+      { deadlines: this.deadlines, workers: () => this.pool.all(), attached: (id) => this.pool.get(id), stopping: () => this.pool.isStopping, table: this.table, settlement: this.settlement, woke: (q) => this.pipelines.wake(q), gate: this.gate },
       {
         redis: opts.redis,
         channel: this.channels.queued,
@@ -228,7 +238,7 @@ export class Dispatcher {
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
-    const sweep = setInterval(() => (this.scheduler.wakeAll(), this.pipelines.wakeAll()), Math.max(1000, this.leaseTtlMs / 3));
+    const sweep = setInterval(() => (this.scheduler.wakeAll(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.
     const refresh = setInterval(() => void this.pool.refresh().catch((err: unknown) => this.opts.log.warn({ err }, 'could not refresh the fleet counts')), Math.max(100, Math.floor(this.fleetTtlMs / 4)));
     this.timers = [sweep, refresh];

@@ -13,6 +13,7 @@ import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
 import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './connected-worker.js';
+import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { DispatchObserver } from './dispatch-observer.js';
 import type { LeaseSettlement } from './lease-settlement.js';
 import type { LeaseTable } from './lease-table.js';
@@ -54,6 +55,8 @@ export interface SchedulerContext {
   woke?(queue: string): void;
   /** Expires a job fetched past its `ttl_s`, arms each lease's `timeout_s`. */
   deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
+  /** Admits a fetched job under its account's, key's and kind's concurrency limits, or parks it. */
+  gate?: Pick<ConcurrencyGate, 'admit' | 'release'>;
 }
 
 export interface LeaseSchedulerOptions {
@@ -224,7 +227,11 @@ export class LeaseScheduler {
         if (!job) continue;
         const fetchedAt = performance.now();
         worker.cursor = (k + 1) % n;
-        await this.startLease(worker, queues[k], job, token, fetchedAt);
+        // Parked at a concurrency limit: the queue's next job (another account's) is fetched instead.
+        if (!(await this.startLease(worker, queues[k], job, token, fetchedAt))) {
+          i--;
+          continue;
+        }
         return queues[k];
       }
     }
@@ -243,12 +250,15 @@ export class LeaseScheduler {
    * Leases a fetched job to `worker`. If that fails before the lease went out (Redis failing
    * under it), the job goes back to its queue at once, its attempt not counted: no worker had it.
    */
-  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<void> {
+  private async startLease(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number): Promise<boolean> {
     const progress: LeaseProgress = { sent: false };
     try {
-      await this.leaseJob(worker, queue, job, token, fetchedAt, progress);
+      return (await this.leaseJob(worker, queue, job, token, fetchedAt, progress)) !== false;
     } catch (err) {
-      if (!progress.sent) await this.handBack(queue, job, token, progress.started, err);
+      if (!progress.sent) {
+        await this.handBack(queue, job, token, progress.started, err);
+        await this.ctx.gate?.release(job.data, token);
+      }
       throw err;
     }
   }
@@ -284,7 +294,8 @@ export class LeaseScheduler {
     }
   }
 
-  private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<void> {
+  /** False when the job was parked at a concurrency limit instead. */
+  private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<boolean | void> {
     const attempt = job.attemptsStarted;
     if (attempt > maxAttemptsOf(job.data, this.opts.maxAttempts)) {
       await this.failExhausted(job, token);
@@ -292,6 +303,7 @@ export class LeaseScheduler {
     }
     // Fetched past its ttl_s without ever having started: it fails `expired`, never runs.
     if (await this.ctx.deadlines?.expireFetched(job, token)) return;
+    if (this.ctx.gate && !(await this.ctx.gate.admit(queue, job, token))) return false;
     const timeoutAt = job.data.timeout ? Date.now() + job.data.timeout * 1000 : null;
     // One store call, no read first: the transition refuses what is not to be leased and says what it overwrote.
     const started = await this.opts.runs.transition(
@@ -310,6 +322,7 @@ export class LeaseScheduler {
     );
     if (!started.ok) {
       // Canceled or finished while queued (or a stray re-add): the record wins, the job goes.
+      await this.ctx.gate?.release(job.data, token);
       await this.discard(job, token, !started.run || isTerminal(started.run.status) ? 'the run is no longer queued' : 'the run changed state while being leased');
       return;
     }
@@ -361,6 +374,8 @@ export class LeaseScheduler {
     }
     if (run.status === 'running') this.opts.metrics?.leaseLost('gateway_lost');
     await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${maxAttemptsOf(job.data, this.opts.maxAttempts)} attempts`, retryable: false });
+    // Its last lease's concurrency slots, held since that lease's gateway died.
+    await this.ctx.gate?.release(job.data);
   }
 
   /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */

@@ -9,6 +9,7 @@ import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { queueTier } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
 import { isLockLost } from './bull-workers.js';
+import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { ConnectedWorker } from './connected-worker.js';
 import type { DispatchObserver, LeaseLossReason, PipelineEnd } from './dispatch-observer.js';
 import type { ActiveLease, LeaseTable } from './lease-table.js';
@@ -61,6 +62,8 @@ export interface LeaseSettlementOptions {
   receipts?: ReceiptChecker;
   /** Puts a retry back in its queue: elsewhere at once, or after a backoff. */
   retries: Pick<RetryPolicy, 'requeue'>;
+  /** Frees a run's concurrency slots when its lease ends here. */
+  gate?: Pick<ConcurrencyGate, 'release'>;
 }
 
 type Refusal = { code: string; message: string };
@@ -294,9 +297,14 @@ export class LeaseSettlement {
     }
   }
 
-  /** Frees the lease's slot: no longer counted against its worker, which is filled again at once. */
+  /**
+   * Frees the lease's slot: no longer counted against its worker, which is filled again at once
+   * (once its run's concurrency slots are freed: else that fill would find them taken).
+   */
   private free(lease: ActiveLease): void {
-    if (this.opts.table.free(lease)) void this.ctx.fill(lease.worker);
+    if (!this.opts.table.free(lease)) return;
+    if (!this.opts.gate || lease.rank) return void this.ctx.fill(lease.worker);
+    void this.opts.gate.release(lease.job.data, lease.token).finally(() => this.ctx.fill(lease.worker));
   }
 
   /** Ends a rank lease whose pipeline ended: its slot freed and record deleted; its run is not touched. */

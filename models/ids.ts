@@ -25,6 +25,10 @@ export const newOperatorId = (): string => `op_${ulid()}`;
 /** `file_` and a ULID: an account's files list newest first by id. */
 export const newFileId = (): string => `file_${ulid()}`;
 
+/** `batch_` and a ULID (docs/jobs.md, "Batches"). */
+export const newBatchId = (): string => `batch_${ulid()}`;
+export const BATCH_ID_PATTERN = /^batch_[0-9A-HJKMNP-TV-Z]{26}$/;
+
 export const FILE_ID_PATTERN = /^file_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;

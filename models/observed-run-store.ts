@@ -1,3 +1,4 @@
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from './batch-types.js';
 import type { GateCheck, NewRun, RunRecord } from './types.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, RunStore, RunTransition, TransitionResult } from './stores.js';
 
@@ -54,6 +55,19 @@ export class ObservedRunStore implements RunStore {
 
   get(runId: string): Promise<RunRecord | null> {
     return this.inner.get(runId);
+  }
+
+  /** A batch's creation sets no status either. */
+  createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
+    return this.inner.createBatch(batch, runs);
+  }
+
+  getBatch(batchId: string): Promise<BatchRecord | null> {
+    return this.inner.getBatch(batchId);
+  }
+
+  batchMembers(batch: BatchRecord): Promise<BatchMember[]> {
+    return this.inner.batchMembers(batch);
   }
 
   list(accountId: string, query: ListRunsQuery) {

@@ -1,5 +1,6 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
-import type { Account, ApiKeyRecord, AttemptWrite, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { Account, AccountLimits, ApiKeyRecord, AttemptWrite, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from './batch-types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
 /**
@@ -9,6 +10,8 @@ import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, Fl
 export interface AccountStore {
   create(input: { name: string; credits: number }): Promise<Account>;
   get(id: string): Promise<Account | null>;
+  /** Writes the given limits (a kind's limit null: removed); null for an unknown account. */
+  setLimits(id: string, limits: Partial<Omit<AccountLimits, 'max_running_by_kind'>> & { max_running_by_kind?: Record<string, number | null> }): Promise<Account | null>;
   /** Adds `delta` (may be negative) to `credits`; refuses (returns null) if the balance would go below zero. Throws not_found for an unknown account. */
   adjustCredits(id: string, delta: number): Promise<Account | null>;
   /**
@@ -28,6 +31,8 @@ export interface ApiKeyStore {
   list(accountId: string): Promise<ApiKeyRecord[]>;
   /** Marks the account's key revoked; returns null when the account has no such key. Revoking twice keeps the first time. */
   revoke(accountId: string, id: string): Promise<ApiKeyRecord | null>;
+  /** Sets the key's `max_running` (null: the default); null for no such key of this account. */
+  setMaxRunning(accountId: string, id: string, max: number | null): Promise<ApiKeyRecord | null>;
 }
 
 export interface OperatorStore {
@@ -114,6 +119,8 @@ export type TransitionResult<T extends RunTransition = RunTransition> = T extend
 export interface ListRunsQuery {
   status?: RunStatus;
   kind?: string;
+  /** Only the runs of this batch (docs/jobs.md, "Batches"). */
+  batch_id?: string;
   limit: number;
   /** Exclusive: list runs older than this run id. */
   before?: string;
@@ -156,6 +163,15 @@ export interface RunStore {
   listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
   /** Records that these runs are known to be in their queue (or no longer need to be). */
   confirmEnqueued(runIds: string[]): Promise<void>;
+  /**
+   * Creates the batch and all of its runs (each as `create` would, `batch_id` set), reserving
+   * their total price, in one atomic step: all or nothing. Nothing is created when the batch id
+   * exists (`exists`), the balance is short of the total or the account is gone.
+   */
+  createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult>;
+  getBatch(batchId: string): Promise<BatchRecord | null>;
+  /** The status of each run of the batch still kept (runs past retention are gone). */
+  batchMembers(batch: BatchRecord): Promise<BatchMember[]>;
 }
 
 export interface IdempotencyClaim {

@@ -1,16 +1,30 @@
 import type { JobClass, Tier } from './kinds.js';
 
-export interface Account {
+export interface Account extends AccountLimits {
   id: string;
   name: string;
   /** What the account can still spend; reservations of runs in flight are already taken off. */
   credits: number;
   /** Credits held by runs in flight. */
   reserved: number;
-  /** Runs accepted and not yet terminal; feeds fair-share priorities. */
+  /** Runs accepted and not yet terminal. */
   in_flight: number;
   created_at: string;
 }
+
+/**
+ * An account's concurrency limits and fair-share weight (docs/jobs.md, "Limits and fairness").
+ * `max_running` null: the deployment's default (ACCOUNT_MAX_RUNNING); a kind absent from
+ * `max_running_by_kind` has no limit of its own.
+ */
+export interface AccountLimits {
+  /** Shares of a round between accounts of one class: weight w gets w jobs a round (models/fair-share.ts). */
+  weight: number;
+  max_running: number | null;
+  max_running_by_kind: Record<string, number>;
+}
+
+export const ACCOUNT_LIMIT_DEFAULTS: AccountLimits = { weight: 1, max_running: null, max_running_by_kind: {} };
 
 export interface ApiKeyRecord {
   /** Public id, `key_` followed by the lookup id embedded in the key itself. */
@@ -23,6 +37,8 @@ export interface ApiKeyRecord {
   hash: string;
   created_at: string;
   revoked_at: string | null;
+  /** Runs of this key running at once at most; null: the deployment's default (KEY_MAX_RUNNING). */
+  max_running: number | null;
 }
 
 /**
@@ -127,6 +143,8 @@ export function inputFileHashes(run: Pick<RunRecord, 'input_files'>): Record<str
 export interface RunRecord {
   run_id: string;
   account_id: string;
+  /** The API key that submitted it (its public id), whose concurrency limit it counts against; null: none known. */
+  api_key_id?: string | null;
   kind: string;
   status: RunStatus;
   confidentiality: Tier;
@@ -172,6 +190,8 @@ export interface RunRecord {
   fence: number;
   /** The worker holding the current lease; internal. */
   worker_id: string | null;
+  /** The batch it was submitted in (docs/jobs.md, "Batches"); null: submitted alone. */
+  batch_id: string | null;
 }
 
 /** Fields a transition may change besides `status` (which it names separately). */
@@ -196,6 +216,8 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   /** Attempts (docs/jobs.md, "Attempts"); absent: the defaults. */
   max_attempts?: number | null;
   retry_on_timeout?: boolean;
+  /** @defaultValue null */
+  batch_id?: string | null;
 };
 
 /** A remark on an accepted input: where (a JSON pointer into `input`) and what. */
@@ -229,6 +251,7 @@ export const NEW_RUN_DEFAULTS = {
   webhook_events_filter: ['completed'],
   input_files: {},
   warnings: [],
+  batch_id: null,
 } satisfies Partial<RunRecord>;
 
 /**

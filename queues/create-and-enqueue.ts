@@ -54,8 +54,8 @@ export class CreateAndEnqueue {
   }
 
   /** A run became terminal through this instance: its account has one run fewer in flight. */
-  runFinished(run: { account_id: string }): void {
-    this.forecast.finished(run.account_id);
+  runFinished(run: { account_id: string; kind: string }): void {
+    this.forecast.finished(run.account_id, run.kind);
   }
 
   /** False when the create is expected to be refused: it is then sent alone, before any add. */
@@ -65,8 +65,9 @@ export class CreateAndEnqueue {
 
   /** Creates the run (behind `gate`, when given) and queues its job, in one round trip. */
   async submit(run: NewRun, gate?: GateCheck): Promise<CreateAndEnqueueResult> {
-    const guess = this.forecast.priority(run.account_id, run.priorityBase);
+    const guess = this.forecast.priority(run.account_id, run.kind, run.priorityBase);
     let inFlight: number | undefined;
+    let share: number | undefined;
     try {
       const client = await this.opts.queues.producer(run);
       // From here to the awaits below, nothing yields: the two are sent in this order.
@@ -106,6 +107,7 @@ export class CreateAndEnqueue {
       // queued any more, which its lease drops. Nothing is removed: the job may be the run's.
       if (result.outcome === 'exists') return { ran: true, queued: false, ...piped };
       inFlight = piped.inFlight;
+      share = piped.share;
       if (add.status === 'rejected') {
         this.opts.log.warn({ err: add.reason, runId: run.run_id }, 'the queue write of a created run failed; it is written again');
         return { ran: true, queued: false, ...piped };
@@ -113,7 +115,7 @@ export class CreateAndEnqueue {
       if (result.run.priority !== guess) await this.reprioritize(job, result.run.priority);
       return { ran: true, queued: true, ...piped };
     } finally {
-      this.forecast.answered(run.account_id, inFlight);
+      this.forecast.answered(run.account_id, run.kind, inFlight, share);
     }
   }
 

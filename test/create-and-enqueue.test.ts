@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { Job } from 'bullmq';
+import { CLASS_PRIORITY } from '../models/fair-share.js';
 import { newRunId } from '../models/ids.js';
 import { runQueueName } from '../queues/queue-names.js';
 import type { CreateAndEnqueue } from '../queues/create-and-enqueue.js';
 import { REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
+
+/** The standard class's band: a job of an account with nothing of its kind in flight has this priority. */
+const STD = CLASS_PRIORITY.standard;
 
 const KIND = 'inference:image:generate';
 const image = (prompt: string) => ({ kind: KIND, input: { prompt } });
@@ -22,7 +26,7 @@ type Spied = Record<'eval' | 'evalsha', (...args: unknown[]) => unknown>;
 describe('a run created and queued in one round trip', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('pipelined');
-  const gw = new TestGateway(prefix, { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' });
+  const gw = new TestGateway(prefix, { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000', FAIR_SHARE_STEP: '10' });
   const workers: RawWorker[] = [];
   const queue = () => gw.queues.queue(KIND, 'open');
   const intake = () => gw.gateway.core.intake as CreateAndEnqueue;
@@ -79,7 +83,7 @@ describe('a run created and queued in one round trip', function () {
   it("queues the job with the priority its create gave when the guess was wrong (an account with runs in flight this instance has not seen)", async () => {
     const busy = await gw.account(10_000, 'busy');
     const quiet = await gw.account(10_000, 'quiet');
-    // 25 runs in flight made around this instance (as another instance would): fair-share step 2 of FAIR_SHARE_STEP 10.
+    // 25 runs in flight made around this instance (as another instance would): rank 2 of FAIR_SHARE_STEP 10.
     const made = [];
     for (let i = 0; i < 25; i++) made.push(await gw.stores.runs.create(newRunSpec(busy.id, { price: 1 })));
     await gw.stores.runs.confirmEnqueued(made.map((m) => (m.outcome === 'created' ? m.run.run_id : '')));
@@ -98,28 +102,28 @@ describe('a run created and queued in one round trip', function () {
     };
     try {
       const first = await gw.submit(busy.key, image('behind'));
-      assert.equal(first.body.priority, 22);
-      assert.equal(changes, 1, 'guessed 20');
+      assert.equal(first.body.priority, STD + 2);
+      assert.equal(changes, 1, 'guessed STD');
       const queued = await queue().getJob(first.body.run_id);
-      assert.equal(queued?.priority, 22, 'the job was given the priority of its record');
-      assert.equal(servedPriority(await gw.redis.zscore(queue().keys.prioritized, first.body.run_id)), 22);
+      assert.equal(queued?.priority, STD + 2, 'the job was given the priority of its record');
+      assert.equal(servedPriority(await gw.redis.zscore(queue().keys.prioritized, first.body.run_id)), STD + 2);
       // The quiet account's job, submitted later, is served first: the busy one's is behind it, as its record says.
       const second = await gw.submit(quiet.key, image('ahead'));
-      assert.equal(second.body.priority, 20);
+      assert.equal(second.body.priority, STD);
       assert.equal((await job(second.body.run_id, quiet.key)).queue_position, 1);
       assert.equal((await job(first.body.run_id, busy.key)).queue_position, 2);
       const third = await gw.submit(busy.key, image('behind-too'));
-      assert.equal(third.body.priority, 22);
-      assert.equal((await queue().getJob(third.body.run_id))?.priority, 22);
-      // Ten of its runs finish here (canceled): 17 in flight, step 1. The intake hears of each, for its guesses.
+      assert.equal(third.body.priority, STD + 2);
+      assert.equal((await queue().getJob(third.body.run_id))?.priority, STD + 2);
+      // Ten of its runs finish here (canceled): 17 in flight, rank 1. The intake hears of each, for its guesses.
       for (const m of made.slice(0, 10)) {
         assert.ok(m.outcome === 'created');
         assert.equal((await gw.request('POST', `/v1/jobs/${m.run.run_id}/cancel`, { key: busy.key })).body.status, 'canceled');
       }
       assert.deepEqual(finished, Array(10).fill(busy.id));
       const fourth = await gw.submit(busy.key, image('fewer'));
-      assert.equal(fourth.body.priority, 21);
-      assert.equal((await queue().getJob(fourth.body.run_id))?.priority, 21);
+      assert.equal(fourth.body.priority, STD + 1);
+      assert.equal((await queue().getJob(fourth.body.run_id))?.priority, STD + 1);
     } finally {
       Job.prototype.changePriority = changePriority;
       intake().runFinished = runFinished;
@@ -138,7 +142,7 @@ describe('a run created and queued in one round trip', function () {
       const keyed = await gw.submit(key, image('keyed'), { 'Idempotency-Key': 'k-1' });
       const plain = await gw.submit(key, image('plain'));
       assert.deepEqual(piped, [plain.body.run_id]);
-      assert.equal((await queue().getJob(keyed.body.run_id))?.priority, 20, 'queued all the same');
+      assert.equal((await queue().getJob(keyed.body.run_id))?.priority, STD, 'queued all the same');
     } finally {
       intake().submit = submit;
     }
@@ -239,7 +243,7 @@ describe('a run created and queued in one round trip', function () {
     assert.notEqual(res.body.run_id, spent);
     assert.equal(await queue().getJob(spent!), undefined, 'the job sent with it was removed');
     assert.equal(await gw.stores.runs.get(spent!), null);
-    assert.equal((await queue().getJob(res.body.run_id))?.priority, 20);
+    assert.equal((await queue().getJob(res.body.run_id))?.priority, STD);
     assert.equal(await waitingOrLeased(), 1);
     await until('the outbox to empty', async () => (await gw.stores.runs.listUnconfirmed(0, 10)).length === 0);
     const account = await gw.stores.accounts.get(accountId);
@@ -268,7 +272,7 @@ describe('a run whose add failed behind its create', () => {
       assert.equal(res.status, 202);
       const q = gw.queues.queue(KIND, 'open');
       const queued = await until('the reconciler to queue the run', () => q.getJob(res.body.run_id));
-      assert.equal(queued.priority, 20);
+      assert.equal(queued.priority, STD);
       await until('the outbox to empty', async () => (await gw.stores.runs.listUnconfirmed(0, 10)).length === 0);
       assert.equal(await q.count(), 1);
     } finally {

@@ -62,7 +62,7 @@ describe('store contract', () => {
           const a = await stores.accounts.create({ name: 'a', credits: 0 });
           const b = await stores.accounts.create({ name: 'b', credits: 0 });
           const { lookupId } = mintSecret('sy');
-          const record = { id: `key_${lookupId}`, account_id: a.id, prefix: 'sy_abcdefgh', name: null, hash: 'ab'.repeat(32), created_at: new Date().toISOString(), revoked_at: null };
+          const record = { id: `key_${lookupId}`, account_id: a.id, prefix: 'sy_abcdefgh', name: null, hash: 'ab'.repeat(32), created_at: new Date().toISOString(), revoked_at: null, max_running: null };
           await stores.apiKeys.insert(record, lookupId);
           assert.deepEqual(await stores.apiKeys.findByLookupId(lookupId), record);
           assert.deepEqual(await stores.apiKeys.list(a.id), [record]);

@@ -6,6 +6,8 @@ import { ChatCompletions } from '../http/openai/chat-completions.js';
 import { RunFollower } from '../services/events/run-follower.js';
 import { FleetService } from '../services/fleet/fleet-service.js';
 import { JobService } from '../services/jobs/job-service.js';
+import { BatchService } from '../services/jobs/batch-service.js';
+import { BatchFollower } from '../services/events/batch-follower.js';
 import { ModelGate } from '../services/jobs/model-gate.js';
 import { LlmRunner } from '../services/llm/llm-runner.js';
 import { CallerSocketServer } from '../sockets/caller-socket-server.js';
@@ -23,6 +25,8 @@ export interface Callers {
   /** Enqueues accepted runs whose queue write was never confirmed (a crash between the two). */
   reconciler: EnqueueReconciler;
   jobs: JobService;
+  batches: BatchService;
+  batchFollower: BatchFollower;
   follower: RunFollower;
   sse: SseStreams;
   callerServer: CallerSocketServer;
@@ -36,6 +40,7 @@ export interface Callers {
 export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files: FileService, artifacts: ArtifactStore): Callers {
   const { config: c, log } = core;
   const confirmer = new EnqueueConfirmer(core.runs, log);
+  const models = new ModelGate({ catalogue: core.stores.models });
   const jobs = new JobService({
     runs: core.runs,
     idempotency: core.stores.idempotency,
@@ -49,7 +54,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission
     metrics: core.metrics,
-    models: new ModelGate({ catalogue: core.stores.models }),
+    models,
     fleet: fleet.dispatcher.fleet,
     inputFiles: new InputFiles({
       files,
@@ -62,6 +67,22 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
       log,
     }),
   });
+  const batches = new BatchService({
+    runs: core.runs,
+    idempotency: core.stores.idempotency,
+    queues: core.queues,
+    confirmer,
+    prices: c.prices,
+    deadlines: c.deadlines,
+    attempts: { default: c.jobMaxAttempts, limit: c.jobMaxAttemptsLimit },
+    models,
+    outbound: outbound.guard,
+    dispatch: fleet.dispatcher,
+    metrics: core.metrics,
+    jobs,
+    log,
+  });
+  const batchFollower = new BatchFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, recheckMs: c.events.pingMs });
   const reconciler = new EnqueueReconciler({
     runs: core.runs,
     queues: core.queues,
@@ -83,5 +104,5 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
   });
   const llm = new LlmRunner({ jobs, follower, fleet: fleet.dispatcher.fleet, catalogue: core.stores.models, timeoutMs: c.agents.llmStepTimeoutMs });
   const openai = new ChatCompletions({ llm, log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
-  return { confirmer, reconciler, jobs, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues, catalogue: core.stores.models }), openai };
+  return { confirmer, reconciler, jobs, batches, batchFollower, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues, catalogue: core.stores.models }), openai };
 }

@@ -15,6 +15,7 @@ import { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
 import { RequestGate } from '../services/auth/request-gate.js';
 import { RunEventHub } from '../services/events/run-event-hub.js';
 import { RunEventWriter } from '../services/events/run-event-writer.js';
+import { BatchEventWriter } from '../services/events/batch-event-writer.js';
 import { GatewayMetrics } from '../services/metrics/gateway-metrics.js';
 import type { Lifecycle } from './lifecycle.js';
 import { PublicUrl } from './public-url.js';
@@ -101,6 +102,8 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const eventLog = new RunEventLog({ redis, prefix: c.redisPrefix, maxLength: c.events.logMax, ttlMs: c.runRetentionSeconds * 1000 });
   const events = new RunEventWriter(eventLog, log);
   runs.setStatusLog(events);
+  // Each batch's one log of its runs' status changes, whichever instance makes them (docs/jobs.md, "Batches").
+  runs.onStatusChange(new BatchEventWriter(eventLog, log).statusChanged);
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });

@@ -48,6 +48,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore, workerAliasKey?
     // Private runs end with a receipt over the artifacts they uploaded.
     catalogue: core.stores.models,
     receipts: new ReceiptChecker({ artifacts, publicUrl: core.publicUrl.get }),
+    limits: { accounts: core.stores.accounts, apiKeys: core.stores.apiKeys, accountMaxRunning: c.accountMaxRunning, keyMaxRunning: c.keyMaxRunning },
   });
   const attestation = new AttestationService({ redis: core.redis, prefix: c.redisPrefix, config: c.attestation });
   const privateWorkers = new PrivateRegistrations({ service: attestation, dispatcher, log, refreshBeforeMs: c.attestation.refreshBeforeMs, nonceTtlMs: c.attestation.nonceTtlMs });

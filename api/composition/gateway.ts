@@ -13,6 +13,7 @@ import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
 import { createLogger } from '../main/logger.js';
 import { AccountService } from '../services/accounts/account-service.js';
+import { LimitsService } from '../services/accounts/limits-service.js';
 import { ArtifactService } from '../services/artifacts/artifact-service.js';
 import { ArtifactSweeper } from '../services/artifacts/artifact-sweeper.js';
 import { FileService } from '../services/files/file-service.js';
@@ -113,6 +114,7 @@ export class Gateway {
       auth: core.auth,
       metrics: core.metrics,
       accounts: new AccountService({ accounts: stores.accounts, keys: core.auth, workerTokens: stores.workerTokens }),
+      limits: new LimitsService({ accounts: stores.accounts, apiKeys: stores.apiKeys, accountMaxRunning: c.accountMaxRunning, keyMaxRunning: c.keyMaxRunning }),
       operators: new OperatorService({ operators: stores.operators, workerTokens: stores.workerTokens, trust: fleet.trust }),
       models: new ModelCatalogue({ models: stores.models }),
       artifacts,
@@ -130,6 +132,8 @@ export class Gateway {
       webhooks: outbound.webhooks,
       tools: outbound.tools,
       jobs: callers.jobs,
+      batches: callers.batches,
+      batchFollower: callers.batchFollower,
       follower: callers.follower,
       llm: callers.llm,
       sse: callers.sse,

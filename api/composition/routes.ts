@@ -2,9 +2,11 @@ import { VERSION } from '../http/app.js';
 import { buildOpenApi } from '../http/openapi.js';
 import type { RouteSpec } from '../http/route-spec.js';
 import { accountRoutes } from '../http/routes/account.js';
+import { limitsRoutes } from '../http/routes/limits.js';
 import { adminRoutes } from '../http/routes/admin.js';
 import { artifactRoutes } from '../http/routes/artifacts.js';
 import { attestationRoutes } from '../http/routes/attestation.js';
+import { batchRoutes } from '../http/routes/batches.js';
 import { botPageRoutes } from '../http/routes/bot-pages.js';
 import { botRoutes } from '../http/routes/bots.js';
 import { eventRoutes } from '../http/routes/events.js';
@@ -28,8 +30,10 @@ export function routeSpecs(s: Services): RouteSpec[] {
   const routes: RouteSpec[] = [
     ...jobRoutes({ jobs: s.jobs, follower: s.follower, shutdown: s.shutdown }),
     ...eventRoutes({ jobs: s.jobs, sse: s.sse }),
+    ...batchRoutes({ batches: s.batches, follower: s.batchFollower, sse: s.sse }),
     ...accountRoutes({ accounts: s.accounts, keys: s.auth }),
     ...adminRoutes({ accounts: s.accounts, operators: s.operators, models: s.models }),
+    ...limitsRoutes({ limits: s.limits }),
     ...fleetRoutes({ fleet: s.fleet }),
     ...artifactRoutes({ artifacts: s.artifactService }), // uploads stream their raw body (spec.raw)
     ...fileRoutes({ files: s.files }), // uploads stream too

@@ -4,6 +4,7 @@ import type { ChatCompletions } from '../http/openai/chat-completions.js'; // Op
 import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
 import type { AccountService } from '../services/accounts/account-service.js';
+import type { LimitsService } from '../services/accounts/limits-service.js';
 import type { ArtifactService } from '../services/artifacts/artifact-service.js';
 import type { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
 import type { RequestGate } from '../services/auth/request-gate.js';
@@ -15,6 +16,8 @@ import type { FleetService } from '../services/fleet/fleet-service.js';
 import type { ModelCatalogue } from '../services/fleet/model-catalogue.js';
 import type { OperatorService } from '../services/fleet/operator-service.js';
 import type { JobService } from '../services/jobs/job-service.js';
+import type { BatchService } from '../services/jobs/batch-service.js';
+import type { BatchFollower } from '../services/events/batch-follower.js';
 import type { LlmRunner } from '../services/llm/llm-runner.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js'; // metrics
 import type { SsrfGuard } from '../services/outbound/ssrf-guard.js';
@@ -31,10 +34,15 @@ export interface Services {
   auth: ApiKeyAuthenticator;
   gate: RequestGate;
   jobs: JobService;
+  /** Batches of jobs (docs/jobs.md, "Batches") and their one event stream each. */
+  batches: BatchService;
+  batchFollower: BatchFollower;
   /** The base of every link the gateway hands out; with PORT=0 it is settled once the server listens. */
   publicUrl(): string;
   /** Accounts: opening them, balances, their worker tokens. */
   accounts: AccountService;
+  /** Concurrency limits and fair-share weights of accounts and keys. */
+  limits: LimitsService;
   /** Worker operators, their trust and worker tokens. */
   operators: OperatorService;
   /** The model catalogue as operators manage it (docs/models.md). */

@@ -28,6 +28,7 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     output: run.output,
     error: run.error,
     attestation: run.attestation,
+    batch_id: run.batch_id ?? null,
     attempt_history: run.attempt_history,
   };
 }

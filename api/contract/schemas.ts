@@ -111,9 +111,9 @@ export const job = {
     ...attemptViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
-      enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff'],
+      enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff', 'concurrency_limit'],
       description:
-        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); its model is served in ranks and some rank has no worker the placement rule allows (`no_worker_for_rank`, those ranks in `waiting_ranks`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`). Null otherwise.',
+        'Why a queued run is not leased: no live worker of its tier or a stronger one serves its kind (`no_worker_for_kind`) or its model (`no_worker_for_model`); its model is served in ranks and some rank has no worker the placement rule allows (`no_worker_for_rank`, those ranks in `waiting_ranks`); every one that does reports its backend down (`backend_unavailable`); or an attempt failed and the retry waits out its backoff (`retry_backoff`); or its account, API key or kind has as many runs running as its `max_running` allows (`concurrency_limit`). Null otherwise.',
     }),
     waiting_ranks: waitingRanks,
     output: nullable({
@@ -124,6 +124,7 @@ export const job = {
     }),
     error: nullable(runError),
     attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
+    batch_id: nullable({ type: 'string', pattern: '^batch_[0-9A-Z]{26}$', description: 'The batch it was submitted in (POST /v1/jobs/batch); null: submitted alone.' }),
     attempt_history: attemptHistory,
   },
 } as const;
@@ -134,6 +135,7 @@ export const listJobsQuery = {
   properties: {
     status: runStatus,
     kind: { type: 'string', maxLength: 100 },
+    batch_id: { type: 'string', maxLength: 40, description: "Only the jobs of this batch (one of the account's)." },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
     cursor: { type: 'string', maxLength: 200 },
   },

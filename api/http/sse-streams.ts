@@ -116,7 +116,12 @@ export class SseStreams {
   }
 
   /** Takes over `res`: headers, then the run's events until `done` or the client leaves. */
-  async open(res: ServerResponse, run: RunRecord, after: number | null): Promise<void> {
+  open(res: ServerResponse, run: RunRecord, after: number | null): Promise<void> {
+    return this.openWith(res, (sink) => this.opts.follower.follow(run, after, sink));
+  }
+
+  /** `open` with another source of events (a batch's: BatchFollower), which resolves with its stop. */
+  async openWith(res: ServerResponse, follow: (sink: RunEventSink) => Promise<() => void>): Promise<void> {
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
@@ -131,7 +136,7 @@ export class SseStreams {
     res.on('close', () => stream.end());
     stream.write(`retry: ${this.opts.retryMs ?? 1000}\n\n`);
     try {
-      const stop = await this.opts.follower.follow(run, after, stream);
+      const stop = await follow(stream);
       stream.replaying = false;
       if (stream.slice.has(stream)) stream.stop = stop;
       else stop();

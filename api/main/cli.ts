@@ -27,6 +27,8 @@ Commands:
 ${ENGINES.map((e) => `  ${e.usage}\n`).join('')}  run <kind> --input JSON [--wait] [--json] [--gateway URL] [--key KEY]
                                          submit a job with the client library; --wait follows it to
                                          the end (switchyard run --help for all options)
+  run --batch FILE.jsonl                 submit one job per line as one batch, all or none, and
+                                         follow it to the end, each job's outcome as it ends
   verify <run_id> --jwks FILE|URL        check a private run's attestation chain and artifacts
                                          with the client library (switchyard verify --help)
 

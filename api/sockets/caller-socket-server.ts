@@ -170,7 +170,7 @@ export class CallerSocketServer {
           throw new ApiError('invalid_request', '`idempotency_key` must be a string of 1 to 255 characters');
         }
         assertValid(S.submitJobBody, body, 'the job');
-        const { run, replayed } = await this.opts.jobs.submit(session.principal.accountId, body as unknown as SubmitJobBody, idem as string | undefined, undefined, session.closed.signal);
+        const { run, replayed } = await this.opts.jobs.submit(session.principal.accountId, body as unknown as SubmitJobBody, idem as string | undefined, undefined, session.closed.signal, session.principal.keyId);
         return this.send(session, { type: 'accepted', ...echo, ...acceptedView(run), ...(replayed ? { replayed: true } : {}) });
       }
       case 'subscribe':

@@ -2,13 +2,24 @@ import type { Collection } from 'mongodb';
 import { NotFoundError } from '../errors.js';
 import { newAccountId } from '../ids.js';
 import type { AccountStore } from '../stores.js';
-import type { Account, WebhookSecret } from '../types.js';
+import { ACCOUNT_LIMIT_DEFAULTS, type Account, type AccountLimits, type WebhookSecret } from '../types.js';
 
-/** An account as stored: the account id is the `_id`. */
-export type AccountDoc = Omit<Account, 'id'> & { _id: string; webhook_secret?: WebhookSecret };
+/** An account as stored: the account id is the `_id`; `in_flight_by_kind` feeds the fair-share rank (models/fair-share.ts). */
+export type AccountDoc = Omit<Account, 'id' | keyof AccountLimits> &
+  Partial<AccountLimits> & { _id: string; webhook_secret?: WebhookSecret; in_flight_by_kind?: Record<string, number> };
 
 export function toAccount(d: AccountDoc): Account {
-  return { id: d._id, name: d.name, credits: d.credits, reserved: d.reserved ?? 0, in_flight: d.in_flight ?? 0, created_at: d.created_at };
+  return {
+    id: d._id,
+    name: d.name,
+    credits: d.credits,
+    reserved: d.reserved ?? 0,
+    in_flight: d.in_flight ?? 0,
+    created_at: d.created_at,
+    weight: d.weight ?? ACCOUNT_LIMIT_DEFAULTS.weight,
+    max_running: d.max_running ?? null,
+    max_running_by_kind: d.max_running_by_kind ?? {},
+  };
 }
 
 export class MongoAccountStore implements AccountStore {
@@ -22,6 +33,24 @@ export class MongoAccountStore implements AccountStore {
 
   async get(id: string): Promise<Account | null> {
     const doc = await this.accounts.findOne({ _id: id });
+    return doc ? toAccount(doc) : null;
+  }
+
+  async setLimits(id: string, limits: Partial<Omit<AccountLimits, 'max_running_by_kind'>> & { max_running_by_kind?: Record<string, number | null> }): Promise<Account | null> {
+    const set: Record<string, unknown> = {};
+    const unset: Record<string, ''> = {};
+    if (limits.weight !== undefined) set.weight = limits.weight;
+    if (limits.max_running !== undefined) {
+      if (limits.max_running === null) unset.max_running = '';
+      else set.max_running = limits.max_running;
+    }
+    for (const [kind, limit] of Object.entries(limits.max_running_by_kind ?? {})) {
+      if (limit === null) unset[`max_running_by_kind.${kind}`] = '';
+      else set[`max_running_by_kind.${kind}`] = limit;
+    }
+    const update = { ...(Object.keys(set).length > 0 && { $set: set }), ...(Object.keys(unset).length > 0 && { $unset: unset }) };
+    // Nothing to change (an empty map of kinds): an update with no operator is refused by MongoDB.
+    const doc = Object.keys(update).length === 0 ? await this.accounts.findOne({ _id: id }) : await this.accounts.findOneAndUpdate({ _id: id }, update, { returnDocument: 'after' });
     return doc ? toAccount(doc) : null;
   }
 

@@ -16,6 +16,7 @@ function toApiKey(d: ApiKeyRecord): ApiKeyRecord {
     hash: d.hash,
     created_at: d.created_at,
     revoked_at: d.revoked_at ?? null,
+    max_running: d.max_running ?? null,
   };
 }
 
@@ -25,7 +26,7 @@ export class MongoApiKeyStore implements ApiKeyStore {
   async insert(record: ApiKeyRecord, lookupId: string): Promise<void> {
     // A new key is never revoked (the Redis store drops revoked_at on insert too).
     const { id, account_id, prefix, name, hash, created_at } = record;
-    await this.keys.insertOne({ _id: lookupId, id, account_id, prefix, name, hash, created_at, revoked_at: null });
+    await this.keys.insertOne({ _id: lookupId, id, account_id, prefix, name, hash, created_at, revoked_at: null, max_running: record.max_running ?? null });
   }
 
   async findByLookupId(lookupId: string): Promise<ApiKeyRecord | null> {
@@ -37,6 +38,13 @@ export class MongoApiKeyStore implements ApiKeyStore {
     // _id orders like the public id (`key_` + _id), so this is "created_at, then id".
     const docs = await this.keys.find({ account_id: accountId }).sort({ created_at: 1, _id: 1 }).toArray();
     return docs.map(toApiKey);
+  }
+
+  async setMaxRunning(accountId: string, id: string, max: number | null): Promise<ApiKeyRecord | null> {
+    const lookupId = id.replace(/^key_/, '');
+    if (!/^[a-z2-7]{16}$/.test(lookupId)) return null;
+    const doc = await this.keys.findOneAndUpdate({ _id: lookupId, account_id: accountId }, { $set: { max_running: max } }, { returnDocument: 'after' });
+    return doc ? toApiKey(doc) : null;
   }
 
   async revoke(accountId: string, id: string): Promise<ApiKeyRecord | null> {

@@ -1,14 +1,16 @@
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { mergeAttempt } from '../attempt-history.js';
+import { fairRank } from '../fair-share.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
 export interface MongoRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
-  /** In-flight runs per fair-share priority step. */
+  /** In-flight runs of a kind per fair-share rank of an account of weight 1 (models/fair-share.ts). */
   fairShareStep: number;
 }
 
@@ -25,6 +27,15 @@ export type RunDoc = Omit<RunRecord, 'run_id' | 'input' | 'expires_at'> & {
   expires_at?: Date;
   /** The record's `expires_at` (a run not started by then expires: docs/jobs.md). */
   ttl_expires_at?: string | null;
+  /** Counted in its account's `in_flight_by_kind` (runs made before that count are not taken off it). */
+  kind_counted?: boolean;
+};
+
+/** A batch as stored: the batch id is the `_id`. */
+export type BatchDoc = Omit<BatchRecord, 'batch_id'> & {
+  _id: string;
+  /** Set when one of its runs ends, for the collection's TTL index (the batch goes with its last run). */
+  expires_at?: Date;
 };
 
 /** Copies the record's fields only, so `_id`, `unconfirmed_at` and `expires_at` never leak. */
@@ -56,6 +67,7 @@ function toRun(d: RunDoc): RunRecord {
     cancel_requested_at: d.cancel_requested_at ?? null,
     fence: d.fence ?? 0,
     worker_id: d.worker_id ?? null,
+    batch_id: d.batch_id ?? null,
     ttl_s: d.ttl_s ?? null,
     timeout_s: d.timeout_s ?? null,
     expires_at: d.ttl_expires_at ?? null,
@@ -63,6 +75,7 @@ function toRun(d: RunDoc): RunRecord {
     max_attempts: d.max_attempts ?? null,
     retry_on_timeout: d.retry_on_timeout ?? false,
     attempt_history: d.attempt_history ?? [],
+    ...(d.api_key_id ? { api_key_id: d.api_key_id } : {}),
   };
 }
 
@@ -73,12 +86,18 @@ const { expires_at: _ttlExpiry, ...RECORD_DEFAULTS } = NEW_RUN_DEFAULTS;
  * Create and transition touch a run and its account together, so each runs in a multi-document
  * transaction: the MongoDB store therefore needs a replica set (a single-node one will do).
  */
+function fromBatchDoc({ _id, expires_at: _expiry, ...rest }: BatchDoc): BatchRecord {
+  return { batch_id: _id, ...rest };
+}
+
 export class MongoRunStore implements RunStore {
   constructor(
     private readonly client: MongoClient,
     private readonly runs: Collection<RunDoc>,
     private readonly accounts: Collection<AccountDoc>,
     private readonly opts: MongoRunStoreOptions,
+    /** The batches (docs/jobs.md, "Batches"), `_id` the batch id. */
+    private readonly batches?: Collection<BatchDoc>,
   ) {}
 
   /** Runs `fn` in a transaction; the driver retries it on transient errors (write conflicts). */
@@ -98,29 +117,96 @@ export class MongoRunStore implements RunStore {
     }
   }
 
+  /**
+   * The batch and its runs in one transaction: the account's total reserved with one guarded
+   * update and the runs inserted with one insertMany, each with the fair-share priority a
+   * `create` in turn would have given it. A refusal aborts it whole.
+   */
+  async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
+    const batches = this.batchCollection();
+    const { batch_id, ...rest } = batch;
+    try {
+      return await this.inTransaction(async (session): Promise<CreateBatchResult> => {
+        const existing = await batches.findOne({ _id: batch_id }, { session });
+        if (existing) return { outcome: 'exists', batch: fromBatchDoc(existing) };
+        const byKind: Record<string, number> = {};
+        for (const run of runs) byKind[`in_flight_by_kind.${run.kind}`] = (byKind[`in_flight_by_kind.${run.kind}`] ?? 0) + 1;
+        const before = await this.accounts.findOneAndUpdate(
+          { _id: batch.account_id, credits: { $gte: batch.price } },
+          { $inc: { credits: -batch.price, reserved: batch.price, in_flight: runs.length, ...byKind } },
+          { session, returnDocument: 'before' },
+        );
+        if (!before) {
+          const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
+          return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
+        }
+        // Each run ranked as a create in turn would rank it: its kind's runs in flight before it.
+        const ofKind: Record<string, number> = { ...before.in_flight_by_kind };
+        const docs = runs.map((run) => {
+          const n = Math.max(0, ofKind[run.kind] ?? 0);
+          ofKind[run.kind] = n + 1;
+          return this.newDoc({ ...run, batch_id }, run.priorityBase + fairRank(n, this.opts.fairShareStep, before.weight ?? 1));
+        });
+        await batches.insertOne({ _id: batch_id, ...rest }, { session });
+        await this.runs.insertMany(docs, { session });
+        return { outcome: 'created', batch, runs: docs.map(toRun) };
+      });
+    } catch (err) {
+      // A concurrent create of the same batch committed first; ours was rolled back whole.
+      if (!isDuplicateKey(err)) throw err;
+      const existing = await batches.findOne({ _id: batch_id });
+      if (!existing) throw err;
+      return { outcome: 'exists', batch: fromBatchDoc(existing) };
+    }
+  }
+
+  async getBatch(batchId: string): Promise<BatchRecord | null> {
+    const doc = await this.batchCollection().findOne({ _id: batchId });
+    return doc ? fromBatchDoc(doc) : null;
+  }
+
+  async batchMembers(batch: BatchRecord): Promise<BatchMember[]> {
+    const docs = await this.runs.find({ batch_id: batch.batch_id }, { projection: { _id: 1, status: 1 } }).toArray();
+    return docs.map((d) => ({ run_id: d._id, status: d.status }));
+  }
+
+  private batchCollection(): Collection<BatchDoc> {
+    if (!this.batches) throw new Error('this MongoDB run store was opened without its batches collection');
+    return this.batches;
+  }
+
   private async createIn(session: ClientSession, run: NewRun): Promise<CreateRunResult> {
     const existing = await this.runs.findOne({ _id: run.run_id }, { session });
     if (existing) return { outcome: 'exists', run: toRun(existing) };
     // Reserve first: the guard refuses a short balance, and the document before the update
-    // gives the in-flight count that sets the fair-share priority.
+    // gives the in-flight count of the kind that sets the fair-share rank (models/fair-share.ts).
     const before = await this.accounts.findOneAndUpdate(
       { _id: run.account_id, credits: { $gte: run.price } },
-      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1 } },
+      { $inc: { credits: -run.price, reserved: run.price, in_flight: 1, [`in_flight_by_kind.${run.kind}`]: 1 } },
       { session, returnDocument: 'before' },
     );
     if (!before) {
       const account = await this.accounts.findOne({ _id: run.account_id }, { session });
       return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
     }
-    const step = Math.min(Math.floor((before.in_flight ?? 0) / this.opts.fairShareStep), 9);
-    const doc: RunDoc = {
+    const rank = fairRank(Math.max(0, before.in_flight_by_kind?.[run.kind] ?? 0), this.opts.fairShareStep, before.weight ?? 1);
+    const doc = this.newDoc(run, run.priorityBase + rank);
+    await this.runs.insertOne(doc, { session });
+    return { outcome: 'created', run: toRun(doc) };
+  }
+
+  /** A new run's document, queued with its price reserved. */
+  private newDoc(run: NewRun, priority: number): RunDoc {
+    return {
       _id: run.run_id,
       account_id: run.account_id,
       kind: run.kind,
       status: 'queued',
       confidentiality: run.confidentiality,
       class: run.class,
-      priority: run.priorityBase + step,
+      priority,
+      kind_counted: true,
+      ...(run.api_key_id ? { api_key_id: run.api_key_id } : {}),
       price: run.price,
       settlement: 'reserved',
       input_json: JSON.stringify(run.input),
@@ -136,10 +222,9 @@ export class MongoRunStore implements RunStore {
       ttl_expires_at: run.expires_at ?? null,
       max_attempts: run.max_attempts ?? null,
       retry_on_timeout: run.retry_on_timeout ?? false,
+      batch_id: run.batch_id ?? null,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
-    await this.runs.insertOne(doc, { session });
-    return { outcome: 'created', run: toRun(doc) };
   }
 
   async get(runId: string): Promise<RunRecord | null> {
@@ -190,12 +275,16 @@ export class MongoRunStore implements RunStore {
         // so the run turns terminal, and settles, exactly once.
         if (cur.settlement === 'reserved') {
           const charged = t.to === 'succeeded';
-          const release = { reserved: -cur.price, in_flight: -1 };
+          const release = { reserved: -cur.price, in_flight: -1, ...(cur.kind_counted ? { [`in_flight_by_kind.${cur.kind}`]: -1 } : {}) };
           // Success keeps the reserved credits (charged); failure and cancel give them back.
           await this.accounts.updateOne({ _id: run.account_id }, { $inc: charged ? release : { ...release, credits: cur.price } }, { session });
           set.settlement = charged ? 'charged' : 'released';
         }
         unsetUnconfirmed = true;
+        // A batch is kept as long as its runs: each run's end restarts its retention clock.
+        if (cur.batch_id && this.batches) {
+          await this.batches.updateOne({ _id: cur.batch_id }, { $set: { expires_at: new Date(Date.now() + this.opts.retentionSeconds * 1000) } }, { session });
+        }
       }
     }
     // Like the Redis EXPIRE, naming a terminal `to` (re)starts the retention clock.
@@ -215,6 +304,7 @@ export class MongoRunStore implements RunStore {
     const filter: Filter<RunDoc> = { account_id: accountId };
     if (q.status) filter.status = q.status;
     if (q.kind) filter.kind = q.kind;
+    if (q.batch_id) filter.batch_id = q.batch_id;
     if (q.before) filter._id = { $lt: q.before };
     // Run ids are ULIDs, so _id order is creation order; one extra document tells whether there
     // is more. Each filter has its index, {account_id, [status], [kind], _id} (MongoStores.ensureIndexes),

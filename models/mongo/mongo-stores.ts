@@ -6,7 +6,7 @@ import { MongoBotStore, type BotDoc, type BotSessionDoc, type FlowDoc } from './
 import { MongoConversationStore, type ConversationDoc } from './mongo-conversation-store.js';
 import { MongoIdempotencyStore, type IdempotencyDoc } from './mongo-idempotency-store.js';
 import { MongoOperatorStore, MongoWorkerTokenStore, type OperatorDoc, type WorkerTokenDoc } from './mongo-operator-store.js';
-import { MongoRunStore, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
+import { MongoRunStore, type BatchDoc, type MongoRunStoreOptions, type RunDoc } from './mongo-run-store.js';
 import { MongoToolStore, type ToolCountDoc, type ToolDoc } from './mongo-tool-store.js';
 import { MongoFileStore, type FileDoc, type FileUsageDoc } from './mongo-file-store.js';
 import { MongoModelStore, type ModelDoc } from './mongo-model-store.js';
@@ -35,7 +35,7 @@ export class MongoStores implements Stores {
     this.apiKeys = new MongoApiKeyStore(db.collection<ApiKeyDoc>('api_keys'));
     this.operators = new MongoOperatorStore(db.collection<OperatorDoc>('operators'));
     this.workerTokens = new MongoWorkerTokenStore(db.collection<WorkerTokenDoc>('worker_tokens'));
-    this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts);
+    this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts, db.collection<BatchDoc>('batches'));
     this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
     this.bots = new MongoBotStore(db.collection<BotDoc>('bots'), db.collection<FlowDoc>('flows'), db.collection<BotSessionDoc>('bot_sessions'));
     this.conversations = new MongoConversationStore(db.collection<ConversationDoc>('conversations'));
@@ -75,11 +75,15 @@ export class MongoStores implements Stores {
       { key: { account_id: 1, status: 1, _id: -1 } },
       { key: { account_id: 1, kind: 1, _id: -1 } },
       { key: { account_id: 1, status: 1, kind: 1, _id: -1 } },
+      // A batch's runs (listings with batch_id, its counts); sparse: most runs have none.
+      { key: { batch_id: 1, _id: -1 }, partialFilterExpression: { batch_id: { $type: 'string' } } },
       // The outbox holds only unconfirmed runs, so its index stays small.
       { key: { unconfirmed_at: 1 }, partialFilterExpression: { unconfirmed_at: { $exists: true } } },
       // Terminal runs get an expires_at; the TTL monitor removes them once it passes.
       { key: { expires_at: 1 }, expireAfterSeconds: 0 },
     ]);
+    // A batch goes retention after its last run's end (MongoRunStore sets expires_at then).
+    await this.db.collection('batches').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
     await this.db.collection('idempotency').createIndexes([{ key: { expires_at: 1 }, expireAfterSeconds: 0 }]);
     // Bots list by account in id (creation) order; sessions and conversations expire on their own.
     await this.db.collection('bots').createIndexes([{ key: { account_id: 1, _id: 1 } }]);

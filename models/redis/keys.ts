@@ -24,6 +24,10 @@ export class RedisKeys {
    * gateways before them kept only those two, so each is filled once before it is first read.
    */
   accountRunIndexesBuilt = (id: string) => `${this.prefix}:acct:${id}:runs:built`;
+  /** A batch (docs/jobs.md, "Batches"): a hash of `account_id` and the record as JSON (`doc`). */
+  batch = (id: string) => `${this.prefix}:batch:${id}`;
+  /** Index of a batch's runs (a sorted set, every score 0, so by run id), read by listings with `batch_id`. */
+  batchRuns = (id: string) => `${this.prefix}:batch:${id}:runs`;
   apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
   run = (runId: string) => `${this.prefix}:run:${runId}`;
   /** Capped list of a run's webhook delivery attempts, oldest first. */
@@ -103,6 +107,15 @@ export class RedisKeys {
   pipelineChannel = (gatewayId: string) => `${this.prefix}:chan:pipeline:${gatewayId}`;
   /** Channel: an operator's trust changed; every instance closes its own workers of that operator. */
   operatorsChannel = () => `${this.prefix}:chan:operators`;
+  /**
+   * The concurrency gate (dispatch/concurrency-gate.ts). A scope is what a limit counts: `a:<account>`,
+   * `k:<api key id>` or `ak:<account>:<kind>`. Its running set holds the runs admitted in it (a
+   * sorted set scored by when), its parked set the runs waiting for a slot in it (scored by
+   * priority); the parked-runs hash says, per parked run, which parked set and queue it is in.
+   */
+  runningIn = (scope: string) => `${this.prefix}:cc:run:${scope}`;
+  parkedIn = (scope: string) => `${this.prefix}:cc:park:${scope}`;
+  parkedRuns = () => `${this.prefix}:cc:parked`;
   /** A nonce handed to a private worker, spent by the evidence that answers it. */
   attestationNonce = (nonce: string) => `${this.prefix}:att:nonce:${nonce}`;
   /** A private worker's current evidence, for audits. */

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { NotFoundError } from '../errors.js';
 import { newAccountId } from '../ids.js';
 import type { AccountStore } from '../stores.js';
-import type { Account, WebhookSecret } from '../types.js';
+import { ACCOUNT_LIMIT_DEFAULTS, type Account, type AccountLimits, type WebhookSecret } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
@@ -15,6 +15,9 @@ export function decodeAccount(h: Record<string, string>): Account | null {
     reserved: Number(h.reserved ?? 0),
     in_flight: Number(h.in_flight ?? 0),
     created_at: h.created_at,
+    weight: h.weight ? Number(h.weight) : ACCOUNT_LIMIT_DEFAULTS.weight,
+    max_running: h.max_running ? Number(h.max_running) : null,
+    max_running_by_kind: h.max_running_by_kind ? (JSON.parse(h.max_running_by_kind) as Record<string, number>) : {},
   };
 }
 
@@ -22,13 +25,22 @@ export class RedisAccountStore implements AccountStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   async create(input: { name: string; credits: number }): Promise<Account> {
-    const account: Account = { id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };
-    await this.redis.hset(this.keys.account(account.id), { ...account });
-    return account;
+    const fields = { id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };
+    await this.redis.hset(this.keys.account(fields.id), fields);
+    return { ...fields, ...ACCOUNT_LIMIT_DEFAULTS, max_running_by_kind: {} };
   }
 
   async get(id: string): Promise<Account | null> {
     return decodeAccount(await this.redis.hgetall(this.keys.account(id)));
+  }
+
+  async setLimits(id: string, limits: Partial<Omit<AccountLimits, 'max_running_by_kind'>> & { max_running_by_kind?: Record<string, number | null> }): Promise<Account | null> {
+    const reply = await redisScripts.run(this.redis, 'setAccountLimits', [this.keys.account(id)], [
+      limits.weight === undefined ? '' : String(limits.weight),
+      limits.max_running === undefined ? '' : String(limits.max_running ?? 0),
+      limits.max_running_by_kind === undefined ? '' : JSON.stringify(limits.max_running_by_kind),
+    ]);
+    return reply ? decodeAccount(await this.redis.hgetall(this.keys.account(id))) : null;
   }
 
   async adjustCredits(id: string, delta: number): Promise<Account | null> {

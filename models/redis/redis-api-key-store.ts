@@ -14,6 +14,7 @@ function decode(h: Record<string, string>): ApiKeyRecord | null {
     hash: h.hash,
     created_at: h.created_at,
     revoked_at: h.revoked_at ? h.revoked_at : null,
+    max_running: h.max_running ? Number(h.max_running) : null,
   };
 }
 
@@ -21,10 +22,10 @@ export class RedisApiKeyStore implements ApiKeyStore {
   constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   async insert(record: ApiKeyRecord, lookupId: string): Promise<void> {
-    const { revoked_at: _revoked, ...fields } = record;
+    const { revoked_at: _revoked, max_running, ...fields } = record;
     await this.redis
       .multi()
-      .hset(this.keys.apiKey(lookupId), { ...fields, name: record.name ?? '' })
+      .hset(this.keys.apiKey(lookupId), { ...fields, name: record.name ?? '', ...(max_running ? { max_running } : {}) })
       .sadd(this.keys.accountKeys(record.account_id), lookupId)
       .exec();
   }
@@ -42,6 +43,14 @@ export class RedisApiKeyStore implements ApiKeyStore {
       .map(([, h]) => decode(h as Record<string, string>))
       .filter((r): r is ApiKeyRecord => r !== null)
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  async setMaxRunning(accountId: string, id: string, max: number | null): Promise<ApiKeyRecord | null> {
+    const lookupId = id.replace(/^key_/, '');
+    if (!/^[a-z2-7]{16}$/.test(lookupId)) return null;
+    const key = this.keys.apiKey(lookupId);
+    const done = await redisScripts.run(this.redis, 'setKeyMaxRunning', [key], [accountId, max === null ? '' : String(max)]);
+    return done ? decode(await this.redis.hgetall(key)) : null;
   }
 
   async revoke(accountId: string, id: string): Promise<ApiKeyRecord | null> {

@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
-import { NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
+import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
+import { CREATE_BATCH_RUN_ARGS } from './scripts/create-batch.js';
+import { isTerminal, NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
@@ -10,7 +12,7 @@ import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, viewFra
 export interface RedisRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
-  /** In-flight runs per fair-share priority step. */
+  /** In-flight runs of a kind per fair-share rank for an account of weight 1 (models/fair-share.ts). */
   fairShareStep: number;
   /** The run event log's settings (models/run-event-log.ts): given, a transition can log its status change (`logStatus`). */
   eventLog?: { maxLength: number; ttlMs: number };
@@ -27,15 +29,15 @@ const BUILD_CHUNK = 1000;
 
 /**
  * What a create sent ahead of another library's commands did (`sendCreate`): as `createGated`
- * (or `create`, without a gate) answers, and, when it created the run, the account's runs in
- * flight with it.
+ * (or `create`, without a gate) answers, and, when it created the run, the account's runs of its
+ * kind in flight with it and its share of a round (step × weight: models/fair-share.ts).
  */
 export type PipedCreate =
   | { gate: Exclude<GateVerdict, { outcome: 'allowed' }> }
-  | { gate?: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult; inFlight?: number };
+  | { gate?: Extract<GateVerdict, { outcome: 'allowed' }>; result: CreateRunResult; inFlight?: number; share?: number };
 
-/** The account's runs in flight that createRun's reply gives when it created the run. */
-const inFlightOf = (reply: Reply): number | undefined => (reply[0] === 'created' ? Number(reply[2]) : undefined);
+/** The account's runs of the kind in flight, and its share, that createRun's reply gives when it created the run. */
+const inFlightOf = (reply: Reply): { inFlight?: number; share?: number } => (reply[0] === 'created' ? { inFlight: Number(reply[2]), share: Number(reply[3]) } : {});
 
 /** What createRun's reply says happened. */
 function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
@@ -83,7 +85,7 @@ export class RedisRunStore implements RunStore {
     return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc);
   }
 
-  /** In-flight runs per fair-share priority step, as the create script is given it. */
+  /** In-flight runs per fair-share rank (weight 1), as the create script is given it. */
   get fairShareStep(): number {
     return this.opts.fairShareStep;
   }
@@ -97,18 +99,18 @@ export class RedisRunStore implements RunStore {
   sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
-      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), inFlight: inFlightOf(reply) }));
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), ...inFlightOf(reply) }));
     }
     const call = gateCall(this.keys, gate);
     return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
       const gated = gatedFrom(reply, doc);
-      return 'result' in gated ? { ...gated, inFlight: inFlightOf(reply as Reply) } : gated;
+      return 'result' in gated ? { ...gated, ...inFlightOf(reply as Reply) } : gated;
     });
   }
 
   /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
-    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, max_attempts, retry_on_timeout, ...fields } = run;
+    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, batch_id, max_attempts, retry_on_timeout, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
       ...fields,
@@ -119,6 +121,7 @@ export class RedisRunStore implements RunStore {
       ...(timeout_s != null && { timeout_s }),
       ...(max_attempts != null && { max_attempts }),
       ...(retry_on_timeout && { retry_on_timeout }),
+      ...(batch_id != null && { batch_id }),
     };
     return {
       keys: [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
@@ -136,6 +139,46 @@ export class RedisRunStore implements RunStore {
       ],
       doc,
     };
+  }
+
+  /**
+   * The batch and its runs in one createBatch script: each run's arguments as `create` sends
+   * them, so a batch run is stored exactly as a single one is.
+   */
+  async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
+    const calls = runs.map((run) => this.createCall({ ...run, batch_id: batch.batch_id }));
+    const keys = [this.keys.account(batch.account_id), this.keys.accountRuns(batch.account_id), this.keys.unconfirmed(), this.keys.batch(batch.batch_id), this.keys.batchRuns(batch.batch_id)];
+    const created = Date.parse(batch.created_at);
+    const args: Array<string | number> = [batch.batch_id, batch.account_id, batch.price, created, this.opts.fairShareStep, this.indexFloor(), JSON.stringify(batch)];
+    for (const { keys: runKeys, args: a } of calls) {
+      keys.push(runKeys[0]);
+      // createCall's own order: run_id, account_id, price, doc, created, step, base, kind, floor, view.
+      args.push(a[0], a[2], a[3], a[6], a[7], a[9]);
+    }
+    if (args.length !== 7 + runs.length * CREATE_BATCH_RUN_ARGS) throw new Error('createBatch arguments out of step');
+    const [tag, ...rest] = await redisScripts.run(this.redis, 'createBatch', keys, args);
+    if (tag === 'no_account') return { outcome: 'no_account' };
+    if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+    if (tag === 'exists') return { outcome: 'exists', batch: JSON.parse(rest[0]) as BatchRecord };
+    const made = calls.map(({ doc }, i) => createdFrom(['created', rest[i + 1]], doc) as { run: RunRecord });
+    return { outcome: 'created', batch, runs: made.map((m) => m.run) };
+  }
+
+  async getBatch(batchId: string): Promise<BatchRecord | null> {
+    const doc = await this.redis.hget(this.keys.batch(batchId), 'doc');
+    return doc ? (JSON.parse(doc) as BatchRecord) : null;
+  }
+
+  async batchMembers(batch: BatchRecord): Promise<BatchMember[]> {
+    const pipeline = this.redis.pipeline();
+    for (const id of batch.run_ids) pipeline.hget(this.keys.run(id), 'status');
+    const replies = (await pipeline.exec()) ?? [];
+    const members: BatchMember[] = [];
+    replies.forEach(([err, status], i) => {
+      if (err) throw err;
+      if (status) members.push({ run_id: batch.run_ids[i], status: status as RunRecord['status'] });
+    });
+    return members;
   }
 
   async get(runId: string): Promise<RunRecord | null> {
@@ -186,6 +229,13 @@ export class RedisRunStore implements RunStore {
     const result: { ok: true; run?: RunRecord; prior?: PriorRunFields; statusLogged?: boolean } = logged ? { ok: true, statusLogged: true } : { ok: true };
     if (t.returnPrior) result.prior = decodePrior(rest.splice(0, PRIOR_FIELDS.length));
     if (t.returning !== 'none') result.run = decodeRun(pairsToHash(rest))!;
+    // A batch is kept as long as its runs: each run's end sets its retention again, so it
+    // expires with (about) its last run.
+    const batchId = result.run?.batch_id;
+    if (batchId && t.to && isTerminal(t.to)) {
+      const ttl = this.opts.retentionSeconds;
+      await this.redis.pipeline().expire(this.keys.batch(batchId), ttl).expire(this.keys.batchRuns(batchId), ttl).exec();
+    }
     return result as TransitionResult<T>;
   }
 
@@ -199,7 +249,7 @@ export class RedisRunStore implements RunStore {
    */
   async list(accountId: string, q: ListRunsQuery): Promise<RunPage> {
     const limit = Math.max(1, Math.floor(q.limit));
-    const index = this.keys.accountRunIndex(accountId, q);
+    const index = q.batch_id ? this.keys.batchRuns(q.batch_id) : this.keys.accountRunIndex(accountId, q);
     const budget = Math.max(limit * 20, LIST_READ_BUDGET);
     const runs: RunRecord[] = [];
     let cursor = q.before;
@@ -216,7 +266,7 @@ export class RedisRunStore implements RunStore {
         if (err) throw err;
         const record = decodeRun(hash as Record<string, string>);
         if (!record) gone.push(ids[i]);
-        else if ((!q.kind || record.kind === q.kind) && (!q.status || record.status === q.status)) {
+        else if ((!q.kind || record.kind === q.kind) && (!q.status || record.status === q.status) && (!q.batch_id || record.account_id === accountId)) {
           if (runs.length === limit) {
             more = true;
             break;
@@ -242,7 +292,7 @@ export class RedisRunStore implements RunStore {
   private async indexIds(accountId: string, q: ListRunsQuery, index: string, cursor: string | undefined, count: number, first: boolean): Promise<string[]> {
     const range = ['BYLEX', 'REV', 'LIMIT', 0, count] as const;
     const max = cursor ? `(${cursor}` : '+';
-    if (!first || !q.status || !q.kind) return this.redis.zrange(index, max, '-', ...range);
+    if (!first || !q.status || !q.kind || q.batch_id) return this.redis.zrange(index, max, '-', ...range);
     const marks = this.keys.accountRunIndexesBuilt(accountId);
     const field = `${q.status}:${q.kind}`;
     const [[builtErr, built], [rangeErr, ids]] = (await this.redis.pipeline().hexists(marks, field).zrange(index, max, '-', ...range).exec()) as [

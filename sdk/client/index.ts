@@ -4,7 +4,8 @@
  * See README.md ("Client library").
  */
 export { SwitchyardClient, type SwitchyardClientOptions } from './switchyard-client.js';
-export { JobEventStream } from './sse-stream.js';
+export { BatchEventStream, JobEventStream } from './sse-stream.js';
+export type { Batch, BatchCanceled, BatchEvent, BatchSubmitted } from './batch-types.js';
 export { SwitchyardFiles } from './files.js';
 export { toJobResult } from './job-result.js';
 export type { FetchLike } from './http-transport.js';

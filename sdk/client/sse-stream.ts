@@ -4,6 +4,7 @@ import { SwitchyardApiError, SwitchyardStreamError } from './errors.js';
 import type { HttpTransport } from './http-transport.js';
 import { toJobResult } from './job-result.js';
 import type { JobEvent, JobEventName, StreamOptions } from './types.js';
+import type { BatchEvent } from './batch-types.js';
 
 const EVENT_NAMES: ReadonlySet<string> = new Set<JobEventName>(['status', 'progress', 'log', 'output', 'done']);
 const DEFAULT_RECONNECTS = 5;
@@ -23,6 +24,8 @@ export class JobEventStream implements AsyncIterable<JobEvent> {
     private readonly transport: HttpTransport,
     readonly runId: string,
     private readonly opts: StreamOptions = {},
+    /** The stream's path: a run's, or a batch's (BatchEventStream, whose `done` carries the batch, not a job). */
+    private readonly path = `/v1/jobs/${encodeURIComponent(runId)}/events`,
   ) {
     this.last = opts.lastEventId;
   }
@@ -70,7 +73,7 @@ export class JobEventStream implements AsyncIterable<JobEvent> {
 
   /** One connection: yields its new events in order; returns when the server closes it. */
   private async *connection(): AsyncGenerator<JobEvent, void, undefined> {
-    const path = `/v1/jobs/${encodeURIComponent(this.runId)}/events`;
+    const path = this.path;
     const headers: Record<string, string> = { accept: 'text/event-stream', 'cache-control': 'no-cache' };
     if (this.last !== undefined) headers['last-event-id'] = String(this.last);
     // The client's timeout bounds the wait for the response headers only, not the stream.
@@ -128,7 +131,28 @@ export class JobEventStream implements AsyncIterable<JobEvent> {
     } catch {
       data = m.data;
     }
-    if (m.event === 'status' || m.event === 'done') data = toJobResult(data);
+    if (m.event === 'status' || (m.event === 'done' && (data as { run_id?: unknown } | null)?.run_id !== undefined)) data = toJobResult(data);
     return { id: id ?? NaN, event: m.event, data } as JobEvent;
+  }
+}
+
+/**
+ * Every job of a batch over one stream (GET /v1/batches/{batch_id}/events): a `status` per job
+ * at first, one per status change after, and `done` with the batch (Batch) once every job has
+ * ended. Reconnects and resumes as JobEventStream does.
+ */
+export class BatchEventStream implements AsyncIterable<BatchEvent> {
+  private readonly inner: JobEventStream;
+
+  constructor(transport: HttpTransport, readonly batchId: string, opts: StreamOptions = {}) {
+    this.inner = new JobEventStream(transport, batchId, opts, `/v1/batches/${encodeURIComponent(batchId)}/events`);
+  }
+
+  get lastEventId(): number | undefined {
+    return this.inner.lastEventId;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<BatchEvent> {
+    return this.inner[Symbol.asyncIterator]() as unknown as AsyncIterator<BatchEvent>;
   }
 }

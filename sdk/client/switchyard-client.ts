@@ -3,7 +3,8 @@ import { SwitchyardApiError, SwitchyardNetworkError, SwitchyardTimeoutError } fr
 import { SwitchyardFiles, isBinary } from './files.js';
 import { HttpTransport, type FetchLike } from './http-transport.js';
 import { toJobResult } from './job-result.js';
-import { JobEventStream } from './sse-stream.js';
+import { BatchEventStream, JobEventStream } from './sse-stream.js';
+import type { Batch, BatchCanceled, BatchSubmitted } from './batch-types.js';
 import type {
   Bot,
   BotInput,
@@ -165,8 +166,8 @@ export class SwitchyardClient {
 
   /** GET /v1/jobs: the account's jobs, newest first. */
   async list(params: ListJobsParams = {}, opts: RequestOptions = {}): Promise<JobPage> {
-    const { status, kind, limit, cursor } = params;
-    const res = await this.http.request({ method: 'GET', path: '/v1/jobs', query: { status, kind, limit, cursor }, ...opts });
+    const { status, kind, batch_id, limit, cursor } = params;
+    const res = await this.http.request({ method: 'GET', path: '/v1/jobs', query: { status, kind, batch_id, limit, cursor }, ...opts });
     const raw = res.body as JsonObject;
     return { data: ((raw.data as unknown[]) ?? []).map(toJobResult), next_cursor: (raw.next_cursor as string | null) ?? null, raw };
   }
@@ -207,6 +208,35 @@ export class SwitchyardClient {
   /** The run's live events (SSE), reconnecting with Last-Event-ID; ends after `done`. */
   stream(runId: string, opts: StreamOptions = {}): JobEventStream {
     return new JobEventStream(this.http, runId, opts);
+  }
+
+  /**
+   * POST /v1/jobs/batch: up to 1,000 jobs, all accepted or none (docs/jobs.md, "Batches"). A
+   * refused batch throws a SwitchyardBadRequestError whose `details.errors` names each refused
+   * job by `index`; a balance short of the total, SwitchyardInsufficientCreditsError. File inputs
+   * are refused: submit such a job alone. `idempotencyKey` covers the whole batch.
+   */
+  async submitBatch(jobs: SubmitJobBody[], opts: Pick<SubmitOptions, 'idempotencyKey' | 'timeoutMs' | 'signal'> = {}): Promise<BatchSubmitted> {
+    const headers: Record<string, string> = opts.idempotencyKey !== undefined ? { 'idempotency-key': opts.idempotencyKey } : {};
+    const res = await this.http.request({ method: 'POST', path: '/v1/jobs/batch', body: { jobs }, headers, timeoutMs: opts.timeoutMs, signal: opts.signal });
+    const raw = res.body as JsonObject;
+    const { batch_id, created_at, size, price } = raw as unknown as Batch;
+    return { batch_id, created_at, size, price, jobs: ((raw.jobs as unknown[]) ?? []).map(toJobResult), replayed: res.headers.get('idempotent-replayed') === 'true', raw };
+  }
+
+  /** GET /v1/batches/{batch_id}: its jobs by status. List its jobs with list({batch_id}). */
+  async getBatch(batchId: string, opts: RequestOptions = {}): Promise<Batch> {
+    return (await this.http.request({ method: 'GET', path: batchPath(batchId), ...opts })).body as Batch;
+  }
+
+  /** POST /v1/batches/{batch_id}/cancel: every job not ended is canceled; the answer counts them. */
+  async cancelBatch(batchId: string, opts: RequestOptions = {}): Promise<BatchCanceled> {
+    return (await this.http.request({ method: 'POST', path: `${batchPath(batchId)}/cancel`, ...opts })).body as BatchCanceled;
+  }
+
+  /** Every job of the batch over one SSE stream, reconnecting with Last-Event-ID; ends after `done` (the batch). */
+  streamBatch(batchId: string, opts: StreamOptions = {}): BatchEventStream {
+    return new BatchEventStream(this.http, batchId, opts);
   }
 
   /** GET /v1/capabilities: every kind, its input schema, its outputs and the workers serving it now. */
@@ -257,6 +287,10 @@ export class SwitchyardClient {
   async deleteBot(id: string, opts: RequestOptions = {}): Promise<void> {
     await this.http.request({ method: 'DELETE', path: `/v1/bots/${encodeURIComponent(id)}`, ...opts });
   }
+}
+
+function batchPath(batchId: string): string {
+  return `/v1/batches/${encodeURIComponent(batchId)}`;
 }
 
 function jobPath(runId: string): string {

@@ -9,7 +9,7 @@ export type Confidentiality = 'open' | 'trusted' | 'private';
 export type JobClass = 'interactive' | 'standard' | 'batch';
 export type Tier = Confidentiality;
 /** Why a queued job is not leased yet (docs/api.md, the job object). */
-export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff';
+export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff' | 'concurrency_limit';
 
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'canceled'];
 
@@ -110,6 +110,8 @@ export interface Job {
   output?: JobOutput | null;
   error?: JobErrorInfo | null;
   attestation?: JsonObject | null;
+  /** The batch it was submitted in (submitBatch()); null: submitted alone. */
+  batch_id?: string | null;
 }
 
 /** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */
@@ -164,6 +166,8 @@ export interface SubmitOptions extends RequestOptions {
 export interface ListJobsParams {
   status?: JobStatus;
   kind?: string;
+  /** Only the jobs of this batch (submitBatch()). */
+  batch_id?: string;
   /** 1..100, the gateway's default is 20. */
   limit?: number;
   /** The next_cursor of a previous page. */

@@ -34,7 +34,7 @@ const (
 //	if err := s.Err(); err != nil { ... }
 func (c *Client) Stream(ctx context.Context, runID string, opts StreamOptions) *EventStream {
 	inner, cancel := context.WithCancel(ctx)
-	s := &EventStream{c: c, parent: ctx, ctx: inner, cancel: cancel, closedCh: make(chan struct{}), runID: runID, opts: opts}
+	s := &EventStream{c: c, parent: ctx, ctx: inner, cancel: cancel, closedCh: make(chan struct{}), runID: runID, opts: opts, path: "/v1/jobs/" + escape(runID) + "/events"}
 	if opts.LastEventID != nil {
 		v := *opts.LastEventID
 		s.last = &v
@@ -51,6 +51,8 @@ type EventStream struct {
 	cancel context.CancelFunc
 	runID  string
 	opts   StreamOptions
+	// path is the stream's route: a run's events, or a batch's (StreamBatch).
+	path string
 
 	last        *int64
 	serverRetry time.Duration
@@ -222,7 +224,7 @@ func (s *EventStream) connect() error {
 	if timeout <= 0 {
 		timeout = s.c.timeout
 	}
-	r := request{method: "GET", path: "/v1/jobs/" + escape(s.runID) + "/events", header: header}
+	r := request{method: "GET", path: s.path, header: header}
 	dl := newDeadline(s.ctx, timeout)
 	res, err := s.c.send(s.ctx, dl, r)
 	if err != nil {
@@ -262,7 +264,7 @@ func (s *EventStream) read() (Event, bool, error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return Event{}, false, s.conn.dl.failure(s.ctx, "GET /v1/jobs/"+s.runID+"/events", fmt.Errorf("the stream ended before done: %w", err))
+			return Event{}, false, s.conn.dl.failure(s.ctx, "GET "+s.path, fmt.Errorf("the stream ended before done: %w", err))
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {

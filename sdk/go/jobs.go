@@ -73,6 +73,9 @@ func (c *Client) List(ctx context.Context, params ListParams, opts ...RequestOpt
 	if params.Kind != "" {
 		q.Set("kind", params.Kind)
 	}
+	if params.BatchID != "" {
+		q.Set("batch_id", params.BatchID)
+	}
 	if params.Limit != 0 {
 		q.Set("limit", strconv.Itoa(params.Limit))
 	}

@@ -49,6 +49,8 @@ type Job struct {
 	AttemptHistory  []Attempt  `json:"attempt_history"`
 	// Warnings of a submission: input fields no schema names, passed on to the worker as they are.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// BatchID is the batch it was submitted in (Client.SubmitBatch); nil: submitted alone.
+	BatchID *string `json:"batch_id"`
 	// Terminal is the gateway's own flag or, where the answer has none (the 202 of a
 	// submission), derived from Status.
 	Terminal bool `json:"terminal"`
@@ -156,6 +158,8 @@ type SubmitRequest struct {
 type ListParams struct {
 	Status Status
 	Kind   string
+	// BatchID lists only the jobs of that batch (Client.SubmitBatch).
+	BatchID string
 	// Limit is the page size, 1 to 100; 0 means the gateway's default (20).
 	Limit int
 	// Cursor is the NextCursor of the previous page.

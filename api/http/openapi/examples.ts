@@ -1,12 +1,15 @@
 import { KINDS } from '../../../models/kinds.js';
 import { EXAMPLE_FILE_ID, KIND_INPUT_EXAMPLES } from './kind-examples.js';
 import { kindSlug } from './job-requests.js';
+import { BATCH_EXAMPLES } from './batch-examples.js';
+import { limitsExamples } from './limits-examples.js';
 
 /**
  * The document's examples, by operationId: a request body and answers by status (JSON, or text
  * for text bodies). test/openapi.test.ts checks each against its operation's schema, and that
  * every operation has one; error answers not named here get builder's example of their status.
  */
+
 export interface OperationExamples {
   /** One body, or several by name (`{summary, value}` each). */
   request?: unknown;
@@ -182,6 +185,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   createWorkerToken: { responses: { 201: workerToken } },
   adminCreateAccount: { request: { name: 'acme', credits: 1000 }, responses: { 201: { account: { ...account, credits: 1000, reserved: 0 }, api_key: 'sy_z54pugh7cr7t2d3uOqOvv7VUZIta5uoHnXAdYQG1cUB6n19o' } } },
   adminAdjustCredits: { request: { delta: 500 }, responses: { 200: { account } } },
+  ...limitsExamples(account.id),
   adminCreateOperator: { request: { name: 'gpu-farm', trust: 'trusted' }, responses: { 201: { operator, worker_token: 'swt_tqwv3brqp2bsmwjnaLaLTBHETMisSOGTQ7Cuy7AuRRdyoolO' } } },
   adminListOperators: { responses: { 200: { data: [operator] } } },
   adminGetOperator: { responses: { 200: operator } },
@@ -331,4 +335,5 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   getOpenApi: { responses: { 200: { openapi: '3.1.0', info: { title: 'Switchyard', version: '0.1.0' }, paths: {} } } },
   healthz: { responses: { 200: { status: 'ok' } } },
   readyz: { responses: { 200: { status: 'ready' } } },
+  ...BATCH_EXAMPLES,
 };

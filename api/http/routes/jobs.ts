@@ -88,7 +88,7 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
         const abort = () => stop.abort();
         ctx.res.once('close', abort);
         try {
-          const { run, replayed } = await jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal);
+          const { run, replayed } = await jobs.submit(ctx.state.principal!.accountId, ctx.state.body as SubmitJobBody, key || undefined, ctx.state.gate, stop.signal, ctx.state.principal!.keyId);
           ctx.set('Location', `/v1/jobs/${run.run_id}`);
           if (replayed) ctx.set('Idempotent-Replayed', 'true');
           if (wait > 0) {
@@ -127,11 +127,11 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
       query: S.listJobsQuery,
       responses: { 200: { description: 'A page of jobs', schema: S.jobList } },
       async handler(ctx) {
-        const q = ctx.query as { status?: RunStatus; kind?: string; limit?: string; cursor?: string };
+        const q = ctx.query as { status?: RunStatus; kind?: string; batch_id?: string; limit?: string; cursor?: string };
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const before = q.cursor ? cursor.decode(q.cursor) : undefined;
-        const { runs, next } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, limit, before });
+        const { runs, next } = await jobs.list(ctx.state.principal!.accountId, { status: q.status, kind: q.kind, batch_id: q.batch_id, limit, before });
         const queue = await jobs.queueStates(runs);
         ctx.body = {
           data: runs.map((r, i) => jobView(r, queue[i])),

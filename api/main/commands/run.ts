@@ -8,6 +8,7 @@ import { SwitchyardClient, SwitchyardApiError, type JobResult, type SubmitJobBod
  */
 
 export const RUN_USAGE = `switchyard run <kind> --input '<json>' [options]
+       switchyard run --batch FILE.jsonl [options]   (options: switchyard run --batch FILE --help)
 
   --input JSON|@FILE       the job's input object (JSON text, or @path of a JSON file)
   --input FIELD=@PATH      upload the local file PATH and put its file id in FIELD, one of the
@@ -109,6 +110,8 @@ function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv): RunArgs | 'help' 
 
 /** Runs `switchyard run ...`; resolves with the exit status and never throws. */
 export async function runCommand(argv: string[], env: NodeJS.ProcessEnv = process.env, io: RunIo = process): Promise<number> {
+  // A batch of jobs from a JSONL file (run-batch.ts), followed over its one stream.
+  if (argv.some((a) => a === '--batch' || a.startsWith('--batch='))) return (await import('./run-batch.js')).runBatchCommand(argv, env, io);
   let args: RunArgs | 'help';
   try {
     args = parseRunArgs(argv, env);

@@ -66,6 +66,7 @@ export class ApiKeyAuthenticator {
       hash: minted.hash,
       created_at: new Date().toISOString(),
       revoked_at: null,
+      max_running: null,
     };
     await this.opts.apiKeys.insert(record, minted.lookupId);
     return { record, key: minted.secret };

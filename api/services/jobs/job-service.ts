@@ -15,6 +15,7 @@ import { assertValid, compile } from '../../../models/validation.js';
 import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
 import { runAttempts, type AttemptLimits } from './job-attempts.js';
+import { CLASS_PRIORITY } from '../../../models/fair-share.js';
 import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 
@@ -48,8 +49,8 @@ const FILE_FIELDS = new WeakMap<KindSpec, string[]>();
 /** The refusal of a submission whose caller hung up before its run was made; no one reads it but the logs. */
 const callerGone = (cause?: unknown) => new ApiError('invalid_request', 'the caller closed the connection before the run was created; nothing was created', { cause });
 
-/** Priority band of each class; the account's fair-share step (0..9) is added inside the band. */
-export const CLASS_PRIORITY: Record<JobClass, number> = { interactive: 10, standard: 20, batch: 30 };
+/** Priority band of each class (models/fair-share.ts): the store adds the job's fair-share rank inside it. */
+export { CLASS_PRIORITY };
 
 /** Idempotency keys are honoured for 24 hours (docs/api.md "Jobs"). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -71,7 +72,7 @@ export interface JobServiceOptions {
   attempts?: AttemptLimits;
   log: Logger;
   /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
-  dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void> };
+  dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void>; gate?: { parked(runIds: string[]): Promise<boolean[]> } };
   /** Checks webhook URLs at submission (invalid_url, url_blocked). */
   outbound?: Pick<SsrfGuard, 'checkUrl'>;
   /** Counts new runs and the credits they reserve. */
@@ -133,7 +134,7 @@ export class JobService {
    * being fetched is cut, and a submission whose caller left before its run was recorded makes
    * nothing: no run, no reservation, no file, and its Idempotency-Key stays free.
    */
-  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal): Promise<Submission> {
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal, keyId?: string): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
@@ -206,6 +207,8 @@ export class JobService {
       created_at: createdAt,
       ...deadlines,
       ...attempts,
+      // The key's concurrency limit counts the run (dispatch/concurrency-gate.ts).
+      ...(keyId ? { api_key_id: keyId } : gate ? { api_key_id: `key_${gate.check.lookupId}` } : {}),
     };
     const { result, queued } = await this.create(newRun, fused);
 
@@ -320,15 +323,21 @@ export class JobService {
     const queued = runs.filter((r) => r.status === 'queued');
     if (queued.length === 0) return runs.map(() => null);
     // The catalogue entry (cached by the gate) says whether the run waits for a pipeline of ranks.
-    const [places, fleet, ranked] = await Promise.all([
+    const [places, fleet, ranked, parked] = await Promise.all([
       this.opts.queues.places(queued),
       this.opts.fleet?.read(),
       Promise.all(queued.map((r) => this.opts.models.ranked(r))),
+      this.opts.dispatch?.gate?.parked(queued.map((r) => r.run_id)),
     ]);
     const now = Date.now();
     const states = new Map<RunRecord, QueueState>();
     queued.forEach((run, i) => {
       const place = places[i];
+      // Parked at a concurrency limit (dispatch/concurrency-gate.ts): it waits for a run of its account, key or kind to end.
+      if (parked?.[i]) {
+        states.set(run, { position: null, waiting_reason: 'concurrency_limit', waiting_ranks: null });
+        return;
+      }
       // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
       // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
       if (place.delayedUntil !== null && place.delayedUntil > now) {
@@ -342,7 +351,9 @@ export class JobService {
   }
 
   /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */
-  async list(accountId: string, q: { status?: RunStatus; kind?: string; limit: number; before?: string }) {
+  async list(accountId: string, q: { status?: RunStatus; kind?: string; batch_id?: string; limit: number; before?: string }) {
+    // Another account's batch is as good as missing (docs/jobs.md, "Batches").
+    if (q.batch_id !== undefined && (await this.opts.runs.getBatch(q.batch_id))?.account_id !== accountId) throw new NotFoundError('batch');
     return this.opts.runs.list(accountId, q);
   }
 

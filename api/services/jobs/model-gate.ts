@@ -8,7 +8,7 @@ import { DEFAULT_MIDDLE_RANKS, type InputWarning, type MiddleRanks, type RunReco
 import { routedModel } from '../../../queues/queue-names.js';
 
 /** Why a queued run has not been leased yet, when the fleet says why (docs/models.md). */
-export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff';
+export type WaitingReason = 'no_worker_for_kind' | 'no_worker_for_model' | 'no_worker_for_rank' | 'backend_unavailable' | 'retry_backoff' | 'concurrency_limit';
 
 /** Why a queued run waits, and for `no_worker_for_rank` which ranks no worker could hold (0-based, ascending). */
 export interface Waiting {

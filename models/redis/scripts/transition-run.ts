@@ -103,6 +103,8 @@ if to ~= '' and to ~= status then
         flat[#flat + 1] = 'settlement'; flat[#flat + 1] = 'released'
       end
       redis.call('HINCRBY', KEYS[2], 'in_flight', -1)
+      -- The kind's count of the fair-share rank (create-run.ts); never below 0 for runs made before it.
+      if tonumber(redis.call('HGET', KEYS[2], 'in_flight:' .. kind) or '0') > 0 then redis.call('HINCRBY', KEYS[2], 'in_flight:' .. kind, -1) end
     end
     redis.call('ZREM', KEYS[4], ARGV[5])
     redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':s:' .. to, '-', '(' .. ARGV[4])

@@ -84,9 +84,10 @@ class Transport:
         return Response(conn, sock, res, op)
 
     def call(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, json_body: Any = None,
-             body: Body = None, headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Tuple[int, Any]:
+             body: Body = None, headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+             answer_headers: Optional[Dict[str, str]] = None) -> Tuple[int, Any]:
         """A whole exchange: the status and the JSON of a 2xx answer (None for 204), else raises
-        the answer's :class:`APIError`."""
+        the answer's :class:`APIError`. ``answer_headers``, given, is filled with the answer's headers."""
         h = dict(headers or {})
         if json_body is not None:
             body = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
@@ -96,6 +97,8 @@ class Transport:
             data = read_all(res, timeout)
         finally:
             res.close()
+        if answer_headers is not None:
+            answer_headers.update({k.lower(): v for k, v in res.headers.items()})
         if res.status >= 400:
             raise api_error_from(res.status, res.headers, data)
         if res.status == 204 or not data:

@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable, Dict, List, Optional, TypeVar
 from ._transport import UNSET
 from .client import DEFAULT_POLL_INTERVAL, Client, JobIterator
 from .errors import APIError, NetworkError, StreamError, TimeoutError
+from .batches import Batch, BatchSubmitted
 from .events import EventStream
 from .files import Files
 from .types import Capabilities, Capacity, Event, File, FilePage, Job, JobPage
@@ -64,6 +65,18 @@ class AsyncClient:
             if job is None:
                 return
             yield job
+
+    async def submit_batch(self, jobs: List[Dict[str, Any]], **kw: Any) -> BatchSubmitted:
+        return await _run(self.sync.submit_batch, jobs, **kw)
+
+    async def get_batch(self, batch_id: str, **kw: Any) -> Batch:
+        return await _run(self.sync.get_batch, batch_id, **kw)
+
+    async def cancel_batch(self, batch_id: str, **kw: Any) -> Dict[str, Any]:
+        return await _run(self.sync.cancel_batch, batch_id, **kw)
+
+    def stream_batch(self, batch_id: str, **kw: Any) -> "AsyncEventStream":
+        return AsyncEventStream(self.sync.stream_batch(batch_id, **kw))
 
     async def capabilities(self, **kw: Any) -> Capabilities:
         return await _run(self.sync.capabilities, **kw)

@@ -11,6 +11,7 @@ from ._transport import UNSET, Transport
 from .errors import APIError, NetworkError, StreamError, TimeoutError
 from .events import DEFAULT_MAX_RECONNECTS, EventStream
 from .files import Files
+from .batches import Batch, BatchSubmitted
 from .types import Capabilities, Capacity, Job, JobPage
 
 __all__ = ["Client", "JobIterator", "DEFAULT_TIMEOUT", "DEFAULT_POLL_INTERVAL"]
@@ -93,17 +94,58 @@ class Client:
         return Job.from_json(data)
 
     def list(self, *, status: Optional[str] = None, kind: Optional[str] = None, limit: Optional[int] = None,
-             cursor: Optional[str] = None, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> JobPage:
-        """``GET /v1/jobs``: one page, newest first; ``next_cursor`` is None on the last page."""
-        _, data = self._transport.call("GET", "/v1/jobs", query={"status": status, "kind": kind, "limit": limit, "cursor": cursor},
+             cursor: Optional[str] = None, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None,
+             batch_id: Optional[str] = None) -> JobPage:
+        """``GET /v1/jobs``: one page, newest first; ``next_cursor`` is None on the last page.
+        ``batch_id`` lists only that batch's jobs."""
+        query = {"status": status, "kind": kind, "batch_id": batch_id, "limit": limit, "cursor": cursor}
+        _, data = self._transport.call("GET", "/v1/jobs", query=query,
                                        headers=headers, timeout=self._timeout(timeout))
         return JobPage(data=[Job.from_json(j) for j in data.get("data", [])], next_cursor=data.get("next_cursor"))
 
     def jobs(self, *, status: Optional[str] = None, kind: Optional[str] = None, limit: Optional[int] = None,
-             timeout: Optional[float] = _UNSET) -> "JobIterator":
+             timeout: Optional[float] = _UNSET, batch_id: Optional[str] = None) -> "JobIterator":
         """Every job matching the filters, newest first, page after page (``limit`` is the page
-        size): ``for job in client.jobs(kind=...)``."""
-        return JobIterator(self, status=status, kind=kind, limit=limit, timeout=timeout)
+        size): ``for job in client.jobs(kind=...)``, or ``client.jobs(batch_id=...)``."""
+        return JobIterator(self, status=status, kind=kind, limit=limit, timeout=timeout, batch_id=batch_id)
+
+    # Batches (docs/jobs.md, "Batches") ----------------------------------------------------
+
+    def submit_batch(self, jobs: List[Mapping[str, Any]], *, idempotency_key: Optional[str] = None,
+                     timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> BatchSubmitted:
+        """``POST /v1/jobs/batch``: up to 1,000 jobs, each the body of ``POST /v1/jobs``
+        (``{"kind", "input", ...}``), all accepted or none. A refused batch raises
+        :class:`InvalidRequestError` whose ``details["errors"]`` names each refused job by
+        ``index``; a balance short of the total, :class:`InsufficientCreditsError`. File inputs
+        are refused (submit such a job alone). ``idempotency_key`` covers the whole batch."""
+        h: Dict[str, str] = dict(headers or {})
+        if idempotency_key is not None:
+            h["Idempotency-Key"] = idempotency_key
+        answer: Dict[str, str] = {}
+        _, data = self._transport.call("POST", "/v1/jobs/batch", json_body={"jobs": [dict(j) for j in jobs]}, headers=h,
+                                       timeout=self._timeout(timeout), answer_headers=answer)
+        return BatchSubmitted.from_json(data, answer.get("idempotent-replayed") == "true")
+
+    def get_batch(self, batch_id: str, *, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> Batch:
+        """``GET /v1/batches/{batch_id}``: its jobs by status (list them with ``jobs(batch_id=...)``)."""
+        _, data = self._transport.call("GET", f"/v1/batches/{quote(batch_id, safe='')}", headers=headers, timeout=self._timeout(timeout))
+        return Batch.from_json(data)
+
+    def cancel_batch(self, batch_id: str, *, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+        """``POST /v1/batches/{batch_id}/cancel``: every job not ended is canceled; the answer
+        counts them (``canceled``, ``cancel_requested``, ``already_terminal``)."""
+        _, data = self._transport.call("POST", f"/v1/batches/{quote(batch_id, safe='')}/cancel", headers=headers, timeout=self._timeout(timeout))
+        return data  # type: ignore[no-any-return]
+
+    def stream_batch(self, batch_id: str, *, last_event_id: Optional[int] = None, max_reconnects: int = DEFAULT_MAX_RECONNECTS,
+                     reconnect_delay: Optional[float] = None, connect_timeout: Optional[float] = _UNSET) -> EventStream:
+        """``GET /v1/batches/{batch_id}/events``: every job of the batch over one stream, a
+        ``status`` event (``ev.job``) per job at first and per status change after, then ``done``
+        whose ``data`` is the batch (:meth:`Batch.from_json`) once every job has ended. Resumes
+        as :meth:`stream` does."""
+        return EventStream(self._transport, batch_id, last_event_id=last_event_id, max_reconnects=max_reconnects,
+                           reconnect_delay=reconnect_delay, connect_timeout=self._timeout(connect_timeout),
+                           path=f"/v1/batches/{quote(batch_id, safe='')}/events")
 
     def wait(self, run_id: str, *, interval: float = DEFAULT_POLL_INTERVAL, timeout: Optional[float] = None,
              request_timeout: Optional[float] = _UNSET, events: bool = False) -> Job:
@@ -211,9 +253,10 @@ class JobIterator:
     """Every job of a listing, page after page. ``pages`` counts the pages read; ``cursor`` is
     the cursor of the next page (None after the last)."""
 
-    def __init__(self, client: Client, *, status: Optional[str], kind: Optional[str], limit: Optional[int], timeout: Optional[float]) -> None:
+    def __init__(self, client: Client, *, status: Optional[str], kind: Optional[str], limit: Optional[int], timeout: Optional[float],
+                 batch_id: Optional[str] = None) -> None:
         self._c = client
-        self._params: Dict[str, Any] = {"status": status, "kind": kind, "limit": limit}
+        self._params: Dict[str, Any] = {"status": status, "kind": kind, "limit": limit, "batch_id": batch_id}
         self._timeout = timeout
         self._page: List[Job] = []
         self._last = False

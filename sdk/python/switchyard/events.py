@@ -39,8 +39,10 @@ class EventStream:
 
     def __init__(self, transport: "Transport", run_id: str, *, last_event_id: Optional[int] = None,
                  max_reconnects: int = DEFAULT_MAX_RECONNECTS, reconnect_delay: Optional[float] = None,
-                 connect_timeout: Optional[float] = None) -> None:
+                 connect_timeout: Optional[float] = None, path: Optional[str] = None) -> None:
         self._t = transport
+        #: A run's stream, or a batch's (``Client.stream_batch``: ``run_id`` is then the batch id).
+        self._path = path or f"/v1/jobs/{_quote(run_id)}/events"
         self.run_id = run_id
         self.last_event_id = last_event_id
         self.max_reconnects = max(0, max_reconnects)
@@ -129,8 +131,7 @@ class EventStream:
         headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
         if self.last_event_id is not None:
             headers["Last-Event-ID"] = str(self.last_event_id)
-        path = f"/v1/jobs/{_quote(self.run_id)}/events"
-        res = self._t.open("GET", path, headers=headers, timeout=self.connect_timeout)
+        res = self._t.open("GET", self._path, headers=headers, timeout=self.connect_timeout)
         if res.status >= 400:
             try:
                 body = res.raw.read()

@@ -101,6 +101,8 @@ class Job:
     error: Optional[JobError] = None
     attestation: Optional[Dict[str, Any]] = None
     warnings: List[Dict[str, Any]] = field(default_factory=list)
+    #: The batch it was submitted in (``Client.submit_batch``); None: submitted alone.
+    batch_id: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Job":
@@ -125,7 +127,7 @@ class Job:
                    attempt_history=list(d.get("attempt_history") or []),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
-                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []))
+                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"))
 
 
 @dataclass

@@ -1,3 +1,4 @@
+import { RANK_CAP } from '../../../fair-share.js';
 import { runReply } from './run-reply.js';
 
 /**
@@ -8,9 +9,11 @@ import { runReply } from './run-reply.js';
  *       fair-share step, priority base, kind, index floor (ids below it are past retention),
  *       the job view's immutable fields as a JSON fragment (`vw`: what transitionRun's status
  *       events are built from, so it never decodes `doc`).
- * Returns {'created', priority, in_flight} (the account's runs in flight with this one: what a
- * gateway guesses the next one's fair-share step from, queues/create-forecast.ts) |
- * {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
+ * The priority is the class's band plus the job's fair-share rank (models/fair-share.ts):
+ * floor(the account's runs of this kind in flight before it / (step × the account's `weight`)).
+ * Returns {'created', priority, kind in flight, share} (the account's runs of this kind in
+ * flight with this one, and step × weight: what a gateway guesses the next one's rank from,
+ * queues/create-forecast.ts) | {'exists', HGETALL...} | {'insufficient', credits} | {'no_account'}.
  * Index keys are derived from KEYS[3] (the account's run index): the run goes into the index,
  * its `:s:queued`, `:k:<kind>` and `:sk:queued:<kind>`, so a listing by any filter reads only
  * its matches (models/redis/keys.ts). `kind` is also stored as a plain field for transitionRun,
@@ -19,15 +22,18 @@ import { runReply } from './run-reply.js';
 export const createRunFunction = `${runReply}
 local function create_run()
   if redis.call('EXISTS', KEYS[1]) == 1 then return run_reply('exists', KEYS[1]) end
-  local acct = redis.call('HMGET', KEYS[2], 'credits', 'in_flight')
+  local kind_field = 'in_flight:' .. ARGV[8]
+  local acct = redis.call('HMGET', KEYS[2], 'credits', kind_field, 'weight')
   if not acct[1] then return { 'no_account' } end
   local price = tonumber(ARGV[3])
   if tonumber(acct[1]) < price then return { 'insufficient', acct[1] } end
-  local in_flight = tonumber(acct[2] or '0')
-  local priority = tonumber(ARGV[7]) + math.min(math.floor(in_flight / tonumber(ARGV[6])), 9)
+  local of_kind = math.max(0, tonumber(acct[2] or '0'))
+  local share = tonumber(ARGV[6]) * math.max(1, tonumber(acct[3] or '1'))
+  local priority = tonumber(ARGV[7]) + math.min(math.floor(of_kind / share), ${RANK_CAP})
   redis.call('HINCRBY', KEYS[2], 'credits', -price)
   redis.call('HINCRBY', KEYS[2], 'reserved', price)
   redis.call('HINCRBY', KEYS[2], 'in_flight', 1)
+  redis.call('HINCRBY', KEYS[2], kind_field, 1)
   redis.call('HSET', KEYS[1], 'doc', ARGV[4], 'account_id', ARGV[2], 'price', ARGV[3], 'status', 'queued',
     'settlement', 'reserved', 'priority', priority, 'attempts', 0, 'fence', 0, 'vw', ARGV[10], 'kind', ARGV[8])
   local floor = '(' .. ARGV[9]
@@ -38,6 +44,6 @@ local function create_run()
   redis.call('ZREMRANGEBYLEX', KEYS[3] .. ':k:' .. ARGV[8], '-', floor)
   redis.call('ZADD', KEYS[3] .. ':sk:queued:' .. ARGV[8], 0, ARGV[1])
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
-  return { 'created', tostring(priority), tostring(in_flight + 1) }
+  return { 'created', tostring(priority), tostring(of_kind + 1), tostring(share) }
 end
 `;

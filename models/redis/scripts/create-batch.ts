@@ -1,0 +1,50 @@
+import { defineScript } from '../script-definition.js';
+import { createRunFunction } from './includes/create-run.js';
+
+/** Arguments per run in createBatch's ARGV. */
+export const CREATE_BATCH_RUN_ARGS = 6;
+
+/**
+ * A batch and all of its runs in one atomic step (docs/jobs.md, "Batches"): the total price
+ * reserved and every run created, indexed and marked unconfirmed, or nothing at all. Each run
+ * is made by `create_run` (includes/create-run.ts), the single create's own code, so the two
+ * can never drift apart: it reads the script's KEYS and ARGV, which are set to each run's in
+ * turn (the batch's own are copied first). Every check is made before the first write, as a
+ * script that stops halfway keeps what it wrote.
+ * KEYS: account, account run index, unconfirmed set, batch record, batch run index, then each run's key.
+ * ARGV: batch_id, account_id, total price, created ms, fair-share step, index floor, the batch
+ *       record (JSON), then per run: run_id, price, doc, priority base, kind, view fragment.
+ * Returns {'created', the last run's kind's runs in flight, priority...} | {'exists', batch JSON} | {'insufficient', credits} | {'no_account'}.
+ */
+export const createBatch = defineScript<[string, ...string[]]>({
+  name: 'createBatch',
+  keys: 'any',
+  lua: `${createRunFunction}
+local K, A = {}, {}
+for i = 1, #KEYS do K[i] = KEYS[i] end
+for i = 1, #ARGV do A[i] = ARGV[i] end
+local existing = redis.call('HGET', K[4], 'doc')
+if existing then return { 'exists', existing } end
+local credits = redis.call('HGET', K[1], 'credits')
+if not credits then return { 'no_account' } end
+if tonumber(credits) < tonumber(A[3]) then return { 'insufficient', credits } end
+for i = 6, #K do
+  if redis.call('EXISTS', K[i]) == 1 then return redis.error_reply('ERR a run id of the batch is taken') end
+end
+local reply = { 'created', '0' }
+local n = #K - 5
+for r = 1, n do
+  local a = 7 + (r - 1) * ${CREATE_BATCH_RUN_ARGS}
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4] = K[5 + r], K[1], K[2], K[3]
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] = A[a + 1], A[2], A[a + 2], A[a + 3], A[4]
+  ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10] = A[5], A[a + 4], A[a + 5], A[6], A[a + 6]
+  local created = create_run()
+  if created[1] ~= 'created' then return redis.error_reply('ERR the create of a batch run answered ' .. created[1]) end
+  reply[#reply + 1] = created[2]
+  reply[2] = created[3]
+  redis.call('ZADD', K[5], 0, A[a + 1])
+end
+redis.call('HSET', K[4], 'doc', A[7], 'account_id', A[2])
+return reply
+`,
+});
