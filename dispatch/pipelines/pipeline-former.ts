@@ -5,7 +5,7 @@ import { hashSecret } from '../../models/credentials.js';
 import { TIERS, type Tier } from '../../models/kinds.js';
 import type { RunStore } from '../../models/stores.js';
 import { inputFileHashes, type MiddleRanks, type RunRecord } from '../../models/types.js';
-import type { QueuedJobData } from '../../queues/job-queues.js';
+import { maxAttemptsOf, type QueuedJobData } from '../../queues/job-queues.js';
 import { queueName } from '../../queues/queue-names.js';
 import { inputDigest } from '../../sdk/attestation/index.js';
 import { leaseUploadUrl, type LeaseFrame } from '../../sdk/protocol/index.js';
@@ -39,6 +39,8 @@ export interface PipelineFormerOptions {
   gatewayId: string;
   publicUrl: () => string;
   maxAttempts: number;
+  /** The opaque id of a worker in attempt histories. */
+  alias: (workerId: string) => string;
   /** How long the forming instance waits for the other instances to take their ranks. @defaultValue 5000 */
   assignTimeoutMs?: number;
   metrics?: DispatchObserver;
@@ -146,7 +148,7 @@ export class PipelineFormer {
     const { job, token, queue } = f;
     const workerIds = f.seats.map((s) => s.workerId);
     const attempt = job.attemptsStarted;
-    if (attempt > this.opts.maxAttempts) {
+    if (attempt > maxAttemptsOf(job.data, this.opts.maxAttempts)) {
       await this.opts.seats.release(f.kind, f.model, workerIds);
       await this.opts.scheduler.failExhausted(job, token);
       return;
@@ -164,6 +166,7 @@ export class PipelineFormer {
         // The last rank makes the output (and signs a private run's receipt): it is the run's worker.
         set: { attempts: attempt, fence: attempt, worker_id: workerIds[f.count - 1], progress: null, timeout_at: timeoutAt === undefined ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
+        attempt: { attempt, worker: this.opts.alias(workerIds[f.count - 1]), tier: f.seats[f.count - 1].tiers[0] ?? null, started_at: new Date().toISOString(), ended_at: null, error: null },
         returnPrior: true,
         awaitListeners: false,
       },

@@ -34,6 +34,8 @@ export interface PipelinesOptions {
   attached(workerId: string): ConnectedWorker | undefined;
   publicUrl: () => string;
   maxAttempts: number;
+  /** The opaque id of a worker in attempt histories. */
+  alias: (workerId: string) => string;
   heartbeatMs: number;
   /** RANK_BUFFER_BYTES. @defaultValue 4 MiB */
   bufferBytes?: number;
@@ -93,6 +95,7 @@ export class Pipelines {
       gatewayId,
       publicUrl: opts.publicUrl,
       maxAttempts: opts.maxAttempts,
+      alias: opts.alias,
       assignTimeoutMs: opts.assignTimeoutMs,
       metrics: opts.metrics,
       log,
