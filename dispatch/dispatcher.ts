@@ -209,6 +209,7 @@ export class Dispatcher {
         alias: this.alias,
         heartbeatMs: this.heartbeatMs,
         bufferBytes: opts.rankBufferBytes,
+        gate: this.gate,
         metrics: opts.metrics,
         log: opts.log,
       },
