@@ -20,6 +20,7 @@ import { RetryPolicy } from './retry-policy.js';
 import { WorkerIdentities } from './worker-identities.js';
 import { WorkerPool } from './worker-pool.js';
 import { Pipelines } from './pipelines/pipelines.js';
+import { workerAliases } from './worker-alias.js';
 import { RunDeadlines } from './run-deadlines.js';
 import type { ErrorFrame } from '../sdk/protocol/index.js';
 
@@ -41,8 +42,10 @@ export interface DispatcherOptions {
   log: Logger;
   /** Read at each lease: with PORT=0 the public URL is only known once the server listens. */
   publicUrl: () => string;
-  /** Leases a run may use; past the last, a lost lease fails it with `worker_lost`. */
+  /** Leases a run may use unless its job says (`max_attempts`); past the last, a lost lease fails it with `worker_lost`. */
   maxAttempts: number;
+  /** Keys the opaque worker ids of attempt histories (worker-alias.ts); instances sharing a store share it. */
+  workerAliasKey?: Buffer;
   /** After a worker's retryable failure: the first backoff (doubling per attempt) and its cap (RetryPolicy). */
   retryBackoffMs?: number;
   retryBackoffMaxMs?: number;
@@ -107,7 +110,11 @@ export class Dispatcher {
   readonly gate?: ConcurrencyGate;
   private timers: NodeJS.Timeout[] = [];
 
+  /** The opaque id of a worker in attempt histories (worker-alias.ts). */
+  private readonly alias: (workerId: string) => string;
+
   constructor(private readonly opts: DispatcherOptions) {
+    this.alias = workerAliases(opts.workerAliasKey);
     this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
     this.fleetTtlMs = opts.fleetTtlMs ?? 5_000;
@@ -165,6 +172,7 @@ export class Dispatcher {
         bull: this.bull,
         log: opts.log,
         maxAttempts: opts.maxAttempts,
+        alias: this.alias,
         gatewayId: opts.gatewayId,
         leaseTtlMs: this.leaseTtlMs,
         publicUrl: opts.publicUrl,
@@ -198,8 +206,10 @@ export class Dispatcher {
         attached: (id) => this.pool.get(id),
         publicUrl: opts.publicUrl,
         maxAttempts: opts.maxAttempts,
+        alias: this.alias,
         heartbeatMs: this.heartbeatMs,
         bufferBytes: opts.rankBufferBytes,
+        gate: this.gate,
         metrics: opts.metrics,
         log: opts.log,
       },

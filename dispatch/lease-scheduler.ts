@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { PriorRunFields, RunStore } from '../models/stores.js';
 import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
-import type { QueuedJobData } from '../queues/job-queues.js';
+import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
+import { workerAliases } from './worker-alias.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
 import { isLockLost, type BullWorkers } from './bull-workers.js';
@@ -67,6 +68,8 @@ export interface LeaseSchedulerOptions {
   bull: BullWorkers;
   log: Logger;
   maxAttempts: number;
+  /** The opaque id of a worker in attempt histories. @defaultValue a key of this process's (worker-alias.ts) */
+  alias?: (workerId: string) => string;
   gatewayId: string;
   leaseTtlMs: number;
   /** Read at each lease: with PORT=0 the public URL is only known once the server listens. */
@@ -81,12 +84,15 @@ export interface LeaseSchedulerOptions {
  */
 export class LeaseScheduler {
   private wakeTurn = 0;
+  private readonly alias: (workerId: string) => string;
   private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
 
   constructor(
     private readonly ctx: SchedulerContext,
     private readonly opts: LeaseSchedulerOptions,
-  ) {}
+  ) {
+    this.alias = opts.alias ?? workerAliases();
+  }
 
   /**
    * Announces queued jobs to every instance's dispatcher. Announcements made in the same tick
@@ -265,7 +271,8 @@ export class LeaseScheduler {
         const { run, prior, fence } = started;
         // A queued run has no timeout_at: requeues clear it.
         const undo = { worker_id: prior.worker_id, attempts: prior.attempts, fence: prior.fence, started_at: prior.started_at, progress: prior.progress, timeout_at: null };
-        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo }));
+        // Its attempt never happened: its entry goes from the history too.
+        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo, attempt: { attempt: fence, drop: true } }));
       }
       await this.opts.bull.handBack(queue, job, token);
       await this.whileUnavailable(() => this.announce(queue));
@@ -290,7 +297,7 @@ export class LeaseScheduler {
   /** False when the job was parked at a concurrency limit instead. */
   private async leaseJob(worker: ConnectedWorker, queue: string, job: Job<QueuedJobData>, token: string, fetchedAt: number, progress: LeaseProgress): Promise<boolean | void> {
     const attempt = job.attemptsStarted;
-    if (attempt > this.opts.maxAttempts) {
+    if (attempt > maxAttemptsOf(job.data, this.opts.maxAttempts)) {
       await this.failExhausted(job, token);
       return;
     }
@@ -306,6 +313,7 @@ export class LeaseScheduler {
         to: 'running',
         set: { attempts: attempt, fence: attempt, worker_id: worker.info.worker_id, progress: null, timeout_at: timeoutAt === null ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
+        attempt: { attempt, worker: this.alias(worker.identity ?? worker.info.worker_id), tier: worker.info.tier, started_at: new Date().toISOString(), ended_at: null, error: null },
         returnPrior: true,
         // The `running` event is queued before the lease goes out, so the worker's output is
         // logged after it; waiting for it to be written would only delay the first token.
@@ -365,7 +373,7 @@ export class LeaseScheduler {
       return;
     }
     if (run.status === 'running') this.opts.metrics?.leaseLost('gateway_lost');
-    await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${this.opts.maxAttempts} attempts`, retryable: false });
+    await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${maxAttemptsOf(job.data, this.opts.maxAttempts)} attempts`, retryable: false });
     // Its last lease's concurrency slots, held since that lease's gateway died.
     await this.ctx.gate?.release(job.data);
   }

@@ -4,7 +4,8 @@ import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
 import type { RunError, RunRecord } from '../models/types.js';
-import type { QueuedJobData } from '../queues/job-queues.js';
+import { normalizeRunError } from '../models/run-error-codes.js';
+import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { queueTier } from '../queues/queue-names.js';
 import { AttestationError } from '../sdk/attestation/index.js';
 import { isLockLost } from './bull-workers.js';
@@ -122,7 +123,8 @@ export class LeaseSettlement {
         const { worker: w } = lease;
         w.settling = (w.settling ?? 0) + 1;
         try {
-          const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt, frame.usage) : this.settle(lease, 'fail', frame.error));
+          // A worker's code outside the list (an old name, its own) is recorded as the list's (models/run-error-codes.ts).
+          const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt, frame.usage) : this.settle(lease, 'fail', normalizeRunError(frame.error)));
           if (lease.rank) {
             const end = frame.type === 'complete' ? 'finished' : frame.error.code === 'canceled' ? 'canceled' : 'failed';
             this.ctx.pipelineEnded?.(lease, frame.type === 'complete' ? 'the last rank finished' : `rank ${lease.rank.index} failed (${frame.error.code}): ${frame.error.message}`, end);
@@ -187,7 +189,7 @@ export class LeaseSettlement {
     const described = output && { ...output, files: await this.outputFiles.describe(run.run_id, output.urls) };
     // The usage is charged by the very transition that makes the run succeed (docs/jobs.md, "Cost").
     const set = { output: described ?? { urls: [] }, progress: 1, finished_at: new Date().toISOString(), error: null, ...(usage && { usage }) };
-    const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'succeeded', set });
+    const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'succeeded', set, attempt: { attempt: lease.fence, ended_at: set.finished_at, error: null } });
     if (t.ok) {
       // The success is recorded: the worker's slot takes its next job while BullMQ's is finished
       // (a job left unfinished by a crash here is dropped when next leased: the record wins).
@@ -239,17 +241,18 @@ export class LeaseSettlement {
    * the worker reported (not a lost worker) goes back by the retry policy: at once with the
    * worker cooling off the queue when another worker could take it, else after a backoff.
    */
-  private async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError, reported = true): Promise<void> {
+  async requeueOrFail(run: RunRecord, lease: ActiveLease, error: RunError, reported = true): Promise<void> {
     if (run.cancel_requested_at) {
       await this.finish(run, lease.fence, lease.job, lease.token, 'canceled', { code: 'canceled', message: 'canceled by the caller', retryable: false });
       return;
     }
-    const attemptsLeft = lease.job.attemptsStarted < this.opts.maxAttempts;
+    const attemptsLeft = lease.job.attemptsStarted < maxAttemptsOf(lease.job.data, this.opts.maxAttempts);
     if (!attemptsLeft) {
       await this.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
       return;
     }
-    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null, timeout_at: null } });
+    const ended = { attempt: lease.fence, ended_at: new Date().toISOString(), error: { ...error, attempt: lease.fence } };
+    const back = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'queued', set: { worker_id: null, progress: null, timeout_at: null }, attempt: ended });
     if (!back.ok) return;
     this.opts.metrics?.requeued(lease.job.data.kind, lease.job.data.tier);
     // Before the lease's slot is freed, which fills it at once: a cool-off must be in place by then.
@@ -271,11 +274,14 @@ export class LeaseSettlement {
     const now = new Date().toISOString();
     // A private run's attestation and usage are written by the very transition that makes it succeed (and charges it).
     const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}), ...(usage ? { usage } : {}) };
+    // Every failure says the attempt it happened on; that attempt's entry ends with it.
+    if (error) error = { ...error, attempt: error.attempt ?? fence };
     const t = await this.opts.runs.transition(run, {
       from: ['running', 'queued'],
       fence,
       to: status,
       set: status === 'succeeded' ? succeeded : { error, finished_at: now },
+      ...(fence > 0 && { attempt: { attempt: fence, ended_at: now, error } }),
     });
     if (!t.ok) return false;
     await this.endJob(run.run_id, job, token, status, error, output);

@@ -13,7 +13,7 @@ import type { ActiveLease, LeaseTable } from './lease-table.js';
 /** What the deadlines need from the dispatcher's other pieces, passed in (settlement is built on the table). */
 export interface RunDeadlinesContext {
   table: Pick<LeaseTable, 'get'>;
-  settlement: Pick<LeaseSettlement, 'finish' | 'drop'>;
+  settlement: Pick<LeaseSettlement, 'finish' | 'drop' | 'requeueOrFail'>;
   /** A rank lease timed out: its pipeline ends on every instance. */
   pipelineEnded?(lease: ActiveLease, why: string, end: PipelineEnd): void;
 }
@@ -32,14 +32,15 @@ export interface RunDeadlinesOptions {
 /** Runs expired per sweep, at most: the rest wait for the next one. */
 const SWEEP_BATCH = 200;
 
-const expired = (): RunError => ({ code: 'expired', message: 'the job did not start within its ttl_s', retryable: false });
+const expired = (): RunError => ({ code: 'expired', message: 'the job did not start within its ttl_s', retryable: false, attempt: 0 });
 
 /**
  * A run's deadlines (docs/jobs.md, "Deadlines"). `ttl_s`: a run not started by its `expires_at`
  * fails `expired` and is never leased: the lease that fetches it past its time fails it instead,
  * and every instance sweeps the runs no worker fetched (a sorted set the queues write beside each
  * add, each entry claimed by one instance). `timeout_s`: each lease carries a timer to its
- * attempt's `timeout_at`, which tells the worker to cancel and fails the run `timed_out`.
+ * attempt's `timeout_at`, which tells the worker to cancel and fails the run `timed_out` (or,
+ * with the job's `retry_on_timeout`, requeues it while attempts remain).
  * The run record's transitions decide every race (a run that started in the meantime, a lease
  * that ended): the expiry needs the run still queued and never leased (fence 0), the timeout the
  * lease's own fence.
@@ -103,7 +104,10 @@ export class RunDeadlines {
       const run = await this.opts.runs.get(lease.runId);
       if (run && run.status === 'running' && run.fence === lease.fence) {
         this.opts.log.info({ runId: run.run_id, leaseId: lease.id }, 'attempt timed out');
-        await this.ctx.settlement.finish(run, lease.fence, lease.job, lease.token, 'failed', { code: 'timed_out', message: `${why} (${run.timeout_s} s)`, retryable: false });
+        const error = { code: 'timed_out', message: `${why} (${run.timeout_s} s)` };
+        // Retried only when the job asked (`retry_on_timeout`): a timeout is costly to repeat.
+        if (lease.job.data.retryTimeout) await this.ctx.settlement.requeueOrFail(run, lease, { ...error, retryable: true });
+        else await this.ctx.settlement.finish(run, lease.fence, lease.job, lease.token, 'failed', { ...error, retryable: false });
       }
     } finally {
       if (lease.rank) this.ctx.pipelineEnded?.(lease, why, 'failed');

@@ -1,5 +1,5 @@
 import type { SwitchyardFile } from '../sdk/client/types.js';
-import type { Account, AccountLimits, ApiKeyRecord, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
+import type { Account, AccountLimits, ApiKeyRecord, AttemptWrite, GateCheck, GateVerdict, ModelRecord, NewRun, Operator, OperatorTrust, RunPatch, RunRecord, RunStatus, WebhookSecret, WorkerTokenRecord } from './types.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from './batch-types.js';
 import type { BotRecord, BotSession, ConversationMessage, ConversationRecord, FlowRecord } from './bot-types.js';
 
@@ -79,6 +79,8 @@ interface RunTransitionBase {
    * A field also in `set` takes `set`'s value.
    */
   setIfAbsent?: RunPatch;
+  /** An entry of the run's attempt history written in the same step (`mergeAttempt`, models/attempt-history.ts). */
+  attempt?: AttemptWrite;
   /**
    * Report the fields of `PriorRunFields` as they were before this transition wrote (on `ok`):
    * what a caller needs to undo it, without reading the run first.

@@ -106,10 +106,31 @@ export interface WebhookSecret {
 }
 
 export interface RunError {
+  /** One of RUN_ERROR_CODES (models/run-error-codes.ts) on a run's record. */
   code: string;
   message: string;
   retryable: boolean;
+  /** The attempt it happened on (0: before any); set on every run that ends failed, canceled or expired. */
+  attempt?: number;
+  /** A worker's own code when it is none of the list (the run's `code` is then `engine_error`). */
+  reported_code?: string;
 }
+
+/** One lease of a run (docs/jobs.md, "Attempts"): who took it, when, and how it ended (null: still running). */
+export interface AttemptRecord {
+  attempt: number;
+  /** An opaque id of the worker, stable per worker (a keyed hash): never its id or token. */
+  worker: string | null;
+  /** The tier of the worker that took it. */
+  tier: Tier | null;
+  started_at: string | null;
+  ended_at: string | null;
+  /** How it ended: null while running or when it succeeded. */
+  error: RunError | null;
+}
+
+/** What a transition writes of a run's attempt history: its entry of `attempt`, merged in; `drop` removes it. */
+export type AttemptWrite = Partial<AttemptRecord> & { attempt: number; drop?: boolean };
 
 /** A file of a run's input, staged by the gateway: where its bytes are, and what they are (docs/files.md). */
 export interface InputFileRef {
@@ -171,6 +192,12 @@ export interface RunRecord {
   expires_at: string | null;
   /** When the current attempt times out: its start + `timeout_s`; null unless running with a timeout. */
   timeout_at: string | null;
+  /** Leases the run may use (null: a record made before jobs set it, the gateway's JOB_MAX_ATTEMPTS). */
+  max_attempts: number | null;
+  /** A timed-out attempt is retried while attempts remain (docs/jobs.md, "Attempts"). */
+  retry_on_timeout: boolean;
+  /** Every attempt, oldest first. */
+  attempt_history: AttemptRecord[];
   /** Fencing number of the run's current lease (0 before its first); internal. */
   fence: number;
   /** The worker holding the current lease; internal. */
@@ -198,6 +225,9 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   ttl_s?: number | null;
   timeout_s?: number | null;
   expires_at?: string | null;
+  /** Attempts (docs/jobs.md, "Attempts"); absent: the defaults. */
+  max_attempts?: number | null;
+  retry_on_timeout?: boolean;
   /** @defaultValue null */
   batch_id?: string | null;
   /** @defaultValue null (a fixed price) */
@@ -227,6 +257,10 @@ export const NEW_RUN_DEFAULTS = {
   timeout_s: null,
   expires_at: null,
   timeout_at: null,
+  // Also what records written before attempts were per job read as.
+  max_attempts: null,
+  retry_on_timeout: false,
+  attempt_history: [],
   // Also what records written before the filter existed read as.
   webhook_events_filter: ['completed'],
   input_files: {},

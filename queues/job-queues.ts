@@ -16,12 +16,19 @@ export interface QueuedJobData {
   expires?: number;
   /** Seconds each attempt may run; absent: unbounded. */
   timeout?: number;
+  /** Leases the run may use (docs/jobs.md, "Attempts"); absent (a job queued before jobs set it): JOB_MAX_ATTEMPTS. */
+  attempts?: number;
+  /** A timed-out attempt is retried while attempts remain; absent: it fails the run. */
+  retryTimeout?: true;
   /** The API key that submitted it, whose concurrency limit it counts against (dispatch/concurrency-gate.ts). */
   key?: string;
 }
 
+/** The leases a queued job may use: its own, else the gateway's setting. */
+export const maxAttemptsOf = (data: Pick<QueuedJobData, 'attempts'>, fallback: number): number => data.attempts ?? fallback;
+
 /** What a run's job is made of. */
-export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'> & Partial<Pick<RunRecord, 'expires_at' | 'timeout_s' | 'api_key_id'>>;
+export type QueuedRun = Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'priority' | 'input'> & Partial<Pick<RunRecord, 'expires_at' | 'timeout_s' | 'api_key_id' | 'max_attempts' | 'retry_on_timeout'>>;
 
 /** A run in the sorted set of expiring runs: its queue, id and account (none holds a space). */
 export const expiringMember = (queue: string, runId: string, accountId: string): string => `${queue} ${runId} ${accountId}`;
@@ -43,7 +50,7 @@ export interface QueuePlace {
 /** The pointers a run's job carries. */
 function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
   const model = routedModel(run.input);
-  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}), ...(run.expires_at ? { expires: Date.parse(run.expires_at) } : {}), ...(run.timeout_s ? { timeout: run.timeout_s } : {}), ...(run.api_key_id ? { key: run.api_key_id } : {}) };
+  return { run_id: run.run_id, account_id: run.account_id, kind: run.kind, tier: run.confidentiality, ...(model ? { model } : {}), ...(run.expires_at ? { expires: Date.parse(run.expires_at) } : {}), ...(run.timeout_s ? { timeout: run.timeout_s } : {}), ...(run.api_key_id ? { key: run.api_key_id } : {}), ...(run.max_attempts ? { attempts: run.max_attempts } : {}), ...(run.retry_on_timeout ? { retryTimeout: true as const } : {}) };
 }
 
 export interface JobQueuesOptions {
@@ -86,7 +93,7 @@ export class JobQueues {
         connection: this.opts.connection,
         prefix: this.opts.prefix,
         defaultJobOptions: {
-          // Dispatch decides when a run has had its last attempt (JOB_MAX_ATTEMPTS, counted in
+          // Dispatch decides when a run has had its last attempt (its max_attempts, counted in
           // leases, stalls included) and then fails the job as unrecoverable; BullMQ's own
           // count must never end a job behind the run record's back.
           attempts: 1_000_000,

@@ -55,7 +55,7 @@ describe('jobs API', () => {
       // With the kind's deadlines (docs/jobs.md): when it expires unstarted, and how long an attempt may run.
       const expires = Date.parse((await gw.request('GET', `/v1/jobs/${res.body.run_id}`, { key })).body.expires_at);
       // And the submitting key, whose concurrency limit it counts against (docs/jobs.md, "Limits and fairness").
-      assert.deepEqual(job.data, { run_id: res.body.run_id, account_id: job.data.account_id, kind: 'inference:image:generate', tier: 'trusted', expires, timeout: 3600, key: job.data.key });
+      assert.deepEqual(job.data, { run_id: res.body.run_id, account_id: job.data.account_id, kind: 'inference:image:generate', tier: 'trusted', expires, timeout: 3600, key: job.data.key, attempts: 3 }, 'its attempts: JOB_MAX_ATTEMPTS, fixed at submission');
       assert.match(String(job.data.key), /^key_/);
       assert.equal(await gw.queues.queue('inference:image:generate', 'open').getJob(res.body.run_id), undefined);
     });
@@ -119,8 +119,8 @@ describe('jobs API', () => {
       const res = await gw.request('GET', `/v1/jobs/${accepted.run_id}`, { key });
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), [
-        'attempts', 'attestation', 'batch_id', 'class', 'confidentiality', 'cost', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'output',
-        'priority', 'progress', 'queue_position', 'run_id', 'started_at', 'status', 'terminal', 'timeout_at', 'timeout_s', 'ttl_s', 'usage', 'waiting_ranks', 'waiting_reason',
+        'attempt_history', 'attempts', 'attestation', 'batch_id', 'class', 'confidentiality', 'cost', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'max_attempts', 'output',
+        'priority', 'progress', 'queue_position', 'retry_on_timeout', 'run_id', 'started_at', 'status', 'terminal', 'timeout_at', 'timeout_s', 'ttl_s', 'usage', 'waiting_ranks', 'waiting_reason',
       ]);
       assert.equal(res.body.status, 'queued');
       assert.equal(res.body.terminal, false);

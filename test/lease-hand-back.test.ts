@@ -70,7 +70,10 @@ describe('a lease that never reaches its worker', function () {
     // Second attempt: the run has a start time, an attempt and a fence of its own to get back.
     const secondUndone = failNextLease(runId);
     await w.report(first, { type: 'fail', error: { code: 'oom', message: 'out of memory', retryable: true } });
-    assert.deepEqual(await secondUndone, { ...running, status: 'queued', worker_id: null, progress: null, timeout_at: null });
+    const undone = (await secondUndone)!;
+    // The first attempt's entry ended with its failure; the second's, never sent, is gone.
+    assert.deepEqual(undone.attempt_history.map((a) => [a.attempt, a.error?.code]), [[1, 'engine_error']]);
+    assert.deepEqual({ ...undone, attempt_history: [] }, { ...running, status: 'queued', worker_id: null, progress: null, timeout_at: null, attempt_history: [] });
     const second = await w.lease();
     assert.deepEqual([second.run_id, second.attempt, second.fence], [runId, 2, 2]);
     assert.equal((await w.complete(second)).type, 'ack');

@@ -943,7 +943,8 @@ describe('worker SDK against a gateway', function () {
     const bad = await waitJob(gw, key, refused.body.run_id);
     assert.equal(bad.status, 'failed', JSON.stringify(bad));
     assert.equal(bad.attempts, 1);
-    assert.deepEqual(bad.error, { code: 'bad_prompt', message: 'the prompt is not allowed', retryable: false });
+    // A handler's own code, outside the run error codes (docs/jobs.md), is recorded as engine_error beside it.
+    assert.deepEqual(bad.error, { code: 'engine_error', reported_code: 'bad_prompt', message: 'the prompt is not allowed', retryable: false, attempt: 1 });
   });
 
   it('reconnects after the gateway restarts: the lease lost with the connection is aborted, and the run is retried once registered again', async () => {

@@ -49,6 +49,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     intake: core.intake,
     prices: c.prices,
     deadlines: c.deadlines,
+    attempts: { default: c.jobMaxAttempts, limit: c.jobMaxAttemptsLimit },
     log,
     dispatch: fleet.dispatcher,
     outbound: outbound.guard, // webhook URLs are checked at submission
@@ -73,6 +74,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     confirmer,
     prices: c.prices,
     deadlines: c.deadlines,
+    attempts: { default: c.jobMaxAttempts, limit: c.jobMaxAttemptsLimit },
     models,
     outbound: outbound.guard,
     dispatch: fleet.dispatcher,

@@ -19,7 +19,7 @@ export interface Fleet {
   workerServer: WorkerSocketServer;
 }
 
-export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
+export function buildFleet(core: Core, artifacts: ArtifactStore, workerAliasKey?: Buffer): Fleet {
   const { config: c, log } = core;
   const leases = new LeaseStore(core.redis, c.redisPrefix);
   const dispatcher = new Dispatcher({
@@ -35,6 +35,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore): Fleet {
     log,
     publicUrl: core.publicUrl.get,
     maxAttempts: c.jobMaxAttempts,
+    workerAliasKey,
     retryBackoffMs: c.retryBackoffMs,
     retryBackoffMaxMs: c.retryBackoffMaxMs,
     artifacts,

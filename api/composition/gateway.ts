@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ObservedRunStore } from '../../models/observed-run-store.js';
@@ -101,7 +101,8 @@ export class Gateway {
       publicUrl: core.publicUrl.get,
     });
     const sweeper = new ArtifactSweeper({ store: artifacts, files, log: this.log });
-    const fleet = buildFleet(core, artifacts);
+    // Attempt histories name workers by a hash keyed from the tool secret key, which instances sharing a store share.
+    const fleet = buildFleet(core, artifacts, createHmac('sha256', toolKey.key).update('switchyard attempt history worker ids').digest());
     const outbound = buildOutbound(core, toolKey);
     const callers = buildCallers(core, fleet, outbound, files, artifacts);
     const bots = buildBots(core, callers, outbound);

@@ -21,6 +21,8 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     timeout_s: run.timeout_s,
     expires_at: run.expires_at,
     timeout_at: run.status === 'running' ? run.timeout_at : null,
+    max_attempts: run.max_attempts,
+    retry_on_timeout: run.retry_on_timeout,
     queue_position: run.status === 'queued' ? (queue?.position ?? null) : null,
     waiting_reason: run.status === 'queued' ? (queue?.waiting_reason ?? null) : null,
     waiting_ranks: run.status === 'queued' ? (queue?.waiting_ranks ?? null) : null,
@@ -28,6 +30,7 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     error: run.error,
     attestation: run.attestation,
     batch_id: run.batch_id ?? null,
+    attempt_history: run.attempt_history,
     // Last, in the order transitionRun's status events write them (docs/jobs.md, "Cost").
     cost: { reserved: run.price, charged: run.charged ?? null },
     usage: run.usage ?? null,

@@ -2,6 +2,7 @@ import { JOB_CLASSES, KIND_NAMES, OUTPUT_COMMON_PROPERTIES, TIERS } from '../../
 import { ERROR_STATUS, type ErrorCode } from '../../models/errors.js';
 import { RUN_STATUSES, WEBHOOK_EVENTS } from '../../models/types.js';
 import { deadlineFields, deadlineViewFields } from './deadline-schemas.js';
+import { attemptFields, attemptHistory, attemptViewFields, runError } from './attempt-schemas.js';
 import { jobAttestation } from './attestation-schemas.js';
 import { rankFields, waitingRanks } from './rank-schemas.js';
 import { accountBudget, costViewFields, kindPrice } from './cost-schemas.js';
@@ -69,6 +70,7 @@ export const submitJobBody = {
       description: 'Which moments reach `webhook`: `start`, `output` and `logs` (at most one delivery per run every 500 ms each, carrying everything since the last), `completed`. Default `["completed"]`; needs `webhook`.',
     },
     ...deadlineFields,
+    ...attemptFields,
   },
   dependentRequired: { webhook_events_filter: ['webhook'] },
 } as const;
@@ -106,6 +108,7 @@ export const job = {
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
     ...deadlineViewFields, ...costViewFields,
+    ...attemptViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
       enum: ['no_worker_for_kind', 'no_worker_for_model', 'no_worker_for_rank', 'backend_unavailable', 'retry_backoff', 'concurrency_limit'],
@@ -119,13 +122,10 @@ export const job = {
       properties: OUTPUT_COMMON_PROPERTIES,
       description: "Set when the run succeeded. The kind's other fields: `output_schema` in /v1/capabilities, `components.schemas[\"output.<kind>\"]` here.",
     }),
-    error: nullable({
-      type: 'object',
-      required: ['code', 'message', 'retryable'],
-      properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
-    }),
+    error: nullable(runError),
     attestation: nullable({ ...jobAttestation, description: 'A private run that succeeded: its evidence and receipt (docs/confidentiality.md). Null otherwise.' }),
     batch_id: nullable({ type: 'string', pattern: '^batch_[0-9A-Z]{26}$', description: 'The batch it was submitted in (POST /v1/jobs/batch); null: submitted alone.' }),
+    attempt_history: attemptHistory,
   },
 } as const;
 

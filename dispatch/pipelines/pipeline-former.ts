@@ -5,11 +5,12 @@ import { hashSecret } from '../../models/credentials.js';
 import { TIERS, type Tier } from '../../models/kinds.js';
 import type { RunStore } from '../../models/stores.js';
 import { inputFileHashes, type MiddleRanks, type RunRecord } from '../../models/types.js';
-import type { QueuedJobData } from '../../queues/job-queues.js';
+import { maxAttemptsOf, type QueuedJobData } from '../../queues/job-queues.js';
 import { queueName } from '../../queues/queue-names.js';
 import { inputDigest } from '../../sdk/attestation/index.js';
 import { leaseUploadUrl, type LeaseFrame } from '../../sdk/protocol/index.js';
 import type { BullWorkers } from '../bull-workers.js';
+import type { ConcurrencyGate } from '../concurrency-gate.js';
 import type { DispatchObserver } from '../dispatch-observer.js';
 import { attestedAt, offersLeases, TIER_RANK, type ConnectedWorker } from '../connected-worker.js';
 import type { LeaseScheduler } from '../lease-scheduler.js';
@@ -39,8 +40,12 @@ export interface PipelineFormerOptions {
   gatewayId: string;
   publicUrl: () => string;
   maxAttempts: number;
+  /** The opaque id of a worker in attempt histories. */
+  alias: (workerId: string) => string;
   /** How long the forming instance waits for the other instances to take their ranks. @defaultValue 5000 */
   assignTimeoutMs?: number;
+  /** Hard concurrency limits: a job past one is parked instead of formed (docs/jobs.md, "Limits and fairness"). */
+  gate?: Pick<ConcurrencyGate, 'admit' | 'release'>;
   metrics?: DispatchObserver;
   log: Logger;
 }
@@ -64,7 +69,18 @@ export class PipelineFormer {
   /** Why each ranked queue's jobs wait, as last seen here. */
   readonly waits = new RankWaits();
 
+  /** The job data of pipelines formed here under a concurrency limit, by pipeline id: their run's slots are freed when they end. */
+  private readonly admitted = new Map<string, QueuedJobData>();
+
   constructor(private readonly opts: PipelineFormerOptions) {}
+
+  /** A pipeline ended here, however (finished, failed, lost, not formed): the slots its run was admitted to here are freed. */
+  ended(pipeline: Pipeline): void {
+    const data = this.admitted.get(pipeline.id);
+    if (!data) return;
+    this.admitted.delete(pipeline.id);
+    void this.opts.gate?.release(data, pipeline.token);
+  }
 
   /** A job of the model was queued, or a seat of it freed: form pipelines while jobs and seats allow. */
   wake(kind: string, model: string): void {
@@ -146,12 +162,17 @@ export class PipelineFormer {
     const { job, token, queue } = f;
     const workerIds = f.seats.map((s) => s.workerId);
     const attempt = job.attemptsStarted;
-    if (attempt > this.opts.maxAttempts) {
+    if (attempt > maxAttemptsOf(job.data, this.opts.maxAttempts)) {
       await this.opts.seats.release(f.kind, f.model, workerIds);
       await this.opts.scheduler.failExhausted(job, token);
       return;
     }
     if (await this.opts.deadlines?.expireFetched(job, token)) {
+      await this.opts.seats.release(f.kind, f.model, workerIds);
+      return;
+    }
+    // Past a limit of its account, key or kind: parked (out of the wait list), its seats freed for the next job.
+    if (this.opts.gate && !(await this.opts.gate.admit(queue, job, token))) {
       await this.opts.seats.release(f.kind, f.model, workerIds);
       return;
     }
@@ -164,12 +185,14 @@ export class PipelineFormer {
         // The last rank makes the output (and signs a private run's receipt): it is the run's worker.
         set: { attempts: attempt, fence: attempt, worker_id: workerIds[f.count - 1], progress: null, timeout_at: timeoutAt === undefined ? null : new Date(timeoutAt).toISOString() },
         setIfAbsent: { started_at: new Date().toISOString() },
+        attempt: { attempt, worker: this.opts.alias(workerIds[f.count - 1]), tier: f.seats[f.count - 1].tiers[0] ?? null, started_at: new Date().toISOString(), ended_at: null, error: null },
         returnPrior: true,
         awaitListeners: false,
       },
     );
     if (!started.ok) {
       await this.opts.seats.release(f.kind, f.model, workerIds);
+      await this.opts.gate?.release(job.data, token);
       await this.opts.scheduler.discard(job, token, 'the run is no longer queued');
       return;
     }
@@ -191,6 +214,7 @@ export class PipelineFormer {
       ...(timeoutAt !== undefined && { timeoutAt }),
     };
     this.opts.registry.hold(pipeline);
+    if (this.opts.gate) this.admitted.set(pipeline.id, job.data);
     const frames = await this.leaseFrames(pipeline, run);
     const answers = await Promise.all(pipeline.members.map((m, rank) => this.assign(pipeline, rank, frames[rank], job)));
     const refused = answers.find((a) => !a.ok);

@@ -26,6 +26,8 @@ export interface PipelineRegistryOptions {
   bus: Pick<PipelineBus, 'control'>;
   router: Pick<FrameRouter, 'forget' | 'endStream' | 'start'>;
   gatewayId: string;
+  /** A pipeline ended here: what was taken for it here when it formed (its run's concurrency slots) is given back. */
+  ended?(pipeline: Pipeline): void;
   metrics?: DispatchObserver;
   log: Logger;
 }
@@ -78,6 +80,7 @@ export class PipelineRegistry {
     if (notify) this.opts.metrics?.pipelineEnded?.(end);
     this.held.delete(pipeline.id);
     this.opts.router.forget(pipeline);
+    this.opts.ended?.(pipeline);
     for (const lease of this.localLeases(pipeline)) {
       if (lease.closing) continue;
       lease.closing = true;

@@ -12,6 +12,7 @@ import type { ActiveLease, LeaseTable } from '../lease-table.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { RunDeadlines } from '../run-deadlines.js';
 import type { DispatchObserver, PipelineEnd } from '../dispatch-observer.js';
+import type { ConcurrencyGate } from '../concurrency-gate.js';
 import { FrameRouter } from './frame-router.js';
 import { PipelineBus, type PipelineControl } from './pipeline-bus.js';
 import { PipelineFormer } from './pipeline-former.js';
@@ -34,10 +35,14 @@ export interface PipelinesOptions {
   attached(workerId: string): ConnectedWorker | undefined;
   publicUrl: () => string;
   maxAttempts: number;
+  /** The opaque id of a worker in attempt histories. */
+  alias: (workerId: string) => string;
   heartbeatMs: number;
   /** RANK_BUFFER_BYTES. @defaultValue 4 MiB */
   bufferBytes?: number;
   assignTimeoutMs?: number;
+  /** Hard concurrency limits, checked when a pipeline forms (docs/jobs.md, "Limits and fairness"). */
+  gate?: Pick<ConcurrencyGate, 'admit' | 'release'>;
   metrics?: DispatchObserver;
   log: Logger;
 }
@@ -78,7 +83,7 @@ export class Pipelines {
       log,
     });
     this.router = new FrameRouter({ table: opts.table, bus: this.bus, gatewayId, metrics: opts.metrics, bufferBytes: opts.bufferBytes ?? 4 * 1024 * 1024, broken: (lease, why, fromHere) => void (fromHere ? settle.lose(lease, why) : this.registry.lost(lease.rank!.pipeline, why)), log });
-    this.registry = new PipelineRegistry(settle, { table: opts.table, records: opts.records, bus: this.bus, router: this.router, gatewayId, metrics: opts.metrics, log });
+    this.registry = new PipelineRegistry(settle, { table: opts.table, records: opts.records, bus: this.bus, router: this.router, gatewayId, ended: (p) => this.former.ended(p), metrics: opts.metrics, log });
     this.former = new PipelineFormer({
       seats: this.seats,
       bull: opts.bull,
@@ -93,7 +98,9 @@ export class Pipelines {
       gatewayId,
       publicUrl: opts.publicUrl,
       maxAttempts: opts.maxAttempts,
+      alias: opts.alias,
       assignTimeoutMs: opts.assignTimeoutMs,
+      gate: opts.gate,
       metrics: opts.metrics,
       log,
     });

@@ -1,6 +1,7 @@
 import { unitCost } from '../pricing.js';
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
+import { mergeAttempt } from '../attempt-history.js';
 import { fairRank } from '../fair-share.js';
 import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../types.js';
 import type { AccountDoc } from './mongo-account-store.js';
@@ -72,6 +73,9 @@ function toRun(d: RunDoc): RunRecord {
     timeout_s: d.timeout_s ?? null,
     expires_at: d.ttl_expires_at ?? null,
     timeout_at: d.timeout_at ?? null,
+    max_attempts: d.max_attempts ?? null,
+    retry_on_timeout: d.retry_on_timeout ?? false,
+    attempt_history: d.attempt_history ?? [],
     rate: d.rate ?? null,
     usage: d.usage ?? null,
     charged: d.charged ?? null,
@@ -234,6 +238,8 @@ export class MongoRunStore implements RunStore {
       ttl_s: run.ttl_s ?? null,
       timeout_s: run.timeout_s ?? null,
       ttl_expires_at: run.expires_at ?? null,
+      max_attempts: run.max_attempts ?? null,
+      retry_on_timeout: run.retry_on_timeout ?? false,
       batch_id: run.batch_id ?? null,
       unconfirmed_at: new Date(Date.parse(run.created_at)),
     };
@@ -278,6 +284,7 @@ export class MongoRunStore implements RunStore {
     }
     // Undefined patch fields are skipped, as the Redis codec skips them.
     for (const [k, v] of Object.entries(t.set ?? {})) if (v !== undefined) Object.assign(set, { [k]: v });
+    if (t.attempt) set.attempt_history = mergeAttempt(cur.attempt_history ?? [], t.attempt);
     let unsetUnconfirmed = false;
     if (t.to !== undefined && t.to !== cur.status) {
       set.status = t.to;

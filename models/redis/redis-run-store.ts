@@ -111,7 +111,7 @@ export class RedisRunStore implements RunStore {
 
   /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
-    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, batch_id, rate, ...fields } = run;
+    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, batch_id, max_attempts, retry_on_timeout, rate, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
       ...fields,
@@ -120,6 +120,8 @@ export class RedisRunStore implements RunStore {
       ...(warnings && warnings.length > 0 && { warnings }),
       ...(ttl_s != null && { ttl_s, expires_at }),
       ...(timeout_s != null && { timeout_s }),
+      ...(max_attempts != null && { max_attempts }),
+      ...(retry_on_timeout && { retry_on_timeout }),
       ...(batch_id != null && { batch_id }),
     };
     return {
@@ -219,6 +221,7 @@ export class RedisRunStore implements RunStore {
         events ? this.keys.runEvents(run.run_id) : '',
         events?.maxLength ?? '',
         events?.ttlMs ?? '',
+        t.attempt ? JSON.stringify(t.attempt) : '',
         ...set,
         ...encodePatch(t.setIfAbsent ?? {}),
       ],

@@ -18,7 +18,7 @@ export type ImmutableRunFields = Pick<
   'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'class' | 'price' | 'input' | 'webhook' | 'idempotency_key' | 'created_at'
 > &
   // Absent: NEW_RUN_DEFAULTS' value.
-  Partial<Pick<RunRecord, 'webhook_events_filter' | 'input_files' | 'warnings' | 'ttl_s' | 'timeout_s' | 'expires_at' | 'batch_id'>>;
+  Partial<Pick<RunRecord, 'webhook_events_filter' | 'input_files' | 'warnings' | 'ttl_s' | 'timeout_s' | 'expires_at' | 'batch_id' | 'max_attempts' | 'retry_on_timeout'>>;
 
 /** A patch as flat HSET arguments: [field, value, field, value, ...]. */
 export function encodePatch(patch: RunPatch): string[] {
@@ -36,9 +36,10 @@ export function encodePatch(patch: RunPatch): string[] {
  * transitionRun builds a status event's job view from it and the record's other fields as
  * stored, without decoding `doc` (which holds the input, up to megabytes).
  */
-export function viewFragment(doc: Pick<ImmutableRunFields, 'run_id' | 'kind' | 'confidentiality' | 'class' | 'created_at' | 'ttl_s' | 'timeout_s' | 'expires_at' | 'batch_id'>): string {
+export function viewFragment(doc: Pick<ImmutableRunFields, 'run_id' | 'kind' | 'confidentiality' | 'class' | 'created_at' | 'ttl_s' | 'timeout_s' | 'expires_at' | 'batch_id' | 'max_attempts' | 'retry_on_timeout'>): string {
   const { run_id, kind, confidentiality, created_at } = doc;
-  const view = { run_id, kind, confidentiality, class: doc.class, created_at, ttl_s: doc.ttl_s ?? null, timeout_s: doc.timeout_s ?? null, expires_at: doc.expires_at ?? null, batch_id: doc.batch_id ?? null };
+  const attempts = { max_attempts: doc.max_attempts ?? null, retry_on_timeout: doc.retry_on_timeout ?? false };
+  const view = { run_id, kind, confidentiality, class: doc.class, created_at, ttl_s: doc.ttl_s ?? null, timeout_s: doc.timeout_s ?? null, expires_at: doc.expires_at ?? null, batch_id: doc.batch_id ?? null, ...attempts };
   return JSON.stringify(view).slice(1, -1);
 }
 

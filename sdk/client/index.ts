@@ -24,6 +24,7 @@ export {
   type SwitchyardErrorCode,
 } from './errors.js';
 export * from './types.js';
+export { RUN_ERROR_CODES, type RunErrorCode } from './run-error-codes.js';
 export { verifyAttestation, type JobAttestation, type VerifyAttestationOptions, type VerifiedAttestation } from './verify-attestation.js';
 export type { InputFileProof } from './input-file-hashes.js';
 export { AttestationError, type AttestationErrorCode } from '../attestation/index.js';

@@ -1,3 +1,4 @@
+import type { RunErrorCode } from './run-error-codes.js';
 /**
  * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
  * Plain data only: nothing here imports server code.
@@ -49,9 +50,25 @@ export interface KindOutputArtifact {
 }
 
 export interface JobErrorInfo {
-  code: string;
+  /** One of RUN_ERROR_CODES (docs/jobs.md, "Error codes"). */
+  code: RunErrorCode | (string & {});
   message: string;
   retryable: boolean;
+  /** The attempt it happened on; 0: the job never started. */
+  attempt?: number;
+  /** A worker's own code when it is none of the list (`code` is then `engine_error`). */
+  reported_code?: string;
+}
+
+/** One attempt of a job (docs/jobs.md, "Attempts"): `worker` is an opaque id, stable per worker. */
+export interface JobAttempt {
+  attempt: number;
+  worker: string | null;
+  tier: Confidentiality | null;
+  started_at: string | null;
+  ended_at: string | null;
+  /** How it ended; null while running or when it succeeded. */
+  error: JobErrorInfo | null;
 }
 
 /**
@@ -79,6 +96,11 @@ export interface Job {
   expires_at?: string | null;
   /** While running: when the current attempt times out. */
   timeout_at?: string | null;
+  /** Leases it may use, and whether a timed-out attempt is retried (docs/jobs.md, "Attempts"). */
+  max_attempts?: number | null;
+  retry_on_timeout?: boolean;
+  /** Every attempt, oldest first. */
+  attempt_history?: JobAttempt[];
   /** 1 = next to be leased; null unless queued. */
   queue_position?: number | null;
   /** Why a queued job waits, when the fleet says why; null otherwise. */
@@ -127,6 +149,10 @@ export interface SubmitJobBody {
   ttl_s?: number;
   /** Seconds each attempt may run; fails `timed_out` past it. */
   timeout_s?: number;
+  /** Leases it may use (1: never retried), at most the gateway's JOB_MAX_ATTEMPTS_LIMIT (docs/jobs.md, "Attempts"). */
+  max_attempts?: number;
+  /** Retry a timed-out attempt while attempts remain. @defaultValue false */
+  retry_on_timeout?: boolean;
   /** https URL POSTed the signed job object when the run ends (docs/webhooks.md). */
   webhook?: string;
   /** Which moments reach the webhook; the gateway's default is `['completed']`. Needs `webhook`. */

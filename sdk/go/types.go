@@ -44,6 +44,9 @@ type Job struct {
 	WaitingRanks    []int      `json:"waiting_ranks"` // with "no_worker_for_rank": the ranks no worker could hold now, 0-based (docs/ranks.md)
 	Output          *JobOutput `json:"output"`
 	Error           *JobError  `json:"error"`
+	MaxAttempts     *int       `json:"max_attempts"`
+	RetryOnTimeout  bool       `json:"retry_on_timeout"`
+	AttemptHistory  []Attempt  `json:"attempt_history"`
 	Cost            *JobCost   `json:"cost"`  // credits held at submission, and taken when it ended (docs/jobs.md, "Cost")
 	Usage           *JobUsage  `json:"usage"` // what the worker reported the run used; nil: nothing
 	// Warnings of a submission: input fields no schema names, passed on to the worker as they are.
@@ -98,11 +101,27 @@ type OutputFile struct {
 	SHA256      *string `json:"sha256"`
 }
 
-// JobError is why a run failed or was canceled (a run error, not an API error).
+// JobError is why a run failed or was canceled (a run error, not an API error). Code is one of
+// RunErrorCodes (docs/jobs.md, "Error codes"); Attempt the attempt it happened on (0: the job
+// never started; nil from an older gateway).
 type JobError struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable"`
+	Attempt   *int   `json:"attempt"`
+}
+
+// Attempt is one lease of a run (Job.AttemptHistory, oldest first; Job.MaxAttempts is how many
+// it may use, Job.RetryOnTimeout whether a timed-out one is retried; docs/jobs.md): an opaque
+// id of its worker (stable per worker), the worker's tier, when it started and ended, and how
+// it ended (nil Error: running, or succeeded).
+type Attempt struct {
+	Attempt   int       `json:"attempt"`
+	Worker    *string   `json:"worker"`
+	Tier      *string   `json:"tier"`
+	StartedAt *string   `json:"started_at"`
+	EndedAt   *string   `json:"ended_at"`
+	Error     *JobError `json:"error"`
 }
 
 // Warning names an input field the gateway passed on without knowing it.
@@ -145,6 +164,10 @@ type SubmitRequest struct {
 	Webhook string `json:"webhook,omitempty"`
 	// WebhookEventsFilter is a subset of "start", "output", "logs" and "completed".
 	WebhookEventsFilter []string `json:"webhook_events_filter,omitempty"`
+	// MaxAttempts is the leases the job may use (1: never retried); 0: the gateway's default.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// RetryOnTimeout retries an attempt that ran past its timeout while attempts remain.
+	RetryOnTimeout bool `json:"retry_on_timeout,omitempty"`
 }
 
 // ListParams filters GET /v1/jobs.

@@ -15,6 +15,7 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
+import { runAttempts, type AttemptLimits } from './job-attempts.js';
 import { CLASS_PRIORITY, IDEMPOTENCY_TTL_MS, type JobService, type SubmitJobBody } from './job-service.js';
 import type { ModelGate } from './model-gate.js';
 
@@ -55,6 +56,8 @@ export interface BatchServiceOptions {
   /** Each kind's price (PRICES): fixed, or per unit (models/pricing.ts). */
   prices: Record<string, KindPrice>;
   deadlines: Record<string, KindDeadlines>;
+  /** JOB_MAX_ATTEMPTS and JOB_MAX_ATTEMPTS_LIMIT, as single jobs get them; absent: 3 and 10. */
+  attempts?: AttemptLimits;
   models: Pick<ModelGate, 'check'>;
   outbound?: Pick<SsrfGuard, 'checkUrl'>;
   dispatch?: { announce(queue: string): Promise<void> };
@@ -162,6 +165,7 @@ export class BatchService {
     }
     try {
       const deadlines = runDeadlines(item, item.kind, this.opts.deadlines[item.kind], createdAt);
+      const attempts = runAttempts(item, this.opts.attempts ?? { default: 3, limit: 10 });
       if (item.webhook !== undefined) await this.checkWebhook(item.webhook);
       const warnings = await this.opts.models.check(spec, item.input);
       const jobClass = item.class ?? 'standard';
@@ -182,6 +186,7 @@ export class BatchService {
         idempotency_key: null,
         created_at: createdAt,
         ...deadlines,
+        ...attempts,
         // The key's concurrency limit counts each run (dispatch/concurrency-gate.ts).
         ...(keyId && { api_key_id: keyId }),
       };

@@ -15,6 +15,7 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { assertValid, compile } from '../../../models/validation.js';
 import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
+import { runAttempts, type AttemptLimits } from './job-attempts.js';
 import { CLASS_PRIORITY } from '../../../models/fair-share.js';
 import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
@@ -31,6 +32,10 @@ export interface SubmitJobBody {
   ttl_s?: number;
   /** Seconds an attempt may run, at most its kind's `max_timeout_s`. */
   timeout_s?: number;
+  /** Leases the job may use, at most JOB_MAX_ATTEMPTS_LIMIT (docs/jobs.md, "Attempts"). */
+  max_attempts?: number;
+  /** Retry a timed-out attempt while attempts remain. @defaultValue false */
+  retry_on_timeout?: boolean;
 }
 
 /** No model to look up and no file to stage: nothing between validation and the create touches a store. */
@@ -67,6 +72,8 @@ export interface JobServiceOptions {
   now?: () => number;
   /** Each kind's deadline defaults and maxima (JOB_DEADLINES). */
   deadlines: Record<string, KindDeadlines>;
+  /** JOB_MAX_ATTEMPTS and JOB_MAX_ATTEMPTS_LIMIT; absent: 3 and 10. */
+  attempts?: AttemptLimits;
   log: Logger;
   /** Wakes dispatchers on every instance; absent in processes that only accept jobs. */
   dispatch?: { announce(queue: string): Promise<void>; requestCancel(runId: string): Promise<void>; gate?: { parked(runIds: string[]): Promise<boolean[]> } };
@@ -144,6 +151,7 @@ export class JobService {
     // Checked before anything is staged or claimed: a refused deadline leaves nothing behind.
     const createdAt = new Date(this.clock()).toISOString();
     const deadlines = runDeadlines(body, body.kind, this.opts.deadlines[body.kind], createdAt);
+    const attempts = runAttempts(body, this.opts.attempts ?? { default: 3, limit: 10 });
     // A submission with nothing to do between its checks and its create (no claim, no URL to
     // check, no model to look up, no file to stage) has its gate run inside the create's own
     // script; any other is gated first, as every other route is, before any of that work.
@@ -209,6 +217,7 @@ export class JobService {
       idempotency_key: idempotencyKey ?? null,
       created_at: createdAt,
       ...deadlines,
+      ...attempts,
       // The key's concurrency limit counts the run (dispatch/concurrency-gate.ts).
       ...(keyId ? { api_key_id: keyId } : gate ? { api_key_id: `key_${gate.check.lookupId}` } : {}),
     };
@@ -375,7 +384,7 @@ export class JobService {
       const t = await this.opts.runs.transition(run, {
         from: ['queued'],
         to: 'canceled',
-        set: { cancel_requested_at: now, finished_at: now, error: { code: 'canceled', message: 'canceled by the caller', retryable: false } },
+        set: { cancel_requested_at: now, finished_at: now, error: { code: 'canceled', message: 'canceled by the caller', retryable: false, attempt: run.attempts } },
       });
       if (t.ok) {
         await this.opts.queues.remove(run).catch((err) => this.opts.log.warn({ err, runId }, 'could not remove a canceled job; dispatch will drop it'));

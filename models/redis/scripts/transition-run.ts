@@ -24,7 +24,8 @@ import { unitCostFunction } from './includes/unit-cost.js';
  * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
  *       account_id, required fence or '', reply ('none': no record on success), '1' to report
  *       the prior fields, n, event channel or '' (no logging), event log length, event ttl ms,
- *       then n flat pairs to set, then flat pairs to set only where absent.
+ *       an attempt entry's JSON or '' (merged into `attempt_history` as mergeAttempt does,
+ *       models/attempt-history.ts), then n flat pairs to set, then flat pairs to set only where absent.
  * Returns {'ok', logged ('1' or ''), [prior fields], [HGETALL...]} | {'refused', HGETALL...} |
  * {'missing'}. The prior fields, when asked for, are PRIOR_FIELDS (run-codec.ts) in that order,
  * '' for absent.
@@ -45,13 +46,43 @@ if ARGV[9] == '1' then
 end
 local to = ARGV[2]
 local flat = {}
-local last_set = 13 + tonumber(ARGV[10])
+local last_set = 14 + tonumber(ARGV[10])
 -- Absent: no field, a null scalar ('') or a null JSON value. Written before the set pairs, which win a field named in both.
 for i = last_set + 1, #ARGV, 2 do
   local v = redis.call('HGET', KEYS[1], ARGV[i])
   if not v or v == '' or v == 'null' then flat[#flat + 1] = ARGV[i]; flat[#flat + 1] = ARGV[i + 1] end
 end
-for i = 14, last_set do flat[#flat + 1] = ARGV[i] end
+for i = 15, last_set do flat[#flat + 1] = ARGV[i] end
+if ARGV[14] ~= '' then
+  local w = cjson.decode(ARGV[14])
+  local function null(v) return v == nil or v == cjson.null end
+  local stored = redis.call('HGET', KEYS[1], 'attempt_history')
+  local list = {}
+  if stored and stored ~= '' and stored ~= 'null' then list = cjson.decode(stored) end
+  local starting = not null(w.started_at) and null(w.ended_at)
+  local out, placed = {}, false
+  for _, e in ipairs(list) do
+    if e.attempt == w.attempt then
+      placed = true
+      if not w.drop then
+        for k, v in pairs(w) do e[k] = v end
+        out[#out + 1] = e
+      end
+    else
+      if starting and e.attempt < w.attempt and null(e.ended_at) then
+        e.ended_at = w.started_at
+        e.error = { code = 'worker_lost', message = 'the lease was lost with its gateway', retryable = true, attempt = e.attempt }
+      end
+      out[#out + 1] = e
+    end
+  end
+  if not placed and not w.drop then
+    local e = { worker = cjson.null, tier = cjson.null, started_at = cjson.null, ended_at = cjson.null, error = cjson.null }
+    for k, v in pairs(w) do e[k] = v end
+    out[#out + 1] = e
+  end
+  flat[#flat + 1] = 'attempt_history'; flat[#flat + 1] = #out == 0 and '[]' or cjson.encode(out)
+end
 local terminal = { succeeded = true, failed = true, canceled = true }
 if to ~= '' and to ~= status then
   flat[#flat + 1] = 'status'; flat[#flat + 1] = to
@@ -95,13 +126,14 @@ end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
 if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
 if ARGV[11] ~= '' and to ~= '' and to ~= status then
-  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation', 'timeout_at', 'price', 'charged', 'usage')
+  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation', 'timeout_at', 'attempt_history', 'price', 'charged', 'usage')
   if h[1] then
     local function j(v) if not v or v == '' then return 'null' end return v end
     local view = '{' .. h[1] .. ',"status":"' .. to .. '","terminal":' .. (terminal[to] and 'true' or 'false') ..
       ',"priority":' .. h[2] .. ',"started_at":' .. j(h[3]) .. ',"finished_at":' .. j(h[4]) .. ',"progress":' .. j(h[5]) ..
       ',"attempts":' .. (h[6] or '0') .. ',"timeout_at":' .. (to == 'running' and j(h[10]) or 'null') .. ',"queue_position":null,"waiting_reason":null,"waiting_ranks":null,"output":' .. j(h[7]) ..
-      ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. ',"cost":{"reserved":' .. (h[11] or '0') .. ',"charged":' .. j(h[12]) .. '},"usage":' .. j(h[13]) .. '}'
+      ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. ',"attempt_history":' .. (h[11] or '[]') ..
+      ',"cost":{"reserved":' .. (h[12] or '0') .. ',"charged":' .. j(h[13]) .. '},"usage":' .. j(h[14]) .. '}'
     local events = { { 'status', view, '', '' } }
     if terminal[to] then events[2] = { 'done', view, '', '' } end
     append_events(KEYS[5], KEYS[6], nil, ARGV[11], ARGV[12], ARGV[13], events)

@@ -15,6 +15,7 @@ from .errors import (
     UnavailableError, InvalidResponseError, NetworkError, TimeoutError, StreamError, ERROR_CLASSES,
     error_class_for,
 )
+from .error_codes import RUN_ERROR_CODES
 from .batches import Batch, BatchSubmitted
 from .events import EventStream
 from .files import Files
@@ -26,7 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "JobIterator", "EventStream", "Files", "DEFAULT_TIMEOUT", "DEFAULT_POLL_INTERVAL",
     "Job", "JobOutput", "OutputFile", "JobError", "JobPage", "Event", "File", "FilePage",
-    "Capabilities", "KindCapability", "Capacity", "TERMINAL_STATUSES", "__version__", "Batch", "BatchSubmitted",
+    "Capabilities", "KindCapability", "Capacity", "TERMINAL_STATUSES", "__version__", "Batch", "BatchSubmitted", "RUN_ERROR_CODES",
 ]
 __all__ += [
     "SwitchyardError", "APIError", "InvalidRequestError", "UnknownKindError", "UnknownModelError",

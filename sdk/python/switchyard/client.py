@@ -52,13 +52,15 @@ class Client:
     def submit(self, kind: str, input: Optional[Mapping[str, Any]] = None, *, confidentiality: Optional[str] = None,
                job_class: Optional[str] = None, webhook: Optional[str] = None, webhook_events_filter: Optional[List[str]] = None,
                idempotency_key: Optional[str] = None, wait: Optional[int] = None,
+               max_attempts: Optional[int] = None, retry_on_timeout: Optional[bool] = None,
                timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> Job:
         """``POST /v1/jobs``: submits a job and returns the accepted job (status ``queued``).
 
         ``idempotency_key`` makes a retry safe: the same key and body answer the first run.
         ``wait`` (whole seconds, 0-60) sends ``Prefer: wait=N``: the answer is the finished job
         if the run ended within it (check ``job.terminal``). Without a ``timeout`` of the call,
-        the wait is added to the client's default timeout.
+        the wait is added to the client's default timeout. ``max_attempts`` and
+        ``retry_on_timeout``: docs/jobs.md, "Attempts".
         """
         h: Dict[str, str] = dict(headers or {})
         if idempotency_key is not None:
@@ -72,7 +74,8 @@ class Client:
                 t += wait
         body: Dict[str, Any] = {"kind": kind, "input": dict(input or {})}
         for name, value in (("confidentiality", confidentiality), ("class", job_class), ("webhook", webhook),
-                            ("webhook_events_filter", webhook_events_filter)):
+                            ("webhook_events_filter", webhook_events_filter), ("max_attempts", max_attempts),
+                            ("retry_on_timeout", retry_on_timeout)):
             if value is not None:
                 body[name] = value
         _, data = self._transport.call("POST", "/v1/jobs", json_body=body, headers=h, timeout=t)

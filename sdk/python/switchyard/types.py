@@ -56,6 +56,8 @@ class JobError:
     code: str
     message: str
     retryable: bool = False
+    #: The attempt it happened on (0: the job never started); None from an older gateway.
+    attempt: Optional[int] = None
 
 
 @dataclass
@@ -85,6 +87,11 @@ class Job:
     timeout_s: Optional[int] = None
     expires_at: Optional[str] = None
     timeout_at: Optional[str] = None
+    #: Attempts (docs/jobs.md): leases it may use, whether a timeout is retried, and every
+    #: attempt, oldest first (dicts: attempt, worker, tier, started_at, ended_at, error).
+    max_attempts: Optional[int] = None
+    retry_on_timeout: Optional[bool] = None
+    attempt_history: List[Dict[str, Any]] = field(default_factory=list)
     queue_position: Optional[int] = None
     waiting_reason: Optional[str] = None
     #: With ``waiting_reason`` ``no_worker_for_rank``: the ranks of its ranked model no worker
@@ -114,13 +121,14 @@ class Job:
                                files=[OutputFile.from_json(f) for f in out.get("files") or [] if isinstance(f, dict)],
                                fields=dict(out))
         err = d.get("error")
-        error = JobError(code=err.get("code", ""), message=err.get("message", ""), retryable=bool(err.get("retryable"))) if isinstance(err, dict) else None
+        error = JobError(code=err.get("code", ""), message=err.get("message", ""), retryable=bool(err.get("retryable")), attempt=err.get("attempt")) if isinstance(err, dict) else None
         return cls(run_id=d["run_id"], kind=d.get("kind", ""), status=status, terminal=terminal, raw=d,
                    confidentiality=d.get("confidentiality"), job_class=d.get("class"), priority=d.get("priority"),
                    created_at=d.get("created_at"), started_at=d.get("started_at"), finished_at=d.get("finished_at"),
                    progress=d.get("progress"), attempts=d.get("attempts"), queue_position=d.get("queue_position"),
                    ttl_s=d.get("ttl_s"), timeout_s=d.get("timeout_s"), expires_at=d.get("expires_at"), timeout_at=d.get("timeout_at"),
-                   waiting_reason=d.get("waiting_reason"),
+                   waiting_reason=d.get("waiting_reason"), max_attempts=d.get("max_attempts"), retry_on_timeout=d.get("retry_on_timeout"),
+                   attempt_history=list(d.get("attempt_history") or []),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
                    attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"),

@@ -215,6 +215,21 @@ def test_job_waiting_ranks() -> None:
     assert (job.waiting_reason, job.waiting_ranks) == (None, None)
 
 
+def test_attempts_and_error_codes(client: Client) -> None:
+    """A job's attempts (docs/jobs.md, "Attempts") as submitted and shown, and the run error codes:
+    a canceled job's code is one of RUN_ERROR_CODES, with the attempt it happened on."""
+    from switchyard import RUN_ERROR_CODES
+    run = client.submit("inference:image:generate", {"prompt": "attempts"}, confidentiality=STUCK, max_attempts=2, retry_on_timeout=True)
+    job = client.get(run.run_id)
+    assert (job.max_attempts, job.retry_on_timeout, job.attempt_history) == (2, True, [])
+    canceled = client.cancel(run.run_id)
+    assert canceled.error is not None and canceled.error.code in RUN_ERROR_CODES and canceled.error.attempt == 0
+    assert RUN_ERROR_CODES["worker_lost"] is True and RUN_ERROR_CODES["invalid_input"] is False
+    with pytest.raises(InvalidRequestError) as e:
+        client.submit("inference:image:generate", {"prompt": "x"}, max_attempts=100)
+    assert e.value.details["path"] == "/max_attempts" and e.value.details["max"] < 100
+
+
 def test_job_cost_and_usage() -> None:
     """A job carries what it reserved and was charged, and what its worker reported using (docs/jobs.md, "Cost")."""
     job = Job.from_json({"run_id": "run_01JHB3Q4ZK8M2N5P7R9S1T3V5W", "status": "succeeded", "terminal": True,

@@ -30,7 +30,8 @@ def test_a_retryable_error_is_retried_and_a_final_one_fails_the_job(api, make_wo
     assert ok["status"] == "succeeded" and ok["attempts"] == 2, ok
     bad = api.wait_job(refused)
     assert bad["status"] == "failed" and bad["attempts"] == 1, bad
-    assert bad["error"] == {"code": "bad_prompt", "message": "the prompt is not allowed", "retryable": False}
+    # A code of the worker's own is recorded as engine_error, its own beside it (docs/jobs.md, "Error codes").
+    assert bad["error"] == {"code": "engine_error", "reported_code": "bad_prompt", "message": "the prompt is not allowed", "retryable": False, "attempt": 1}
     crash = api.wait_job(api.submit(IMAGE, {"prompt": "crash"}))
     assert crash["status"] == "failed" and crash["attempts"] == 3, "any other exception is retryable, until the attempts run out"
     assert crash["error"]["code"] == "engine_error" and "KeyError" in crash["error"]["message"]
