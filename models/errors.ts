@@ -82,6 +82,11 @@ export class BudgetExceededError extends ApiError {
   constructor(details: { budget: number; spent: number; reserved: number; period: string; needed: number }) {
     super('budget_exceeded', `this job may cost ${details.needed} credits, past the account's budget of ${details.budget} for ${details.period} (spent ${details.spent}, reserved ${details.reserved})`, { details });
   }
+
+  /** A store's refusal of a submission made at `createdAt` (its month is the period) that would reserve `needed`. */
+  static of(refused: { budget: number; spent: number; reserved: number }, createdAt: string, needed: number): BudgetExceededError {
+    return new BudgetExceededError({ budget: refused.budget, spent: refused.spent, reserved: refused.reserved, period: createdAt.slice(0, 7), needed });
+  }
 }
 
 export class UnauthorizedError extends ApiError {

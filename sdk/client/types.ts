@@ -1,4 +1,7 @@
 import type { RunErrorCode } from './run-error-codes.js';
+import type { JobCost, JobUsage } from './cost-types.js';
+export type { JobCost, JobUsage };
+
 /**
  * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
  * Plain data only: nothing here imports server code.
@@ -116,19 +119,6 @@ export interface Job {
   cost?: JobCost;
   /** What the worker reported the run used; null when it reported nothing. */
   usage?: JobUsage | null;
-}
-
-export interface JobCost {
-  reserved: number;
-  charged: number | null;
-}
-
-export interface JobUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  /** Seconds of output (audio, video). */
-  seconds?: number;
-  images?: number;
 }
 
 /** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */

@@ -118,10 +118,7 @@ export class BatchService {
     if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded') {
       if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, batchId);
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
-      if (result.outcome === 'budget_exceeded') {
-        const { budget, spent, reserved } = result;
-        throw new BudgetExceededError({ budget, spent, reserved, period: createdAt.slice(0, 7), needed: price });
-      }
+      if (result.outcome === 'budget_exceeded') throw BudgetExceededError.of(result, createdAt, price);
       throw new ApiError('insufficient_credits', `this batch costs ${price} credits; the account has ${result.available}; nothing was created`, { details: { needed: price, available: result.available } });
     }
     if (result.outcome === 'exists') {

@@ -68,8 +68,6 @@ export interface JobServiceOptions {
   intake?: Pick<CreateAndEnqueue, 'submit' | 'worthPipelining'>;
   /** Each kind's price (PRICES): fixed, or per unit (models/pricing.ts). */
   prices: Record<string, KindPrice>;
-  /** The clock submissions are stamped (and budgets' months read) by. @defaultValue Date.now */
-  now?: () => number;
   /** Each kind's deadline defaults and maxima (JOB_DEADLINES). */
   deadlines: Record<string, KindDeadlines>;
   /** JOB_MAX_ATTEMPTS and JOB_MAX_ATTEMPTS_LIMIT; absent: 3 and 10. */
@@ -128,10 +126,9 @@ export class JobService {
   }
 
   /** The clock submissions are stamped by, which sets the month a budget is judged in; replaceable (tests move it a month on). */
-  clock: () => number;
+  clock: () => number = Date.now;
 
   constructor(private readonly opts: JobServiceOptions) {
-    this.clock = opts.now ?? Date.now;
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
   }
@@ -230,10 +227,7 @@ export class JobService {
       await this.opts.inputFiles.discard(accountId, staged);
       await release();
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
-      if (result.outcome === 'budget_exceeded') {
-        const { budget, spent, reserved } = result;
-        throw new BudgetExceededError({ budget, spent, reserved, period: createdAt.slice(0, 7), needed: newRun.price });
-      }
+      if (result.outcome === 'budget_exceeded') throw BudgetExceededError.of(result, createdAt, newRun.price);
       throw new InsufficientCreditsError(newRun.price, result.available);
     }
     if (result.outcome === 'exists') {
