@@ -124,7 +124,7 @@ export class LeaseSettlement {
         w.settling = (w.settling ?? 0) + 1;
         try {
           // A worker's code outside the list (an old name, its own) is recorded as the list's (models/run-error-codes.ts).
-          const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt) : this.settle(lease, 'fail', normalizeRunError(frame.error)));
+          const refused = await (frame.type === 'complete' ? this.settle(lease, 'succeeded', null, frame.output, frame.receipt, frame.usage) : this.settle(lease, 'fail', normalizeRunError(frame.error)));
           if (lease.rank) {
             const end = frame.type === 'complete' ? 'finished' : frame.error.code === 'canceled' ? 'canceled' : 'failed';
             this.ctx.pipelineEnded?.(lease, frame.type === 'complete' ? 'the last rank finished' : `rank ${lease.rank.index} failed (${frame.error.code}): ${frame.error.message}`, end);
@@ -138,11 +138,11 @@ export class LeaseSettlement {
   }
 
   /** Ends a lease the way its worker said; refused (stale) if the record moved on under another lease. */
-  private async settle(lease: ActiveLease, reported: 'succeeded' | 'fail', error: RunError | null, output?: RunRecord['output'], receipt?: string): Promise<Refusal | null> {
+  private async settle(lease: ActiveLease, reported: 'succeeded' | 'fail', error: RunError | null, output?: RunRecord['output'], receipt?: string, usage?: RunRecord['usage']): Promise<Refusal | null> {
     // On a datastore error the lease stays open: the worker sends its report again (docs/worker-protocol.md).
     let retryable = false;
     try {
-      if (reported === 'succeeded' && lease.job.data.tier !== 'private' && queueTier(lease.queue) !== 'private') return await this.succeed(lease, output);
+      if (reported === 'succeeded' && lease.job.data.tier !== 'private' && queueTier(lease.queue) !== 'private') return await this.succeed(lease, output, usage);
       const run = await this.opts.runs.get(lease.runId);
       if (run && run.fence === lease.fence && run.status === 'succeeded' && reported === 'succeeded') {
         // This very report succeeded the run before, but its answer was lost to an outage: acknowledge it again.
@@ -164,7 +164,7 @@ export class LeaseSettlement {
       else {
         // The gateway's own account of the files replaces any `files` the worker put in its output.
         if (outcome === 'succeeded' && output) output = { ...output, files: await this.outputFiles.describe(run.run_id, output.urls, checkedArtifacts) };
-        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation);
+        const ok = await this.finish(run, lease.fence, lease.job, lease.token, outcome, error, output, attestation, usage);
         if (!ok) return { code: 'stale_lease', message: 'the run is no longer leased to you' };
       }
       return null;
@@ -182,12 +182,13 @@ export class LeaseSettlement {
    * fenced transition checks its status and fence, and returns it when it refuses. This saves
    * a read and decoding of the whole record (its input too) on every completed job.
    */
-  private async succeed(lease: ActiveLease, output: RunRecord['output'] | undefined): Promise<Refusal | null> {
+  private async succeed(lease: ActiveLease, output: RunRecord['output'] | undefined, usage?: RunRecord['usage']): Promise<Refusal | null> {
     const run = { run_id: lease.runId, account_id: lease.accountId };
     this.opts.log.debug({ runId: run.run_id, leaseId: lease.id, outcome: 'succeeded' }, 'lease reported');
     // The gateway's own account of the files replaces any `files` the worker put in its output.
     const described = output && { ...output, files: await this.outputFiles.describe(run.run_id, output.urls) };
-    const set = { output: described ?? { urls: [] }, progress: 1, finished_at: new Date().toISOString(), error: null };
+    // The usage is charged by the very transition that makes the run succeed (docs/jobs.md, "Cost").
+    const set = { output: described ?? { urls: [] }, progress: 1, finished_at: new Date().toISOString(), error: null, ...(usage && { usage }) };
     const t = await this.opts.runs.transition(run, { from: ['running'], fence: lease.fence, to: 'succeeded', set, attempt: { attempt: lease.fence, ended_at: set.finished_at, error: null } });
     if (t.ok) {
       // The success is recorded: the worker's slot takes its next job while BullMQ's is finished
@@ -268,10 +269,11 @@ export class LeaseSettlement {
     error: RunError | null,
     output?: RunRecord['output'],
     attestation?: RunAttestation,
+    usage?: RunRecord['usage'],
   ): Promise<boolean> {
     const now = new Date().toISOString();
-    // A private run's attestation is written by the very transition that makes it succeed.
-    const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}) };
+    // A private run's attestation and usage are written by the very transition that makes it succeed (and charges it).
+    const succeeded = { output: output ?? { urls: [] }, progress: 1, finished_at: now, error: null, ...(attestation ? { attestation: { ...attestation } } : {}), ...(usage ? { usage } : {}) };
     // Every failure says the attempt it happened on; that attempt's entry ends with it.
     if (error) error = { ...error, attempt: error.attempt ?? fence };
     const t = await this.opts.runs.transition(run, {

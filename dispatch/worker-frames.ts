@@ -176,6 +176,17 @@ const frameSchemas = {
       },
       // Private runs: the worker's signed receipt (a compact JWS) over the run, input and artifacts.
       receipt: { type: 'string', minLength: 1, maxLength: 65_536 },
+      // Protocol 7: what the run used, charged at its kind's per-unit price (models/pricing.ts).
+      usage: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          input_tokens: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+          output_tokens: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+          seconds: { type: 'number', minimum: 0, maximum: 1e9 },
+          images: { type: 'integer', minimum: 0, maximum: 1e9 },
+        },
+      },
     },
   },
   fail: {

@@ -25,6 +25,8 @@ export type CreateBatchResult =
   /** A batch with this id exists already (an idempotent replay): nothing was created. */
   | { outcome: 'exists'; batch: BatchRecord }
   | { outcome: 'insufficient_credits'; available: number }
+  /** The account's monthly budget refused the batch's total (docs/jobs.md, "Cost"): nothing was created. */
+  | { outcome: 'budget_exceeded'; budget: number; spent: number; reserved: number }
   | { outcome: 'no_account' };
 
 /** A run of a batch as far as its counts need it. */

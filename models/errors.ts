@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   unknown_tool: 400,
   unauthorized: 401,
   insufficient_credits: 402,
+  /** The account's monthly budget would be passed: spent this month + reserved + this job's reservation (docs/jobs.md, "Cost"). */
+  budget_exceeded: 402,
   forbidden: 403,
   not_found: 404,
   /** The OpenAI surface's unknown model, in OpenAI's words (docs/openai.md). */
@@ -72,6 +74,18 @@ export class InsufficientCreditsError extends ApiError {
     super('insufficient_credits', `this job costs ${needed} credits; the account has ${available}`, {
       details: { needed, available },
     });
+  }
+}
+
+/** A submission past the account's monthly budget; `details` says where the account stands. */
+export class BudgetExceededError extends ApiError {
+  constructor(details: { budget: number; spent: number; reserved: number; period: string; needed: number }) {
+    super('budget_exceeded', `this job may cost ${details.needed} credits, past the account's budget of ${details.budget} for ${details.period} (spent ${details.spent}, reserved ${details.reserved})`, { details });
+  }
+
+  /** A store's refusal of a submission made at `createdAt` (its month is the period) that would reserve `needed`. */
+  static of(refused: { budget: number; spent: number; reserved: number }, createdAt: string, needed: number): BudgetExceededError {
+    return new BudgetExceededError({ budget: refused.budget, spent: refused.spent, reserved: refused.reserved, period: createdAt.slice(0, 7), needed });
   }
 }
 

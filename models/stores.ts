@@ -14,6 +14,8 @@ export interface AccountStore {
   setLimits(id: string, limits: Partial<Omit<AccountLimits, 'max_running_by_kind'>> & { max_running_by_kind?: Record<string, number | null> }): Promise<Account | null>;
   /** Adds `delta` (may be negative) to `credits`; refuses (returns null) if the balance would go below zero. Throws not_found for an unknown account. */
   adjustCredits(id: string, delta: number): Promise<Account | null>;
+  /** Sets (or, with null, removes) the account's monthly budget. Throws not_found for an unknown account. */
+  setBudget(id: string, budget: number | null): Promise<Account>;
   /**
    * The account's webhook signing secret. If it has none yet, `candidate` becomes it, atomically:
    * concurrent first reads all get the one that was stored first. Throws not_found for an unknown account.
@@ -59,6 +61,8 @@ export type CreateRunResult =
   /** A run with this id exists already (an idempotent replay or a duplicate create). */
   | { outcome: 'exists'; run: RunRecord }
   | { outcome: 'insufficient_credits'; available: number }
+  /** The account's monthly budget refused it: what it spent in the run's period and holds reserved. */
+  | { outcome: 'budget_exceeded'; budget: number; spent: number; reserved: number }
   | { outcome: 'no_account' };
 
 interface RunTransitionBase {

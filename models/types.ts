@@ -1,4 +1,5 @@
 import type { JobClass, Tier } from './kinds.js';
+import type { UnitRate, Usage } from './pricing.js';
 
 export interface Account extends AccountLimits {
   id: string;
@@ -10,6 +11,11 @@ export interface Account extends AccountLimits {
   /** Runs accepted and not yet terminal. */
   in_flight: number;
   created_at: string;
+  /** Monthly budget in credits (docs/jobs.md, "Cost"); null: none. Absent on records from before budgets: none. */
+  budget?: number | null;
+  /** Credits charged in `spent_period` (a UTC calendar month, `YYYY-MM`). */
+  spent?: number;
+  spent_period?: string | null;
 }
 
 /**
@@ -151,9 +157,15 @@ export interface RunRecord {
   class: JobClass;
   /** BullMQ priority (1 = most urgent), fixed at submission. */
   priority: number;
-  /** Credits reserved at submission, charged on success, returned otherwise. */
+  /** Credits reserved at submission; on success `charged` of them are charged, the rest returned. */
   price: number;
   settlement: Settlement;
+  /** The kind's per-unit price at submission (docs/jobs.md, "Cost"); null: a fixed price, `price`. */
+  rate: UnitRate | null;
+  /** What the worker reported it used (its `complete` frame); null: nothing reported. */
+  usage: Usage | null;
+  /** Credits taken at settlement (never more than `price`; 0 unless succeeded); null until then. */
+  charged: number | null;
   input: Record<string, unknown>;
   /** The input's files by field name, staged at submission; workers fetch them through their lease. */
   input_files: Record<string, InputFileRef>;
@@ -196,7 +208,7 @@ export interface RunRecord {
 
 /** Fields a transition may change besides `status` (which it names separately). */
 export type RunPatch = Partial<
-  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at' | 'fence' | 'worker_id' | 'timeout_at'>
+  Pick<RunRecord, 'started_at' | 'finished_at' | 'progress' | 'attempts' | 'output' | 'error' | 'attestation' | 'cancel_requested_at' | 'fence' | 'worker_id' | 'timeout_at' | 'usage'>
 >;
 
 /** What a submission asks the store to create; the store fixes `priority` and the settlement. */
@@ -218,6 +230,8 @@ export type NewRun = Omit<RunRecord, 'priority' | 'settlement' | 'status' | keyo
   retry_on_timeout?: boolean;
   /** @defaultValue null */
   batch_id?: string | null;
+  /** @defaultValue null (a fixed price) */
+  rate?: UnitRate | null;
 };
 
 /** A remark on an accepted input: where (a JSON pointer into `input`) and what. */
@@ -252,6 +266,10 @@ export const NEW_RUN_DEFAULTS = {
   input_files: {},
   warnings: [],
   batch_id: null,
+  // Also what records written before usage-based prices read as: a fixed price, charged whole.
+  rate: null,
+  usage: null,
+  charged: null,
 } satisfies Partial<RunRecord>;
 
 /**

@@ -48,6 +48,25 @@ describe('configuration', () => {
     }
   });
 
+  it('reads per-unit PRICES and names what is wrong with one', () => {
+    const c = loadConfig({ PRICES: '{"inference:video:generate": {"base": 2, "per_second": 3, "max_seconds": 120}, "inference:rig": 7}' });
+    assert.deepEqual(c.prices['inference:video:generate'], { base: 2, per_second: 3, max_seconds: 120 });
+    assert.equal(c.prices['inference:rig'], 7);
+    const problems = (prices: unknown) => {
+      try {
+        loadConfig({ PRICES: JSON.stringify(prices) });
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+    };
+    assert.match(problems({ 'inference:video:generate': { base: 1, per_second: 3 } }).join(), /PRICES\[inference:video:generate\] needs "max" or "max_seconds"/);
+    assert.match(problems({ 'inference:rig': { base: 1, per_image: 1.5, max: 9 } }).join(), /\.per_image must be a whole number >= 0/);
+    assert.match(problems({ 'inference:rig': { base: 1, per_minute: 2 } }).join(), /unknown field "per_minute"/);
+    assert.match(problems({ 'inference:rig': { base: 1 } }).join(), /names no per-unit rate/);
+    assert.match(problems({ 'inference:rig': 'ten' }).join(), /must be a whole number of credits or an object/);
+  });
+
   it('treats empty variables as unset', () => {
     assert.equal(loadConfig({ ADMIN_TOKEN: '', MONGO_URL: '' }).adminToken, undefined);
   });

@@ -20,7 +20,7 @@ describe('credits and idempotency', () => {
       const { id, key } = await gw.account(10, 'acme');
       const res = await gw.request('GET', '/v1/account', { key });
       assert.equal(res.status, 200);
-      assert.deepEqual(res.body, { id, name: 'acme', credits: 10, reserved: 0, created_at: res.body.created_at });
+      assert.deepEqual(res.body, { id, name: 'acme', credits: 10, reserved: 0, created_at: res.body.created_at, budget: null });
     });
 
     it('reserves the price at submission and answers 402 when the balance is short', async () => {

@@ -119,8 +119,8 @@ describe('jobs API', () => {
       const res = await gw.request('GET', `/v1/jobs/${accepted.run_id}`, { key });
       assert.equal(res.status, 200);
       assert.deepEqual(Object.keys(res.body).sort(), [
-        'attempt_history', 'attempts', 'attestation', 'batch_id', 'class', 'confidentiality', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'max_attempts', 'output',
-        'priority', 'progress', 'queue_position', 'retry_on_timeout', 'run_id', 'started_at', 'status', 'terminal', 'timeout_at', 'timeout_s', 'ttl_s', 'waiting_ranks', 'waiting_reason',
+        'attempt_history', 'attempts', 'attestation', 'batch_id', 'class', 'confidentiality', 'cost', 'created_at', 'error', 'expires_at', 'finished_at', 'kind', 'max_attempts', 'output',
+        'priority', 'progress', 'queue_position', 'retry_on_timeout', 'run_id', 'started_at', 'status', 'terminal', 'timeout_at', 'timeout_s', 'ttl_s', 'usage', 'waiting_ranks', 'waiting_reason',
       ]);
       assert.equal(res.body.status, 'queued');
       assert.equal(res.body.terminal, false);

@@ -82,6 +82,8 @@ describe('worker SDK: rank workers run a ranked job through the gateway', functi
     const job = await run({ kind: IMAGE, input: { prompt, model: 'demo-ranked-image' } });
     assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
     assert.equal(job.output.urls.length, 1);
+    // The last rank's complete carries the run's usage (docs/worker-protocol.md, "Usage").
+    assert.deepEqual(job.usage, { images: 1 });
     const png = Buffer.from(await (await fetch(job.output.urls[0])).arrayBuffer());
     assert.ok(png.equals(imageWhole(prompt)));
   });

@@ -284,7 +284,7 @@ describe('worker SDK: frames (scripted gateway)', () => {
     await w.start();
     const [reg] = gw.of('register');
     assert.equal(reg.authorization, 'Bearer swt_test');
-    assert.deepEqual(reg.protocol, [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(reg.protocol, [1, 2, 3, 4, 5, 6, 7]);
     assert.match(reg.identity, /^sdk-[0-9a-f]{24}$/, 'a random identity of its own, sent on every connection');
     assert.deepEqual(reg.kinds, [KIND]);
     assert.equal(reg.tier, 'open');
@@ -369,6 +369,21 @@ describe('worker SDK: frames (scripted gateway)', () => {
     gw.send(gw.lease(1));
     await waitFor('the worker available again after its wait', () => states.length === 2);
     assert.deepEqual(gw.of('backend'), []);
+  });
+
+  it("sends a handler's usage in complete to a protocol 7 gateway, checked, and leaves it out for an older one", async () => {
+    for (const protocol of [7, 6]) {
+      gw.protocol = protocol;
+      const seen = gw.of('complete').length;
+      const w = worker({ handler: async () => ({ artifacts: [], usage: { input_tokens: 12.4, output_tokens: 3, seconds: 1.5, images: -1, bogus: 4 } as never }) });
+      await w.start();
+      gw.send(gw.lease(1));
+      await waitFor('complete', () => gw.of('complete').length === seen + 1);
+      const frame = gw.of('complete')[seen];
+      if (protocol === 7) assert.deepEqual(frame.usage, { input_tokens: 12, output_tokens: 3, seconds: 1.5 });
+      else assert.equal('usage' in frame, false, 'a protocol 6 gateway refuses a field it does not know');
+      await w.stop({ timeoutMs: 0 });
+    }
   });
 
   it('throttles progress frames and sends log and output frames; complete carries urls and extra', async () => {

@@ -104,5 +104,5 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
   });
   const llm = new LlmRunner({ jobs, follower, fleet: fleet.dispatcher.fleet, catalogue: core.stores.models, timeoutMs: c.agents.llmStepTimeoutMs });
   const openai = new ChatCompletions({ llm, log, pingMs: c.events.pingMs, clientBufferBytes: c.events.clientBufferBytes });
-  return { confirmer, reconciler, jobs, batches, batchFollower, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues, catalogue: core.stores.models }), openai };
+  return { confirmer, reconciler, jobs, batches, batchFollower, follower, sse, callerServer, llm, fleet: new FleetService({ fleet: fleet.dispatcher.fleet, queues: core.queues, catalogue: core.stores.models, prices: c.prices }), openai };
 }

@@ -1,5 +1,6 @@
 import type { Account, ApiKeyRecord, ModelRecord, Operator, RunRecord } from '../../models/types.js';
 import { isTerminal } from '../../models/types.js';
+import { budgetPeriod } from '../../models/pricing.js';
 
 /** The job object of docs/api.md "Jobs"; internal fields (account, price, input) stay inside. */
 export function jobView(run: RunRecord, queue: { position: number | null; waiting_reason: string | null; waiting_ranks: number[] | null } | null = null) {
@@ -30,6 +31,9 @@ export function jobView(run: RunRecord, queue: { position: number | null; waitin
     attestation: run.attestation,
     batch_id: run.batch_id ?? null,
     attempt_history: run.attempt_history,
+    // Last, in the order transitionRun's status events write them (docs/jobs.md, "Cost").
+    cost: { reserved: run.price, charged: run.charged ?? null },
+    usage: run.usage ?? null,
   };
 }
 
@@ -47,8 +51,11 @@ export function acceptedView(run: RunRecord) {
   };
 }
 
-export function accountView(a: Account) {
-  return { id: a.id, name: a.name, credits: a.credits, reserved: a.reserved, created_at: a.created_at };
+export function accountView(a: Account, now = Date.now()) {
+  const period = budgetPeriod(now);
+  // What was spent in an earlier month is no part of this one's: the next charge starts it again.
+  const budget = a.budget == null ? null : { monthly: a.budget, period, spent: a.spent_period === period ? (a.spent ?? 0) : 0 };
+  return { id: a.id, name: a.name, credits: a.credits, reserved: a.reserved, created_at: a.created_at, budget };
 }
 
 export function apiKeyView(k: ApiKeyRecord) {

@@ -5,6 +5,7 @@ import { deadlineFields, deadlineViewFields } from './deadline-schemas.js';
 import { attemptFields, attemptHistory, attemptViewFields, runError } from './attempt-schemas.js';
 import { jobAttestation } from './attestation-schemas.js';
 import { rankFields, waitingRanks } from './rank-schemas.js';
+import { accountBudget, costViewFields, kindPrice } from './cost-schemas.js';
 
 /**
  * JSON Schemas (2020-12) of the public API. Request schemas validate bodies and queries;
@@ -15,7 +16,6 @@ const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 
 // Free-form objects (JSON Schemas, details) say `additionalProperties: true`, which JSON Schema
 // assumes anyway: client generators type an object that does not say it as an empty one.
-
 // Named once and shared by reference, so the OpenAPI document shows each as one component
 // (api/http/openapi/components.ts).
 export const kindName = { type: 'string', enum: [...KIND_NAMES], description: 'A kind of the catalogue (docs/api.md, "Kinds").' } as const;
@@ -107,7 +107,7 @@ export const job = {
     finished_at: nullable(isoTime),
     progress: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     attempts: { type: 'integer', minimum: 0 },
-    ...deadlineViewFields,
+    ...deadlineViewFields, ...costViewFields,
     ...attemptViewFields,
     queue_position: nullable({ type: 'integer', minimum: 1, description: '1 = next to be leased; null unless queued.' }),
     waiting_reason: nullable({
@@ -194,7 +194,7 @@ export const account = {
     name: { type: 'string' },
     credits: { type: 'integer', description: 'What the account can still spend, reservations already taken off.' },
     reserved: { type: 'integer', description: 'Held by runs in flight.' },
-    created_at: isoTime,
+    created_at: isoTime, budget: accountBudget,
   },
 } as const;
 
@@ -300,7 +300,7 @@ export const capabilities = {
         properties: {
           kind: kindName,
           rollout: { enum: ['live', 'rolling_out'] },
-          description: { type: 'string' },
+          description: { type: 'string' }, price: kindPrice,
           workers: { type: 'integer', description: 'Workers connected now that serve this kind, on any gateway instance.' },
           workers_by_tier: byTier,
           workers_unavailable: { type: 'integer', description: 'Of `workers`, those whose backend (inference server) does not answer: connected, but offered no lease until it answers again (docs/worker-protocol.md, `backend`).' },

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { KIND_NAMES, findKind } from '../../models/kinds.js';
+import { priceProblem, type KindPrice, type UnitRate } from '../../models/pricing.js';
 import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
 import { readDeadlines } from './deadline-settings.js';
 
@@ -91,8 +92,8 @@ const ports = (env: string, dflt: string | undefined, doc: string) =>
     },
   });
 
-function readPrices(text: string | undefined, ctx: ReadContext): Record<string, number> {
-  const prices: Record<string, number> = Object.fromEntries(KIND_NAMES.map((k) => [k, findKind(k)!.defaultPrice]));
+function readPrices(text: string | undefined, ctx: ReadContext): Record<string, KindPrice> {
+  const prices: Record<string, KindPrice> = Object.fromEntries(KIND_NAMES.map((k) => [k, findKind(k)!.defaultPrice]));
   if (text === undefined) return prices;
   let parsed: unknown;
   try {
@@ -102,13 +103,14 @@ function readPrices(text: string | undefined, ctx: ReadContext): Record<string, 
     return prices;
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    ctx.problem('PRICES must be a JSON object of kind -> credits');
+    ctx.problem('PRICES must be a JSON object of kind -> credits (or a per-unit price object)');
     return prices;
   }
   for (const [kind, price] of Object.entries(parsed)) {
+    const problem = priceProblem(price);
     if (!findKind(kind)) ctx.problem(`PRICES names an unknown kind ${JSON.stringify(kind)}`);
-    else if (!Number.isSafeInteger(price) || (price as number) < 0) ctx.problem(`PRICES[${kind}] must be a whole number >= 0`);
-    else prices[kind] = price as number;
+    else if (problem) ctx.problem(`PRICES[${kind}] ${problem}`);
+    else prices[kind] = typeof price === 'number' ? price : ({ ...(price as UnitRate), base: (price as UnitRate).base ?? 0 } as UnitRate);
   }
   return prices;
 }
@@ -150,7 +152,7 @@ export const settings = {
   }),
   prices: setting({
     env: 'PRICES', schema: { type: 'string' }, docDefault: 'catalogue prices', read: readPrices,
-    doc: 'JSON object of credits per kind, e.g. `{"inference:image:generate": 4}`; unnamed kinds keep their default',
+    doc: 'JSON object of prices per kind; unnamed kinds keep their default. A number is a fixed price in credits, e.g. `{"inference:image:generate": 4}`; an object is a per-unit price in whole credits: `base`, and `per_1k_input_tokens`, `per_1k_output_tokens`, `per_second` (of output, per started second), `per_image`, with `max_input_tokens`, `max_output_tokens`, `max_seconds`, `max_images` (the most units charged, and reserved when a job\'s input gives no bound) and `max` (the most a job costs); every rated unit needs its `max_<unit>` or `max`, e.g. `{"inference:video:generate": {"base": 2, "per_second": 3, "max_seconds": 120}}` (docs/jobs.md, "Cost")',
   }),
   deadlines: setting({
     env: 'JOB_DEADLINES', schema: { type: 'string' }, docDefault: 'a day to start, an hour per attempt',

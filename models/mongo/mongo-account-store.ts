@@ -19,6 +19,9 @@ export function toAccount(d: AccountDoc): Account {
     weight: d.weight ?? ACCOUNT_LIMIT_DEFAULTS.weight,
     max_running: d.max_running ?? null,
     max_running_by_kind: d.max_running_by_kind ?? {},
+    budget: d.budget ?? null,
+    spent: d.spent ?? 0,
+    spent_period: d.spent_period ?? null,
   };
 }
 
@@ -67,6 +70,12 @@ export class MongoAccountStore implements AccountStore {
     // No match: either the account is unknown or the balance refused the change.
     if (!(await this.accounts.findOne({ _id: id }, { projection: { _id: 1 } }))) throw new NotFoundError('account');
     return null;
+  }
+
+  async setBudget(id: string, budget: number | null): Promise<Account> {
+    const doc = await this.accounts.findOneAndUpdate({ _id: id }, budget === null ? { $unset: { budget: '' } } : { $set: { budget } }, { returnDocument: 'after' });
+    if (!doc) throw new NotFoundError('account');
+    return toAccount(doc);
   }
 
   async webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret> {

@@ -1,3 +1,4 @@
+import { unitCost } from '../pricing.js';
 import type { ClientSession, Collection, Filter, MongoClient } from 'mongodb';
 import type { CreateRunResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import { mergeAttempt } from '../attempt-history.js';
@@ -75,6 +76,9 @@ function toRun(d: RunDoc): RunRecord {
     max_attempts: d.max_attempts ?? null,
     retry_on_timeout: d.retry_on_timeout ?? false,
     attempt_history: d.attempt_history ?? [],
+    rate: d.rate ?? null,
+    usage: d.usage ?? null,
+    charged: d.charged ?? null,
     ...(d.api_key_id ? { api_key_id: d.api_key_id } : {}),
   };
 }
@@ -140,6 +144,12 @@ export class MongoRunStore implements RunStore {
           const account = await this.accounts.findOne({ _id: batch.account_id }, { session });
           return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
         }
+        // The budget judges the total as a create judges one run's price; a refusal takes the reservation back: nothing changed.
+        const spent = before.spent_period === batch.created_at.slice(0, 7) ? (before.spent ?? 0) : 0;
+        if (before.budget != null && spent + before.reserved + batch.price > before.budget) {
+          await this.accounts.updateOne({ _id: batch.account_id }, { $inc: { credits: batch.price, reserved: -batch.price, in_flight: -runs.length, ...Object.fromEntries(Object.entries(byKind).map(([k, n]) => [k, -n])) } }, { session });
+          return { outcome: 'budget_exceeded', budget: before.budget, spent, reserved: before.reserved };
+        }
         // Each run ranked as a create in turn would rank it: its kind's runs in flight before it.
         const ofKind: Record<string, number> = { ...before.in_flight_by_kind };
         const docs = runs.map((run) => {
@@ -189,6 +199,13 @@ export class MongoRunStore implements RunStore {
       const account = await this.accounts.findOne({ _id: run.account_id }, { session });
       return account ? { outcome: 'insufficient_credits', available: account.credits } : { outcome: 'no_account' };
     }
+    // The budget is judged on the account as it was before the reservation (as the Redis script
+    // does); a refusal takes the reservation back in the same transaction: nothing changed.
+    const spent = before.spent_period === run.created_at.slice(0, 7) ? (before.spent ?? 0) : 0;
+    if (before.budget != null && spent + before.reserved + run.price > before.budget) {
+      await this.accounts.updateOne({ _id: run.account_id }, { $inc: { credits: run.price, reserved: -run.price, in_flight: -1, [`in_flight_by_kind.${run.kind}`]: -1 } }, { session });
+      return { outcome: 'budget_exceeded', budget: before.budget, spent, reserved: before.reserved };
+    }
     const rank = fairRank(Math.max(0, before.in_flight_by_kind?.[run.kind] ?? 0), this.opts.fairShareStep, before.weight ?? 1);
     const doc = this.newDoc(run, run.priorityBase + rank);
     await this.runs.insertOne(doc, { session });
@@ -214,6 +231,7 @@ export class MongoRunStore implements RunStore {
       idempotency_key: run.idempotency_key,
       created_at: run.created_at,
       ...RECORD_DEFAULTS,
+      rate: run.rate ?? null,
       webhook_events_filter: run.webhook_events_filter ?? NEW_RUN_DEFAULTS.webhook_events_filter,
       input_files: run.input_files ?? {},
       warnings: run.warnings ?? [],
@@ -274,11 +292,22 @@ export class MongoRunStore implements RunStore {
         // Concurrent transitions of this run write-conflict on its document and only one commits,
         // so the run turns terminal, and settles, exactly once.
         if (cur.settlement === 'reserved') {
-          const charged = t.to === 'succeeded';
-          const release = { reserved: -cur.price, in_flight: -1, ...(cur.kind_counted ? { [`in_flight_by_kind.${cur.kind}`]: -1 } : {}) };
-          // Success keeps the reserved credits (charged); failure and cancel give them back.
-          await this.accounts.updateOne({ _id: run.account_id }, { $inc: charged ? release : { ...release, credits: cur.price } }, { session });
-          set.settlement = charged ? 'charged' : 'released';
+          const succeeded = t.to === 'succeeded';
+          // What the Redis script charges (settle_charge): the usage at the run's rate, at most its price; all of it without a rate or usage.
+          const usage = t.set?.usage ?? null;
+          const charge = !succeeded ? 0 : cur.rate && usage ? Math.min(cur.price, unitCost(cur.rate, usage)) : cur.price;
+          const release = { reserved: -cur.price, in_flight: -1, credits: cur.price - charge, ...(cur.kind_counted ? { [`in_flight_by_kind.${cur.kind}`]: -1 } : {}) };
+          const finished = /^(\d{4}-\d{2})/.exec(String(t.set?.finished_at ?? ''))?.[1];
+          const acct = charge > 0 && finished ? await this.accounts.findOne({ _id: run.account_id }, { session, projection: { spent_period: 1 } }) : null;
+          // A charge in a later month than the account's last starts that month's `spent` (docs/jobs.md, "Cost").
+          const newMonth = acct && finished && (!acct.spent_period || finished > acct.spent_period);
+          await this.accounts.updateOne(
+            { _id: run.account_id },
+            newMonth ? { $inc: release, $set: { spent: charge, spent_period: finished } } : { $inc: { ...release, spent: charge } },
+            { session },
+          );
+          set.settlement = succeeded ? 'charged' : 'released';
+          set.charged = charge;
         }
         unsetUnconfirmed = true;
         // A batch is kept as long as its runs: each run's end restarts its retention clock.

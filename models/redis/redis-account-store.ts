@@ -18,6 +18,9 @@ export function decodeAccount(h: Record<string, string>): Account | null {
     weight: h.weight ? Number(h.weight) : ACCOUNT_LIMIT_DEFAULTS.weight,
     max_running: h.max_running ? Number(h.max_running) : null,
     max_running_by_kind: h.max_running_by_kind ? (JSON.parse(h.max_running_by_kind) as Record<string, number>) : {},
+    budget: h.budget ? Number(h.budget) : null,
+    spent: Number(h.spent ?? 0),
+    spent_period: h.spent_period ?? null,
   };
 }
 
@@ -27,7 +30,7 @@ export class RedisAccountStore implements AccountStore {
   async create(input: { name: string; credits: number }): Promise<Account> {
     const fields = { id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };
     await this.redis.hset(this.keys.account(fields.id), fields);
-    return { ...fields, ...ACCOUNT_LIMIT_DEFAULTS, max_running_by_kind: {} };
+    return { ...fields, ...ACCOUNT_LIMIT_DEFAULTS, max_running_by_kind: {}, budget: null, spent: 0, spent_period: null };
   }
 
   async get(id: string): Promise<Account | null> {
@@ -48,6 +51,15 @@ export class RedisAccountStore implements AccountStore {
     if (result === -1) throw new NotFoundError('account');
     if (result === 0) return null;
     return this.get(id);
+  }
+
+  async setBudget(id: string, budget: number | null): Promise<Account> {
+    const key = this.keys.account(id);
+    // Accounts are never deleted: one that exists now still does at the write.
+    if (!(await this.redis.exists(key))) throw new NotFoundError('account');
+    if (budget === null) await this.redis.hdel(key, 'budget');
+    else await this.redis.hset(key, 'budget', budget);
+    return (await this.get(id))!;
   }
 
   webhookSecret(id: string, candidate: WebhookSecret): Promise<WebhookSecret> {

@@ -40,26 +40,27 @@ export type PipedCreate =
 const inFlightOf = (reply: Reply): { inFlight?: number; share?: number } => (reply[0] === 'created' ? { inFlight: Number(reply[2]), share: Number(reply[3]) } : {});
 
 /** What createRun's reply says happened. */
-function createdFrom(reply: Reply, doc: ImmutableRunFields): CreateRunResult {
+function createdFrom(reply: Reply, doc: ImmutableRunFields, rate?: NewRun['rate']): CreateRunResult {
   const [tag, ...rest] = reply;
   if (tag === 'no_account') return { outcome: 'no_account' };
   if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+  if (tag === 'budget') return { outcome: 'budget_exceeded', budget: Number(rest[0]), spent: Number(rest[1]), reserved: Number(rest[2]) };
   if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
   // Built here rather than read back: the script only fixes the priority. Object.assign, not
   // spreads: V8 took ~15 us per job to spread these two objects into one (1 us this way), the
   // largest single cost of our own code in the submit benchmark's profile.
-  const run = Object.assign({}, NEW_RUN_DEFAULTS, doc, { status: 'queued', settlement: 'reserved', priority: Number(rest[0]) }) as RunRecord;
+  const run = Object.assign({}, NEW_RUN_DEFAULTS, doc, { status: 'queued', settlement: 'reserved', priority: Number(rest[0]), rate: rate ?? null }) as RunRecord;
   return { outcome: 'created', run };
 }
 
 /** What gatedCreateRun's reply says happened: the gate's refusal, or its go-ahead and the create's result. */
-function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFields): GatedCreateResult {
+function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFields, rate?: NewRun['rate']): GatedCreateResult {
   if (typeof reply[0] === 'number') return { gate: gateVerdict(reply as [number, number, number]) as Exclude<GateVerdict, { outcome: 'allowed' }> };
   const rest = reply as Reply;
   // The gate's two values come last, after createRun's own reply (whose length varies).
   const remaining = Number(rest[rest.length - 1]);
   const nextMs = Number(rest[rest.length - 2]);
-  return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc) };
+  return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc, rate) };
 }
 
 export class RedisRunStore implements RunStore {
@@ -76,13 +77,13 @@ export class RedisRunStore implements RunStore {
 
   async create(run: NewRun): Promise<CreateRunResult> {
     const { keys, args, doc } = this.createCall(run);
-    return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc);
+    return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc, run.rate);
   }
 
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
     const { keys, args, doc } = this.createCall(run);
     const call = gateCall(this.keys, gate);
-    return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc);
+    return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc, run.rate);
   }
 
   /** In-flight runs per fair-share rank (weight 1), as the create script is given it. */
@@ -99,18 +100,18 @@ export class RedisRunStore implements RunStore {
   sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
-      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc), ...inFlightOf(reply) }));
+      return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc, run.rate), ...inFlightOf(reply) }));
     }
     const call = gateCall(this.keys, gate);
     return redisScripts.send(redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]).then((reply): PipedCreate => {
-      const gated = gatedFrom(reply, doc);
+      const gated = gatedFrom(reply, doc, run.rate);
       return 'result' in gated ? { ...gated, ...inFlightOf(reply as Reply) } : gated;
     });
   }
 
   /** createRun's keys and arguments, and the immutable fields it stores. */
   private createCall(run: NewRun): { keys: string[]; args: Array<string | number>; doc: ImmutableRunFields } {
-    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, batch_id, max_attempts, retry_on_timeout, ...fields } = run;
+    const { priorityBase, webhook_events_filter, input_files, warnings, ttl_s, timeout_s, expires_at, batch_id, max_attempts, retry_on_timeout, rate, ...fields } = run;
     // An undefined filter (or file map, or list) would hide the default when spread below.
     const doc: ImmutableRunFields = {
       ...fields,
@@ -136,6 +137,8 @@ export class RedisRunStore implements RunStore {
         run.kind,
         this.indexFloor(),
         viewFragment(doc),
+        run.created_at.slice(0, 7),
+        rate ? JSON.stringify(rate) : '',
       ],
       doc,
     };
@@ -152,15 +155,16 @@ export class RedisRunStore implements RunStore {
     const args: Array<string | number> = [batch.batch_id, batch.account_id, batch.price, created, this.opts.fairShareStep, this.indexFloor(), JSON.stringify(batch)];
     for (const { keys: runKeys, args: a } of calls) {
       keys.push(runKeys[0]);
-      // createCall's own order: run_id, account_id, price, doc, created, step, base, kind, floor, view.
-      args.push(a[0], a[2], a[3], a[6], a[7], a[9]);
+      // createCall's own order: run_id, account_id, price, doc, created, step, base, kind, floor, view, period, rate.
+      args.push(a[0], a[2], a[3], a[6], a[7], a[9], a[10], a[11]);
     }
     if (args.length !== 7 + runs.length * CREATE_BATCH_RUN_ARGS) throw new Error('createBatch arguments out of step');
     const [tag, ...rest] = await redisScripts.run(this.redis, 'createBatch', keys, args);
     if (tag === 'no_account') return { outcome: 'no_account' };
     if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
+    if (tag === 'budget') return { outcome: 'budget_exceeded', budget: Number(rest[0]), spent: Number(rest[1]), reserved: Number(rest[2]) };
     if (tag === 'exists') return { outcome: 'exists', batch: JSON.parse(rest[0]) as BatchRecord };
-    const made = calls.map(({ doc }, i) => createdFrom(['created', rest[i + 1]], doc) as { run: RunRecord });
+    const made = calls.map(({ doc }, i) => createdFrom(['created', rest[i + 1]], doc, runs[i].rate) as { run: RunRecord });
     return { outcome: 'created', batch, runs: made.map((m) => m.run) };
   }
 

@@ -5,12 +5,13 @@ import type { PriorRunFields } from '../stores.js';
  * A run is a Redis hash laid out for its Lua scripts, which never decode JSON:
  * - `doc`: JSON of what never changes after creation (input, kind, class, ...);
  * - plain scalars the scripts read or write: status, settlement, account_id, price, priority,
- *   attempts, fence, worker_id, and kind (also in `doc`: transitionRun reads it to move the run
+ *   attempts, fence, worker_id, charged (written at settlement), and kind (also in `doc`: transitionRun reads it to move the run
  *   between the status-and-kind indexes; a run made before that has it only in `doc`);
- * - each other mutable field (output, error, progress, timestamps) as JSON text, present once set.
+ * - each other mutable field (output, error, progress, timestamps, usage) as JSON text, present
+ *   once set, and `rate` (the per-unit price, written at creation and read by transitionRun).
  */
-const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts', 'fence', 'worker_id', 'kind']);
-const NUMBERS = new Set(['price', 'priority', 'attempts', 'fence']);
+const SCALARS = new Set(['status', 'settlement', 'account_id', 'price', 'priority', 'attempts', 'fence', 'worker_id', 'kind', 'charged']);
+const NUMBERS = new Set(['price', 'priority', 'attempts', 'fence', 'charged']);
 
 export type ImmutableRunFields = Pick<
   RunRecord,

@@ -11,6 +11,7 @@ export type SwitchyardErrorCode =
   | 'unknown_tool'
   | 'unauthorized'
   | 'insufficient_credits'
+  | 'budget_exceeded'
   | 'forbidden'
   | 'not_found'
   | 'model_not_found'

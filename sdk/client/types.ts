@@ -1,4 +1,7 @@
 import type { RunErrorCode } from './run-error-codes.js';
+import type { JobCost, JobUsage } from './cost-types.js';
+export type { JobCost, JobUsage };
+
 /**
  * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
  * Plain data only: nothing here imports server code.
@@ -112,6 +115,10 @@ export interface Job {
   attestation?: JsonObject | null;
   /** The batch it was submitted in (submitBatch()); null: submitted alone. */
   batch_id?: string | null;
+  /** Credits held at submission (the most it can cost), and taken when it ended (null until then): docs/jobs.md, "Cost". */
+  cost?: JobCost;
+  /** What the worker reported the run used; null when it reported nothing. */
+  usage?: JobUsage | null;
 }
 
 /** What every job-returning call gives: the job fields, `terminal`, and the exact parsed JSON. */

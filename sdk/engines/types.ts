@@ -1,3 +1,5 @@
+import type { WorkUsage } from '../protocol/index.js';
+
 /**
  * The contract between a worker and whatever produces a job's files. An engine is a pure
  * function of (kind, input, input files): it never touches the network, the worker SDK fetches
@@ -85,6 +87,12 @@ export interface EngineResult {
    * the engine's: the gateway writes `files` from its records of the uploads.
    */
   extra?: Record<string, unknown>;
+  /**
+   * What the job used, reported in the `complete` frame (protocol 7) and charged when its kind
+   * has a per-unit price (docs/jobs.md, "Cost"): tokens for LLMs, seconds of output for audio
+   * and video, images. Absent: the run is charged its whole reservation.
+   */
+  usage?: WorkUsage;
 }
 
 export type Engine = (kind: string, input: Record<string, unknown>, ctx: EngineContext) => Promise<EngineResult>;

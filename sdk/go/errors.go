@@ -27,6 +27,7 @@ var (
 	ErrUnknownTool          = errors.New("switchyard: unknown_tool")
 	ErrUnauthorized         = errors.New("switchyard: unauthorized")
 	ErrInsufficientCredits  = errors.New("switchyard: insufficient_credits")
+	ErrBudgetExceeded       = errors.New("switchyard: budget_exceeded")
 	ErrForbidden            = errors.New("switchyard: forbidden")
 	ErrNotFound             = errors.New("switchyard: not_found")
 	ErrModelNotFound        = errors.New("switchyard: model_not_found")
@@ -66,6 +67,7 @@ var errorsByCode = map[string]error{
 	"unknown_tool":           ErrUnknownTool,
 	"unauthorized":           ErrUnauthorized,
 	"insufficient_credits":   ErrInsufficientCredits,
+	"budget_exceeded":        ErrBudgetExceeded,
 	"forbidden":              ErrForbidden,
 	"not_found":              ErrNotFound,
 	"model_not_found":        ErrModelNotFound,

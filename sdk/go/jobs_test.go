@@ -128,6 +128,11 @@ func TestSubmitEachKindAndWait(t *testing.T) {
 	if err := json.Unmarshal(done["inference:llm:text-generate"].Output.Fields["text"], &text); err != nil || text == "" {
 		t.Fatalf("the llm output's own fields are kept: %q %v", text, err)
 	}
+	// What a job reserved and was charged, and what its worker reported it used (docs/jobs.md, "Cost").
+	llm := done["inference:llm:text-generate"]
+	if llm.Cost == nil || llm.Cost.Charged == nil || *llm.Cost.Charged > llm.Cost.Reserved || llm.Usage == nil || llm.Usage.OutputTokens == nil {
+		t.Fatalf("cost and usage: %s", llm.Raw)
+	}
 
 	// The artifact URLs serve the files.
 	res, err := http.Get(done["inference:image:generate"].Output.URLs[0])

@@ -47,6 +47,8 @@ type Job struct {
 	MaxAttempts     *int       `json:"max_attempts"`
 	RetryOnTimeout  bool       `json:"retry_on_timeout"`
 	AttemptHistory  []Attempt  `json:"attempt_history"`
+	Cost            *JobCost   `json:"cost"`  // credits held at submission, and taken when it ended (docs/jobs.md, "Cost")
+	Usage           *JobUsage  `json:"usage"` // what the worker reported the run used; nil: nothing
 	// Warnings of a submission: input fields no schema names, passed on to the worker as they are.
 	Warnings []Warning `json:"warnings,omitempty"`
 	// BatchID is the batch it was submitted in (Client.SubmitBatch); nil: submitted alone.
@@ -56,6 +58,20 @@ type Job struct {
 	Terminal bool `json:"terminal"`
 	// Raw is the answer's job object exactly as received, for fields this type does not name.
 	Raw json.RawMessage `json:"-"`
+}
+
+// JobCost is what a job holds and costs: Charged is nil until it ends (0 unless it succeeded).
+type JobCost struct {
+	Reserved int64  `json:"reserved"`
+	Charged  *int64 `json:"charged"`
+}
+
+// JobUsage is what a job's worker reported it used; a unit it did not report is nil.
+type JobUsage struct {
+	InputTokens  *int64   `json:"input_tokens,omitempty"`
+	OutputTokens *int64   `json:"output_tokens,omitempty"`
+	Seconds      *float64 `json:"seconds,omitempty"`
+	Images       *int64   `json:"images,omitempty"`
 }
 
 // JobOutput is a succeeded run's output: the artifact URLs, a description of each, and the

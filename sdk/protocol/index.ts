@@ -3,7 +3,7 @@
  * versions, frame types and limits, and the URLs both ends build or read. The gateway
  * (dispatch/, api/) and the worker SDK (sdk/worker/) import it; it imports no server code.
  */
-export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, MODELS_PROTOCOL, BATCH_ACK_PROTOCOL, DELTA_SEQ_PROTOCOL, IDENTITY_PROTOCOL, BACKEND_STATE_PROTOCOL, RANKS_PROTOCOL, SUPERSEDED_CLOSE, SUPERSEDED_CODE, type ProtocolVersion } from './versions.js';
+export { PROTOCOL_VERSIONS, HANDOVER_PROTOCOL, MODELS_PROTOCOL, BATCH_ACK_PROTOCOL, DELTA_SEQ_PROTOCOL, IDENTITY_PROTOCOL, BACKEND_STATE_PROTOCOL, RANKS_PROTOCOL, USAGE_PROTOCOL, SUPERSEDED_CLOSE, SUPERSEDED_CODE, type ProtocolVersion } from './versions.js';
 export { WORKER_PATH, workerSocketUrl } from './worker-url.js';
 export { artifactUrl, parseArtifactUrl, leaseUploadUrl, leaseFileUrl, type ArtifactRef } from './artifact-url.js';
 export {
@@ -50,6 +50,7 @@ export type {
   LogFrame,
   OutputFrame,
   CompleteFrame,
+  WorkUsage,
   FailFrame,
   LeaseReport,
   WorkerFrame,

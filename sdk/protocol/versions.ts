@@ -2,7 +2,7 @@
  * The worker protocol versions (docs/worker-protocol.md). One list for both ends: the SDK offers
  * it in `register` and the gateway picks the highest version it shares, so the two cannot drift.
  */
-export const PROTOCOL_VERSIONS = [1, 2, 3, 4, 5, 6] as const;
+export const PROTOCOL_VERSIONS = [1, 2, 3, 4, 5, 6, 7] as const;
 
 export type ProtocolVersion = (typeof PROTOCOL_VERSIONS)[number];
 
@@ -31,6 +31,13 @@ export const BACKEND_STATE_PROTOCOL = 5;
  * pipeline stage of a model split into `count` ranks, not the whole model (docs/ranks.md).
  */
 export const RANKS_PROTOCOL = 6;
+
+/**
+ * The first version whose `complete` may carry `usage` (tokens, seconds, images): what the run
+ * is charged for when its kind has a per-unit price (docs/jobs.md, "Cost"). An older gateway
+ * refuses the field, so the SDK sends it only from this version on.
+ */
+export const USAGE_PROTOCOL = 7;
 
 /**
  * The close code (and `error` code) of a connection retired because the same worker identity

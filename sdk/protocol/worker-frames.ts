@@ -145,6 +145,16 @@ export interface CompleteFrame extends LeaseRef {
   output: { urls: string[] } & Record<string, unknown>;
   /** Private runs: the worker's signed receipt (a compact JWS) over the run, input and artifacts. */
   receipt?: string;
+  /** Protocol 7: what the run used, which a per-unit price charges (docs/worker-protocol.md). */
+  usage?: WorkUsage;
+}
+
+/** What a run used (protocol 7): whole tokens and images, seconds of output; each optional. */
+export interface WorkUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  seconds?: number;
+  images?: number;
 }
 
 export interface FailFrame extends LeaseRef {

@@ -1,5 +1,5 @@
 import type { EngineArtifact, EngineResult } from '../engines/types.js';
-import { MAX_ERROR_MESSAGE, type CompleteFrame, type FailureReport, type LeaseInfo } from '../protocol/index.js';
+import { MAX_ERROR_MESSAGE, type CompleteFrame, type FailureReport, type LeaseInfo, type WorkUsage } from '../protocol/index.js';
 import { isRecord } from './is-record.js';
 import type { AbortCause, FinalReport } from './lease-state.js';
 import { UploadError } from './upload.js';
@@ -13,7 +13,7 @@ import { UploadError } from './upload.js';
 /** The gateway's frame limit is MAX_FRAME_BYTES (1 MiB); a report stays under it with room for the envelope. */
 const MAX_REPORT_BYTES = 1_000_000;
 
-export type Outcome = { type: 'complete'; output: CompleteFrame['output']; receipt?: string } | { type: 'fail'; error: FailureReport };
+export type Outcome = { type: 'complete'; output: CompleteFrame['output']; receipt?: string; usage?: WorkUsage } | { type: 'fail'; error: FailureReport };
 
 export function abortError(message: string): Error {
   return new DOMException(message, 'AbortError');
@@ -58,7 +58,22 @@ export function checkResult(result: unknown): EngineResult {
     }
   }
   if (result.extra !== undefined && !isRecord(result.extra)) throw Object.assign(new Error('extra must be an object'), { code: 'bad_result', retryable: false });
-  return result as unknown as EngineResult;
+  const usage = checkUsage(result.usage);
+  const { usage: _given, ...rest } = result;
+  return (usage ? { ...rest, usage } : rest) as unknown as EngineResult;
+}
+
+/**
+ * A handler's `usage` as the gateway takes it: whole tokens and images, seconds, each a finite
+ * number >= 0; anything else is left out (a usage the gateway refused would lose the report).
+ */
+export function checkUsage(usage: unknown): WorkUsage | undefined {
+  if (!isRecord(usage)) return undefined;
+  const out: WorkUsage = {};
+  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1e9;
+  for (const k of ['input_tokens', 'output_tokens', 'images'] as const) if (ok(usage[k])) out[k] = Math.round(usage[k] as number);
+  if (ok(usage.seconds)) out.seconds = usage.seconds;
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** The `fail` error for a lease that ended by `cause` (if aborted) or by `err`. */
@@ -80,7 +95,10 @@ export function failureOf(cause: AbortCause | null, err: unknown): FailureReport
  * for a frame) turns into a `fail` that says so, rather than a report the gateway refuses.
  */
 export function finalReport(info: LeaseInfo, outcome: Outcome): { frame: FinalReport; outcome: Outcome } {
-  let frame: FinalReport = outcome.type === 'complete' ? { type: 'complete', output: outcome.output, ...(outcome.receipt ? { receipt: outcome.receipt } : {}) } : { type: 'fail', error: outcome.error };
+  let frame: FinalReport =
+    outcome.type === 'complete'
+      ? { type: 'complete', output: outcome.output, ...(outcome.receipt ? { receipt: outcome.receipt } : {}), ...(outcome.usage ? { usage: outcome.usage } : {}) }
+      : { type: 'fail', error: outcome.error };
   let text: string | null = null;
   try {
     text = JSON.stringify({ ...frame, lease_id: info.lease_id, fence: info.fence });

@@ -1,5 +1,5 @@
 import type { EngineContext, EngineResult } from '../engines/types.js';
-import { DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
+import { DELTA_SEQ_PROTOCOL, USAGE_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, type WorkerFrame } from '../protocol/index.js';
 import type { ReceiptSubject } from './attestation.js';
 import type { Connection, IncomingFrame } from './gateway-connection.js';
 import { LeaseInputFiles } from './input-files.js';
@@ -139,7 +139,7 @@ export class LeaseRunner {
     const { urls, signed } = await uploadArtifacts(info, result.artifacts, { ...this.settings.upload, signal: controller.signal });
     if (lease.cause) throw abortError('aborted');
     const receipt = info.tier === 'private' ? await this.ctx.signReceipt(lease, signed) : undefined;
-    return { type: 'complete', output: { ...(result.extra ?? {}), urls }, ...(receipt ? { receipt } : {}) };
+    return { type: 'complete', output: { ...(result.extra ?? {}), urls }, ...(receipt ? { receipt } : {}), ...(result.usage ? { usage: result.usage } : {}) };
   }
 
   /** Sends the final report (unless the lease is lost, stale or its pipeline ended) and waits for the gateway's answer. */
@@ -242,8 +242,8 @@ export class LeaseRunner {
       return true;
     }
     if (lease.conn.closed) return false;
-    // An instance older than protocol 4 refuses a field it does not know.
-    const wire = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame;
+    // An instance older than protocol 4 (7 for `usage`) refuses a field it does not know.
+    const wire = frame.type === 'output' && lease.conn.protocol < DELTA_SEQ_PROTOCOL ? { type: frame.type, delta: frame.delta } : frame.type === 'complete' && lease.conn.protocol < USAGE_PROTOCOL ? { ...frame, usage: undefined } : frame;
     if (!this.ctx.send(lease.conn, { ...wire, lease_id: lease.info.lease_id, fence: lease.info.fence })) return false;
     lease.sent++;
     lease.unanswered.push(frame);

@@ -185,6 +185,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   createWorkerToken: { responses: { 201: workerToken } },
   adminCreateAccount: { request: { name: 'acme', credits: 1000 }, responses: { 201: { account: { ...account, credits: 1000, reserved: 0 }, api_key: 'sy_z54pugh7cr7t2d3uOqOvv7VUZIta5uoHnXAdYQG1cUB6n19o' } } },
   adminAdjustCredits: { request: { delta: 500 }, responses: { 200: { account } } },
+  adminSetBudget: { request: { budget: 5000 }, responses: { 200: { account: { ...account, budget: { monthly: 5000, period: '2026-11', spent: 1200 } } } } },
   ...limitsExamples(account.id),
   adminCreateOperator: { request: { name: 'gpu-farm', trust: 'trusted' }, responses: { 201: { operator, worker_token: 'swt_tqwv3brqp2bsmwjnaLaLTBHETMisSOGTQ7Cuy7AuRRdyoolO' } } },
   adminListOperators: { responses: { 200: { data: [operator] } } },

@@ -1,6 +1,7 @@
 import { accountView } from '../../contract/presenters.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
+import { adminBudgetBody } from '../../contract/cost-schemas.js';
 import type { AccountService } from '../../services/accounts/account-service.js';
 import { operatorRoutes, type OperatorRoutesOptions } from './admin-operators.js';
 import { modelRoutes, type ModelRoutesOptions } from './admin-models.js';
@@ -45,6 +46,20 @@ export function adminRoutes(opts: AdminRoutesOptions): RouteSpec[] {
       async handler(ctx) {
         const { delta } = ctx.state.body as { delta: number };
         ctx.body = { account: accountView(await accounts.adjustCredits(ctx.params.account_id, delta)) };
+      },
+    },
+    {
+      method: 'put',
+      path: '/v1/admin/accounts/{account_id}/budget',
+      operationId: 'adminSetBudget',
+      summary: "Set an account's monthly budget (null removes it)",
+      tag: 'admin',
+      auth: 'admin',
+      body: adminBudgetBody,
+      responses: { 200: { description: 'The account after the change', schema: S.adminCreditsResult }, 404: { description: 'No such account' } },
+      async handler(ctx) {
+        const { budget } = ctx.state.body as { budget: number | null };
+        ctx.body = { account: accountView(await accounts.setBudget(ctx.params.account_id, budget)) };
       },
     },
     ...operatorRoutes(opts),

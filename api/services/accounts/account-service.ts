@@ -7,7 +7,7 @@ import { issueWorkerToken } from '../fleet/worker-tokens.js';
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export interface AccountServiceOptions {
-  accounts: Pick<AccountStore, 'create' | 'get' | 'adjustCredits'>;
+  accounts: Pick<AccountStore, 'create' | 'get' | 'adjustCredits' | 'setBudget'>;
   /** Mints a new account's first API key. */
   keys: Pick<ApiKeyAuthenticator, 'createKey'>;
   workerTokens: WorkerTokenStore;
@@ -40,6 +40,12 @@ export class AccountService {
     const account = await this.opts.accounts.adjustCredits(accountId, delta);
     if (!account) throw new ApiError('conflict', 'the balance would go below zero', { details: { delta } });
     return account;
+  }
+
+  /** Sets (null: removes) the monthly budget (docs/jobs.md, "Cost"): 404 for an unknown account. */
+  setBudget(accountId: string, budget: number | null): Promise<Account> {
+    if (!ACCOUNT_ID.test(accountId)) throw new NotFoundError('account');
+    return this.opts.accounts.setBudget(accountId, budget);
   }
 
   /** A worker token for the account's own machines, shown only now: open trust, whatever they are (docs/confidentiality.md). */

@@ -1,3 +1,4 @@
+import { priceView, type KindPrice } from '../../../models/pricing.js';
 import type { FleetCounters, FleetSnapshot } from '../../../dispatch/fleet-counters.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { parseQueueName } from '../../../queues/queue-names.js';
@@ -15,6 +16,8 @@ export interface FleetServiceOptions {
   queues: JobQueues;
   /** The model catalogue: every model of a kind is shown, served now or not. */
   catalogue: Pick<ModelStore, 'list'>;
+  /** Each kind's price (PRICES), shown with it; absent: not shown. */
+  prices?: Record<string, KindPrice>;
   /** Queue counts cost a read of every queue and capacity is public: they are cached this long. @defaultValue 1000 */
   queueCacheMs?: number;
 }
@@ -40,6 +43,7 @@ export class FleetService {
           kind: spec.kind,
           rollout: spec.rollout,
           description: spec.description,
+          ...(this.opts.prices?.[spec.kind] !== undefined && { price: priceView(this.opts.prices[spec.kind]) }),
           workers: k?.workers ?? 0,
           workers_by_tier: k ? { ...k.by_tier } : zeroByTier(),
           workers_unavailable: k?.unavailable ?? 0,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { MAX_BATCH_JOBS, type BatchCounts, type BatchRecord, type BatchSummary } from '../../../models/batch-types.js';
-import { AlreadyTerminalError, ApiError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
+import { AlreadyTerminalError, ApiError, BudgetExceededError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
+import { reservation, type KindPrice, type UnitRate } from '../../../models/pricing.js';
 import { newBatchId, newRunId } from '../../../models/ids.js';
 import { fileFields, findKind, KIND_NAMES } from '../../../models/kinds.js';
 import type { IdempotencyStore, RunStore } from '../../../models/stores.js';
@@ -52,7 +53,8 @@ export interface BatchServiceOptions {
   idempotency: IdempotencyStore;
   queues: Pick<JobQueues, 'addMany'>;
   confirmer: EnqueueConfirmer;
-  prices: Record<string, number>;
+  /** Each kind's price (PRICES): fixed, or per unit (models/pricing.ts). */
+  prices: Record<string, KindPrice>;
   deadlines: Record<string, KindDeadlines>;
   /** JOB_MAX_ATTEMPTS and JOB_MAX_ATTEMPTS_LIMIT, as single jobs get them; absent: 3 and 10. */
   attempts?: AttemptLimits;
@@ -113,9 +115,10 @@ export class BatchService {
     const price = runs.reduce((sum, r) => sum + r.price, 0);
     const batch: BatchRecord = { batch_id: batchId, account_id: accountId, created_at: createdAt, run_ids: runs.map((r) => r.run_id), price, idempotency_key: idempotencyKey ?? null };
     const result = await this.opts.runs.createBatch(batch, runs);
-    if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account') {
+    if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded') {
       if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, batchId);
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
+      if (result.outcome === 'budget_exceeded') throw BudgetExceededError.of(result, createdAt, price);
       throw new ApiError('insufficient_credits', `this batch costs ${price} credits; the account has ${result.available}; nothing was created`, { details: { needed: price, available: result.available } });
     }
     if (result.outcome === 'exists') {
@@ -170,7 +173,9 @@ export class BatchService {
         confidentiality: item.confidentiality ?? 'open',
         class: jobClass,
         priorityBase: CLASS_PRIORITY[jobClass],
-        price: this.opts.prices[item.kind],
+        // Each run reserves the most it can cost, as a single submission does (docs/jobs.md, "Cost").
+        price: reservation(item.kind, this.opts.prices[item.kind], item.input),
+        ...(typeof this.opts.prices[item.kind] === 'object' && { rate: this.opts.prices[item.kind] as UnitRate }),
         input: item.input,
         warnings,
         webhook: item.webhook ?? null,

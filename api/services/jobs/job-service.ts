@@ -1,7 +1,8 @@
 import type { InputFiles } from '../files/input-files.js';
 import type { Logger } from 'pino';
-import { AlreadyTerminalError, InsufficientCreditsError, NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
+import { AlreadyTerminalError, BudgetExceededError, InsufficientCreditsError, NotFoundError, ApiError, UnauthorizedError } from '../../../models/errors.js';
 import { newRunId } from '../../../models/ids.js';
+import { reservation, type KindPrice } from '../../../models/pricing.js';
 import type { CreateRunResult, RunStore, IdempotencyStore } from '../../../models/stores.js';
 import { isTerminal, type GateCheck, type GateVerdict, type NewRun, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
 import type { CreateAndEnqueue } from '../../../queues/create-and-enqueue.js';
@@ -65,7 +66,8 @@ export interface JobServiceOptions {
    * Redis the queues are in (MongoDB), where the job is added once the create has answered.
    */
   intake?: Pick<CreateAndEnqueue, 'submit' | 'worthPipelining'>;
-  prices: Record<string, number>;
+  /** Each kind's price (PRICES): fixed, or per unit (models/pricing.ts). */
+  prices: Record<string, KindPrice>;
   /** Each kind's deadline defaults and maxima (JOB_DEADLINES). */
   deadlines: Record<string, KindDeadlines>;
   /** JOB_MAX_ATTEMPTS and JOB_MAX_ATTEMPTS_LIMIT; absent: 3 and 10. */
@@ -123,6 +125,9 @@ export class JobService {
     return this.opts.log;
   }
 
+  /** The clock submissions are stamped by, which sets the month a budget is judged in; replaceable (tests move it a month on). */
+  clock: () => number = Date.now;
+
   constructor(private readonly opts: JobServiceOptions) {
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
@@ -141,7 +146,7 @@ export class JobService {
     }
     assertValid(spec.inputSchema, body.input, `input for ${body.kind}`, '/input');
     // Checked before anything is staged or claimed: a refused deadline leaves nothing behind.
-    const createdAt = new Date().toISOString();
+    const createdAt = new Date(this.clock()).toISOString();
     const deadlines = runDeadlines(body, body.kind, this.opts.deadlines[body.kind], createdAt);
     const attempts = runAttempts(body, this.opts.attempts ?? { default: 3, limit: 10 });
     // A submission with nothing to do between its checks and its create (no claim, no URL to
@@ -187,6 +192,7 @@ export class JobService {
     }
 
     const tier = body.confidentiality ?? 'open';
+    const kindPrice = this.opts.prices[body.kind];
     const jobClass = body.class ?? 'standard';
     // With a replayed key, the create below finds the run the first request made (or makes it,
     // if that request died between its claim and its create): one run either way.
@@ -197,7 +203,9 @@ export class JobService {
       confidentiality: tier,
       class: jobClass,
       priorityBase: CLASS_PRIORITY[jobClass],
-      price: this.opts.prices[body.kind],
+      // The most the job can cost, held until it ends (docs/jobs.md, "Cost"); a per-unit price goes with it.
+      price: reservation(body.kind, kindPrice, staged.input),
+      ...(typeof kindPrice === 'object' && { rate: kindPrice }),
       input: staged.input,
       input_files: staged.files,
       warnings,
@@ -215,11 +223,12 @@ export class JobService {
     // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
     // or every refused (or replayed) submission would leave a file the caller never asked to keep.
     // A create that threw is not among these: it may have made the run, whose files must stay.
-    if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account') {
+    if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded') {
       await this.opts.inputFiles.discard(accountId, staged);
       await release();
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');
-      throw new InsufficientCreditsError(this.opts.prices[body.kind], result.available);
+      if (result.outcome === 'budget_exceeded') throw BudgetExceededError.of(result, createdAt, newRun.price);
+      throw new InsufficientCreditsError(newRun.price, result.available);
     }
     if (result.outcome === 'exists') {
       if (result.run.account_id !== accountId) throw new ApiError('internal', 'run id collision');

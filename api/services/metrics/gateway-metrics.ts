@@ -115,7 +115,7 @@ export class GatewayMetrics implements DispatchObserver {
     if (!isTerminal(run.status)) return;
     const status = run.status as Terminal;
     this.terminal[status].inc(labels);
-    if (status === 'succeeded') this.creditsCharged.inc({ kind: labels.kind }, run.price);
+    if (status === 'succeeded') this.creditsCharged.inc({ kind: labels.kind }, run.charged ?? run.price);
     if (run.started_at && run.finished_at) this.runSeconds.observe({ ...labels, status }, seconds(run.started_at, run.finished_at));
   };
 

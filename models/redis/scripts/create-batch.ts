@@ -2,7 +2,7 @@ import { defineScript } from '../script-definition.js';
 import { createRunFunction } from './includes/create-run.js';
 
 /** Arguments per run in createBatch's ARGV. */
-export const CREATE_BATCH_RUN_ARGS = 6;
+export const CREATE_BATCH_RUN_ARGS = 8;
 
 /**
  * A batch and all of its runs in one atomic step (docs/jobs.md, "Batches"): the total price
@@ -13,8 +13,11 @@ export const CREATE_BATCH_RUN_ARGS = 6;
  * script that stops halfway keeps what it wrote.
  * KEYS: account, account run index, unconfirmed set, batch record, batch run index, then each run's key.
  * ARGV: batch_id, account_id, total price, created ms, fair-share step, index floor, the batch
- *       record (JSON), then per run: run_id, price, doc, priority base, kind, view fragment.
- * Returns {'created', the last run's kind's runs in flight, priority...} | {'exists', batch JSON} | {'insufficient', credits} | {'no_account'}.
+ *       record (JSON), then per run: run_id, price, doc, priority base, kind, view fragment,
+ *       period, rate (create_run's ARGV[11] and [12]).
+ * Returns {'created', the last run's kind's runs in flight, priority...} | {'exists', batch JSON} |
+ * {'insufficient', credits} | {'budget', budget, spent, reserved} (the account's monthly budget,
+ * judged on the total as create_run judges one run's price) | {'no_account'}.
  */
 export const createBatch = defineScript<[string, ...string[]]>({
   name: 'createBatch',
@@ -28,6 +31,12 @@ if existing then return { 'exists', existing } end
 local credits = redis.call('HGET', K[1], 'credits')
 if not credits then return { 'no_account' } end
 if tonumber(credits) < tonumber(A[3]) then return { 'insufficient', credits } end
+local acct = redis.call('HMGET', K[1], 'budget', 'spent', 'spent_period', 'reserved')
+if acct[1] and acct[1] ~= '' and #K > 5 then
+  local spent = acct[3] == A[7 + 7] and tonumber(acct[2] or '0') or 0
+  local held = tonumber(acct[4] or '0')
+  if spent + held + tonumber(A[3]) > tonumber(acct[1]) then return { 'budget', acct[1], tostring(spent), tostring(held) } end
+end
 for i = 6, #K do
   if redis.call('EXISTS', K[i]) == 1 then return redis.error_reply('ERR a run id of the batch is taken') end
 end
@@ -38,6 +47,7 @@ for r = 1, n do
   KEYS[1], KEYS[2], KEYS[3], KEYS[4] = K[5 + r], K[1], K[2], K[3]
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] = A[a + 1], A[2], A[a + 2], A[a + 3], A[4]
   ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10] = A[5], A[a + 4], A[a + 5], A[6], A[a + 6]
+  ARGV[11], ARGV[12] = A[a + 7], A[a + 8]
   local created = create_run()
   if created[1] ~= 'created' then return redis.error_reply('ERR the create of a batch run answered ' .. created[1]) end
   reply[#reply + 1] = created[2]

@@ -2,12 +2,16 @@ import { PRIOR_FIELDS } from '../run-codec.js';
 import { defineScript } from '../script-definition.js';
 import { appendEventsFunction } from './includes/append-events.js';
 import { runReply } from './includes/run-reply.js';
+import { unitCostFunction } from './includes/unit-cost.js';
 
 /**
  * A run's compare-and-set on its status, settling its reservation when it becomes terminal
- * (charged on success, released otherwise) and moving it between the status indexes (`:s:`
+ * (on success `charged`: the cost of the `usage` set with it at the run's `rate`, at most its
+ * price, the rest returned; counted in the account's `spent` of the month of `finished_at`;
+ * otherwise all released, `charged` 0) and moving it between the status indexes (`:s:`
  * and `:sk:`, models/redis/keys.ts). Reads only the run's plain scalar fields (run-codec.ts),
- * so no JSON is decoded here, except once for a run made before `kind` was one of them: its
+ * so no JSON is decoded here, except a succeeded run's `rate` and `usage` (two small objects,
+ * and only for a per-unit price), and once for a run made before `kind` was one of them: its
  * kind is read from `doc` and stored. Index keys are derived from KEYS[3] (the account's run
  * index).
  *
@@ -29,8 +33,8 @@ import { runReply } from './includes/run-reply.js';
 export const transitionRun = defineScript<[string, ...string[]]>({
   name: 'transitionRun',
   keys: 6,
-  lua: `${runReply}${appendEventsFunction}
-local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence', 'kind')
+  lua: `${runReply}${appendEventsFunction}${unitCostFunction}
+local cur = redis.call('HMGET', KEYS[1], 'status', 'account_id', 'price', 'settlement', 'fence', 'kind', 'rate')
 if not cur[1] or cur[2] ~= ARGV[6] then return { 'missing' } end
 local status = cur[1]
 if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then return run_reply('refused', KEYS[1]) end
@@ -95,13 +99,21 @@ if to ~= '' and to ~= status then
   if terminal[to] then
     if cur[4] == 'reserved' then
       local price = tonumber(cur[3])
-      redis.call('HINCRBY', KEYS[2], 'reserved', -price)
-      if to == 'succeeded' then
-        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = 'charged'
-      else
-        redis.call('HINCRBY', KEYS[2], 'credits', price)
-        flat[#flat + 1] = 'settlement'; flat[#flat + 1] = 'released'
+      local charge, usage, finished = 0, nil, nil
+      for i = 1, #flat, 2 do
+        if flat[i] == 'finished_at' then finished = string.match(flat[i + 1], '^"(%d%d%d%d%-%d%d)') end
+        if flat[i] == 'usage' then usage = flat[i + 1] end
       end
+      if to == 'succeeded' then charge = settle_charge(price, cur[7], usage) end
+      redis.call('HINCRBY', KEYS[2], 'reserved', -price)
+      if price > charge then redis.call('HINCRBY', KEYS[2], 'credits', price - charge) end
+      if charge > 0 then
+        local period = redis.call('HGET', KEYS[2], 'spent_period')
+        if finished and (not period or finished > period) then redis.call('HSET', KEYS[2], 'spent', charge, 'spent_period', finished)
+        else redis.call('HINCRBY', KEYS[2], 'spent', charge) end
+      end
+      flat[#flat + 1] = 'settlement'; flat[#flat + 1] = to == 'succeeded' and 'charged' or 'released'
+      flat[#flat + 1] = 'charged'; flat[#flat + 1] = charge
       redis.call('HINCRBY', KEYS[2], 'in_flight', -1)
       -- The kind's count of the fair-share rank (create-run.ts); never below 0 for runs made before it.
       if tonumber(redis.call('HGET', KEYS[2], 'in_flight:' .. kind) or '0') > 0 then redis.call('HINCRBY', KEYS[2], 'in_flight:' .. kind, -1) end
@@ -114,13 +126,14 @@ end
 if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
 if to ~= '' and terminal[to] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3])) end
 if ARGV[11] ~= '' and to ~= '' and to ~= status then
-  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation', 'timeout_at', 'attempt_history')
+  local h = redis.call('HMGET', KEYS[1], 'vw', 'priority', 'started_at', 'finished_at', 'progress', 'attempts', 'output', 'error', 'attestation', 'timeout_at', 'attempt_history', 'price', 'charged', 'usage')
   if h[1] then
     local function j(v) if not v or v == '' then return 'null' end return v end
     local view = '{' .. h[1] .. ',"status":"' .. to .. '","terminal":' .. (terminal[to] and 'true' or 'false') ..
       ',"priority":' .. h[2] .. ',"started_at":' .. j(h[3]) .. ',"finished_at":' .. j(h[4]) .. ',"progress":' .. j(h[5]) ..
       ',"attempts":' .. (h[6] or '0') .. ',"timeout_at":' .. (to == 'running' and j(h[10]) or 'null') .. ',"queue_position":null,"waiting_reason":null,"waiting_ranks":null,"output":' .. j(h[7]) ..
-      ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. ',"attempt_history":' .. (h[11] or '[]') .. '}'
+      ',"error":' .. j(h[8]) .. ',"attestation":' .. j(h[9]) .. ',"attempt_history":' .. (h[11] or '[]') ..
+      ',"cost":{"reserved":' .. (h[12] or '0') .. ',"charged":' .. j(h[13]) .. '},"usage":' .. j(h[14]) .. '}'
     local events = { { 'status', view, '', '' } }
     if terminal[to] then events[2] = { 'done', view, '', '' } end
     append_events(KEYS[5], KEYS[6], nil, ARGV[11], ARGV[12], ARGV[13], events)

@@ -1,3 +1,4 @@
+import { withUsage } from '../usage.js';
 import { readFile } from 'node:fs/promises';
 import { MODEL_ID_PATTERN, type WorkerModel } from '../../protocol/index.js';
 import type { Engine, EngineResult } from '../types.js';
@@ -80,7 +81,7 @@ export async function createCogEngine(opts: CogEngineOptions): Promise<CogEngine
     }
     const output = await runPrediction(cogInput, ctx, { client, listener, healthIntervalMs: opts.healthIntervalMs ?? 2000, firstWebhookMs: opts.firstWebhookMs ?? 30_000, isFile });
     try {
-      return await outputResult(output, { isFileUrl: (v, p) => isFile(v, p), download: (url) => client.download(url, ctx.signal) });
+      return withUsage(kind, await outputResult(output, { isFileUrl: (v, p) => isFile(v, p), download: (url) => client.download(url, ctx.signal) }));
     } catch (err) {
       if (ctx.signal.aborted || err instanceof UpstreamError) throw err;
       throw new UpstreamError('upstream_bad_response', `the Cog output could not be read: ${(err as Error).message}`, true);

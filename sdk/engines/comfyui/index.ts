@@ -1,3 +1,4 @@
+import { withUsage } from '../usage.js';
 import { readFile } from 'node:fs/promises';
 import { MODEL_ID_PATTERN, type WorkerModel } from '../../protocol/index.js';
 import type { Engine, EngineArtifact, EngineContext, EngineResult } from '../types.js';
@@ -78,7 +79,7 @@ export function createComfyUiEngine(opts: ComfyUiEngineOptions): ComfyUiEngine {
     }
     ctx.progress(1);
     const size = artifacts.map((a) => (a.contentType === 'image/png' ? pngSize(a.data) : null)).find(Boolean);
-    return { artifacts, extra: { ...(size ?? {}), comfyui: { prompt_id: promptId, template: template.file.split(/[\\/]/).pop() } } };
+    return withUsage(kind, { artifacts, extra: { ...(size ?? {}), comfyui: { prompt_id: promptId, template: template.file.split(/[\\/]/).pop() } } });
   };
 
   /** Each `{{file:field}}` of the template: the job's file sent to ComfyUI's input folder. */

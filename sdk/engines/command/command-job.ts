@@ -1,3 +1,4 @@
+import { withUsage } from '../usage.js';
 import type { EngineContext, EngineResult } from '../types.js';
 import { BAD_INPUT_EXIT, CommandError } from './command-error.js';
 import { parseLine, type ProtocolEvent } from './line-protocol.js';
@@ -166,7 +167,7 @@ export async function runCommandJob(recipe: CommandRecipe, kind: string, rawInpu
     const artifacts = await dir.artifacts({ maxFiles: limits.maxArtifacts, maxBytes: limits.maxArtifactBytes }, (line) => ctx.log(line));
     const extra = { ...(streamed && fields.text === undefined ? { text: streamed } : {}), ...fields, ...own };
     ctx.progress(1, 'done');
-    return { artifacts, extra };
+    return withUsage(kind, { artifacts, extra });
   } finally {
     await dir.remove();
   }

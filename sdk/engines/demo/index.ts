@@ -1,3 +1,4 @@
+import { withUsage } from '../usage.js';
 import type { Engine } from '../types.js';
 import { musicGenerate, sfxGenerate } from './audio.js';
 import { image } from './image.js';
@@ -63,7 +64,7 @@ export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocke
     const family = DEMO_FAMILIES[kind];
     if (!family) throw new Error(`the demo engine has no kind ${JSON.stringify(kind)}`);
     // The ranked models, whole or one rank of a pipeline, do real (small) work: no simulated delay.
-    if (isRankedDemoJob(kind, input, ctx)) return runRankedDemo(kind, input, ctx);
+    if (isRankedDemoJob(kind, input, ctx)) return withUsage(kind, await runRankedDemo(kind, input, ctx));
     throwIfAborted(ctx.signal);
     for (const [p, message] of STEPS) {
       await sleep(step, ctx.signal);
@@ -74,6 +75,6 @@ export function createDemoEngine({ delayMs = 1000, espeakNg = 'espeak-ng', pocke
     if (family !== llm) await sleep(step, ctx.signal);
     throwIfAborted(ctx.signal);
     ctx.progress(1, 'done');
-    return result;
+    return withUsage(kind, result);
   };
 }

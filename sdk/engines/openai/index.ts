@@ -129,7 +129,9 @@ export function createOpenAiEngine(opts: OpenAiEngineOptions): OpenAiEngine {
     const model = typeof input.model === 'string' && input.model !== '' ? input.model : await defaultModel();
     const request: BackendRequest = { method: 'POST', headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }), body: JSON.stringify(chatRequestOf(input, model)) };
     const output = await call('/chat/completions', request, ctx.signal, (answer, touch) => readCompletion(answer, model, ctx, touch));
-    return { artifacts: [], extra: { ...output } };
+    // The server's own count (streamed with stream_options.include_usage) is what the run is charged for.
+    const usage = output.usage && { input_tokens: output.usage.prompt_tokens, output_tokens: output.usage.completion_tokens };
+    return { artifacts: [], extra: { ...output }, ...(usage && { usage }) };
   };
 
   const probe = async (signal?: AbortSignal) => {

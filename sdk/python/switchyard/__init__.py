@@ -8,7 +8,7 @@ from .client import DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT, Client, JobIterator
 from .errors import (
     SwitchyardError, APIError, InvalidRequestError, UnknownKindError, UnknownModelError,
     InvalidSchemaError, InvalidURLError, URLBlockedError, UnknownToolError, UnauthorizedError,
-    InsufficientCreditsError, ForbiddenError, NotFoundError, ModelNotFoundError,
+    InsufficientCreditsError, BudgetExceededError, ForbiddenError, NotFoundError, ModelNotFoundError,
     MethodNotAllowedError, ConflictError, NameConflictError, IdempotencyConflictError,
     AlreadyTerminalError, QuotaExceededError, PayloadTooLargeError, UnsupportedMediaTypeError,
     RangeNotSatisfiableError, MaxStepsError, RateLimitedError, HeadersTooLargeError, InternalError,
@@ -32,7 +32,7 @@ __all__ = [
 __all__ += [
     "SwitchyardError", "APIError", "InvalidRequestError", "UnknownKindError", "UnknownModelError",
     "InvalidSchemaError", "InvalidURLError", "URLBlockedError", "UnknownToolError",
-    "UnauthorizedError", "InsufficientCreditsError", "ForbiddenError", "NotFoundError",
+    "UnauthorizedError", "InsufficientCreditsError", "BudgetExceededError", "ForbiddenError", "NotFoundError",
     "ModelNotFoundError", "MethodNotAllowedError", "ConflictError", "NameConflictError",
     "IdempotencyConflictError", "AlreadyTerminalError", "QuotaExceededError",
     "PayloadTooLargeError", "UnsupportedMediaTypeError", "RangeNotSatisfiableError", "MaxStepsError",

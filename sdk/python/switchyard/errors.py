@@ -151,6 +151,10 @@ class InsufficientCreditsError(APIError):
     """``insufficient_credits``: the balance is short of the price (402); details['needed'], details['available']"""
 
 
+class BudgetExceededError(APIError):
+    """``budget_exceeded``: the account's monthly budget would be passed (402); details['budget'], ['spent'], ['reserved'], ['period'], ['needed']"""
+
+
 class ForbiddenError(APIError):
     """``forbidden``: not allowed from this origin (403)"""
 
@@ -234,6 +238,7 @@ ERROR_CLASSES: Dict[str, Type[APIError]] = {
     "unknown_tool": UnknownToolError,
     "unauthorized": UnauthorizedError,
     "insufficient_credits": InsufficientCreditsError,
+    "budget_exceeded": BudgetExceededError,
     "forbidden": ForbiddenError,
     "not_found": NotFoundError,
     "model_not_found": ModelNotFoundError,

@@ -103,6 +103,10 @@ class Job:
     warnings: List[Dict[str, Any]] = field(default_factory=list)
     #: The batch it was submitted in (``Client.submit_batch``); None: submitted alone.
     batch_id: Optional[str] = None
+    #: ``{"reserved": n, "charged": n or None}``: credits held at submission and taken when it
+    #: ended (docs/jobs.md, "Cost"); ``usage``: what the worker reported it used, or None.
+    cost: Optional[Dict[str, Any]] = None
+    usage: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Job":
@@ -127,7 +131,9 @@ class Job:
                    attempt_history=list(d.get("attempt_history") or []),
                    waiting_ranks=list(d["waiting_ranks"]) if isinstance(d.get("waiting_ranks"), list) else None,
                    output=output, error=error,
-                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"))
+                   attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"),
+                   cost=d.get("cost") if isinstance(d.get("cost"), dict) else None,
+                   usage=d.get("usage") if isinstance(d.get("usage"), dict) else None)
 
 
 @dataclass

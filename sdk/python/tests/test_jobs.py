@@ -228,3 +228,13 @@ def test_attempts_and_error_codes(client: Client) -> None:
     with pytest.raises(InvalidRequestError) as e:
         client.submit("inference:image:generate", {"prompt": "x"}, max_attempts=100)
     assert e.value.details["path"] == "/max_attempts" and e.value.details["max"] < 100
+
+
+def test_job_cost_and_usage() -> None:
+    """A job carries what it reserved and was charged, and what its worker reported using (docs/jobs.md, "Cost")."""
+    job = Job.from_json({"run_id": "run_01JHB3Q4ZK8M2N5P7R9S1T3V5W", "status": "succeeded", "terminal": True,
+                         "cost": {"reserved": 53, "charged": 5}, "usage": {"input_tokens": 7, "output_tokens": 3}})
+    assert job.cost == {"reserved": 53, "charged": 5}
+    assert job.usage == {"input_tokens": 7, "output_tokens": 3}
+    queued = Job.from_json({"run_id": "run_01JHB3Q4ZK8M2N5P7R9S1T3V5W", "status": "queued", "cost": {"reserved": 4, "charged": None}, "usage": None})
+    assert (queued.cost, queued.usage) == ({"reserved": 4, "charged": None}, None)

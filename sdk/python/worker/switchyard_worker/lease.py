@@ -19,10 +19,10 @@ from .http_retry import Aborted
 from .input_files import LeaseInputFiles
 from .job import Job
 from .lease_endings import LeaseEndings
-from .outcome import failure_of, final_frame, split_result
+from .outcome import failure_of, final_frame, split_result, usage_of
 from .lease_state import Answer, LeaseState
 from .rank_stream import JobRank
-from .protocol import DELTA_SEQ_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
+from .protocol import DELTA_SEQ_PROTOCOL, USAGE_PROTOCOL, MAX_LOG_LINE, MAX_OUTPUT_DELTA, MAX_PROGRESS_MESSAGE, chunks, cut, parse_lease
 from .upload import upload_artifact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,7 +139,8 @@ class LeaseRunner(LeaseEndings):
             urls.append(uploaded.url)
         if lease.cause:
             raise Aborted("aborted")
-        return {"type": "complete", "output": {**extra, "urls": urls}}
+        usage = usage_of(info.kind, artifacts, extra)
+        return {"type": "complete", "output": {**extra, "urls": urls}, **({"usage": usage} if usage else {})}
 
     # -- frames while running ----------------------------------------------------------------
 
@@ -204,6 +205,9 @@ class LeaseRunner(LeaseEndings):
         if frame["type"] == "output" and lease.conn.protocol < DELTA_SEQ_PROTOCOL:
             # An instance older than protocol 4 refuses a field it does not know.
             wire = {k: v for k, v in frame.items() if k != "seq"}
+        elif frame["type"] == "complete" and lease.conn.protocol < USAGE_PROTOCOL:
+            # Nor one older than protocol 7 a usage report.
+            wire = {k: v for k, v in frame.items() if k != "usage"}
         if not lease.conn.send({**wire, "lease_id": lease.info.lease_id, "fence": lease.info.fence}):
             return False
         lease.sent += 1

@@ -54,6 +54,39 @@ def split_result(result: Any) -> Tuple[List[Artifact], Dict[str, Any]]:
     raise bad_result(f"a handler returns a dict (files and output fields), a list of files, a file or None, not {type(result).__name__}")
 
 
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1_000_000_000
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and 0 <= v <= 1_000_000_000
+
+
+def usage_of(kind: str, artifacts: List[Artifact], extra: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What the job used, from the kind's documented output fields (the ``complete`` frame's ``usage``).
+
+    Tokens: ``usage.prompt_tokens`` / ``completion_tokens`` (or ``input_tokens`` / ``output_tokens``);
+    seconds: ``duration_s``, else ``frames / fps``; images: the image files of an image-generating
+    kind. None when nothing is known: the run is then charged its whole reservation.
+    """
+    usage: Dict[str, Any] = {}
+    u = extra.get("usage")
+    if isinstance(u, dict):
+        tokens_in = u.get("prompt_tokens", u.get("input_tokens"))
+        tokens_out = u.get("completion_tokens", u.get("output_tokens"))
+        if _count(tokens_in):
+            usage["input_tokens"] = tokens_in
+        if _count(tokens_out):
+            usage["output_tokens"] = tokens_out
+    if _seconds(extra.get("duration_s")):
+        usage["seconds"] = extra["duration_s"]
+    elif _count(extra.get("frames")) and _count(extra.get("fps")) and extra["fps"] > 0:
+        usage["seconds"] = extra["frames"] / extra["fps"]
+    if kind == "inference:image:generate":
+        usage["images"] = sum(1 for a in artifacts if (a.content_type or "").startswith("image/") or (a.content_type is None and str(a.name or a.path or "").lower().endswith((".png", ".jpg", ".jpeg", ".webp"))))
+    return usage or None
+
+
 def _error_code(value: Any) -> Optional[str]:
     if not isinstance(value, str):
         return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-PROTOCOL_VERSIONS = (1, 2, 3, 4, 5, 6)
+PROTOCOL_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 #: The first version with ``reconnect`` and ``resume``: leases survive a move to another instance.
 HANDOVER_PROTOCOL = 2
 #: The first version with ``models`` in ``register`` and the ``models`` frame.
@@ -25,6 +25,8 @@ IDENTITY_PROTOCOL = 5
 BACKEND_STATE_PROTOCOL = 5
 #: The first version whose models may carry ``rank`` (``{"index", "count"}``): one pipeline stage of a model.
 RANKS_PROTOCOL = 6
+#: The first version whose ``complete`` may carry ``usage`` (tokens, seconds, images): what a per-unit price charges.
+USAGE_PROTOCOL = 7
 #: The close code (and ``error`` code) of a connection retired because its identity registered again.
 SUPERSEDED_CLOSE = 4409
 SUPERSEDED_CODE = "superseded"

@@ -22,7 +22,7 @@ def test_every_register_of_a_worker_offers_protocol_5_and_carries_its_identity()
             start = asyncio.ensure_future(w.start())
             first = await gw.register(protocol=5)
             await start
-            assert first["protocol"] == [1, 2, 3, 4, 5, 6]
+            assert first["protocol"] == [1, 2, 3, 4, 5, 6, 7]
             assert re.fullmatch(r"sdk-[0-9a-f]{24}", first["identity"]), first["identity"]
             # The socket dies: the next connection is the same worker, under the same name.
             await gw.conns[0]["ws"].close(1011, "gone")
@@ -49,7 +49,7 @@ def test_an_instance_older_than_5_refusing_identity_gets_a_register_without_it_a
             await gw.conns[0]["ws"].close(4400, "bad register")
             unnamed = await gw.register(protocol=4, conn=1)
             await start
-            assert "identity" not in unnamed and unnamed["protocol"] == [1, 2, 3, 4, 5, 6]
+            assert "identity" not in unnamed and unnamed["protocol"] == [1, 2, 3, 4, 5, 6, 7]
             assert w.state == "running" and w.protocol == 4
             # And on every later connection to it.
             await gw.conns[1]["ws"].close(1011, "gone")

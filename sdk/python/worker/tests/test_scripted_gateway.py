@@ -24,7 +24,7 @@ def test_registers_with_its_token_kinds_models_and_versions_and_heartbeats_name_
             reg = await gw.register(protocol=3)
             await start
             assert gw.conns[0]["auth"] == "Bearer swt_token"
-            assert reg["protocol"] == [1, 2, 3, 4, 5, 6] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
+            assert reg["protocol"] == [1, 2, 3, 4, 5, 6, 7] and reg["kinds"] == [IMAGE] and reg["tier"] == "open" and reg["slots"] == 2
             assert reg["models"] == {IMAGE: [{"id": "flux"}]}
             assert reg["hardware"]["gpu"] == "test" and reg["software"]["sdk"] == "switchyard-worker-python"
             await gw.send(lease(1))
@@ -227,5 +227,30 @@ def test_an_instance_of_protocol_3_gets_no_numbers_and_nothing_again_as_it_could
             await _move_mid_stream(gw, 3)
             assert all("seq" not in f for f in gw.outputs())
             assert [f["delta"] for f in gw.outputs(conn=1)] == ["d", "e"]
+
+    run(test)
+
+
+def test_complete_carries_the_usage_read_from_the_result_on_protocol_7_and_none_on_older_instances():
+    """What a run used goes in ``complete`` (docs/worker-protocol.md, "Usage"); an older gateway refuses the field."""
+    async def test() -> None:
+        for protocol in (7, 6):
+            async with ScriptedGateway() as gw:
+                async def handler(job: Any) -> Dict[str, Any]:
+                    return {"usage": {"prompt_tokens": 3, "completion_tokens": 4}, "frames": 5, "fps": 2}
+
+                w = Worker(gw.url, "swt_token", handlers={IMAGE: handler})
+                start = asyncio.ensure_future(w.start())
+                await gw.register(protocol=protocol)
+                await start
+                await gw.send(lease(1))
+                done = await gw.frame(lambda f: f["type"] == "complete")
+                if protocol == 7:
+                    assert done["usage"] == {"input_tokens": 3, "output_tokens": 4, "seconds": 2.5, "images": 0}
+                else:
+                    assert "usage" not in done
+                assert done["output"]["usage"] == {"prompt_tokens": 3, "completion_tokens": 4}
+                await gw.send({"type": "ack", "lease_id": "lse_1", "of": "complete"})
+                await w.stop(0)
 
     run(test)
