@@ -130,6 +130,28 @@ describe('a run created and queued in one round trip', function () {
     }
   });
 
+  it('keeps a guessed priority one rank off (no round trip to change it), its record exact', async () => {
+    const near = await gw.account(10_000, 'near');
+    // 10 runs in flight made around this instance: rank 1 of FAIR_SHARE_STEP 10, guessed 0 here.
+    const made = [];
+    for (let i = 0; i < 10; i++) made.push(await gw.stores.runs.create(newRunSpec(near.id, { price: 1 })));
+    await gw.stores.runs.confirmEnqueued(made.map((m) => (m.outcome === 'created' ? m.run.run_id : '')));
+    const changePriority = Job.prototype.changePriority;
+    let changes = 0;
+    Job.prototype.changePriority = function (this: Job, opts) {
+      changes++;
+      return changePriority.call(this, opts);
+    };
+    try {
+      const res = await gw.submit(near.key, image('one off'));
+      assert.equal(res.body.priority, STD + 1, 'the record has the rank the create gave');
+      assert.equal(changes, 0, 'a guess one rank off is not corrected');
+      assert.equal((await queue().getJob(res.body.run_id))?.priority, STD, 'the job keeps the guess');
+    } finally {
+      Job.prototype.changePriority = changePriority;
+    }
+  });
+
   it('creates a run with an Idempotency-Key before adding its job: its id is reused by the requests after it', async () => {
     const { key } = await gw.account(100);
     const piped: string[] = [];
