@@ -46,17 +46,19 @@ describe('run error codes: one list, the same in every client, each reached', fu
     for (const target of Object.values(RUN_ERROR_ALIASES)) assert.ok(RUN_ERROR_CODE_NAMES.includes(target));
   });
 
-  /** The gateway's own codes, each asserted on a job by the test named (file and title). */
+  /** The gateway's own codes, each asserted (on a job, or on a refused submission) by the test named (file and title). */
   const GATEWAY_TESTS: Record<string, [string, string]> = {
     worker_lost: ['test/job-attempts.test.ts', 'max_attempts 1: the worker killed on its attempt fails the run worker_lost'],
     timed_out: ['test/job-attempts.test.ts', 'timeouts: without retry_on_timeout the first timed-out attempt fails the run'],
     canceled: ['test/job-attempts.test.ts', 'the default is JOB_MAX_ATTEMPTS'],
     expired: ['test/job-deadlines.test.ts', 'one not started by then fails expired'],
     receipt_invalid: ['test/private-refusals.test.ts', 'fails the run with receipt_invalid after its last attempt'],
+    // A refused submission's code (402), never a run's.
+    budget_exceeded: ['test/job-cost.test.ts', 'refuses a submission past the monthly budget with 402 budget_exceeded'],
   };
 
-  it('each code the gateway itself sets is asserted by the test named for it', () => {
-    for (const code of RUN_ERROR_CODE_NAMES.filter((c) => RUN_ERROR_CODES[c].origin === 'gateway')) {
+  it('each code the gateway itself sets (on a run, or refusing a submission) is asserted by the test named for it', () => {
+    for (const code of RUN_ERROR_CODE_NAMES.filter((c) => RUN_ERROR_CODES[c].origin !== 'worker')) {
       const [file, title] = GATEWAY_TESTS[code] ?? assert.fail(`no test named for ${code}`);
       const source = readFileSync(file, 'utf8');
       const at = source.indexOf(title);
