@@ -23,6 +23,17 @@ type Spied = Record<'eval' | 'evalsha', (...args: unknown[]) => unknown>;
  * (queues/create-and-enqueue.ts): the create first, so the record always exists before its job;
  * the job with the priority the create is expected to give, changed when it gave another.
  */
+/** Counts BullMQ's `changePriority` calls (each a round trip more) until `restore`. */
+function countPriorityChanges(): { count: number; restore(): void } {
+  const changePriority = Job.prototype.changePriority;
+  const counter = { count: 0, restore: () => void (Job.prototype.changePriority = changePriority) };
+  Job.prototype.changePriority = function (this: Job, opts) {
+    counter.count++;
+    return changePriority.call(this, opts);
+  };
+  return counter;
+}
+
 describe('a run created and queued in one round trip', function () {
   this.timeout(30_000);
   const prefix = uniquePrefix('pipelined');
@@ -88,12 +99,7 @@ describe('a run created and queued in one round trip', function () {
     for (let i = 0; i < 25; i++) made.push(await gw.stores.runs.create(newRunSpec(busy.id, { price: 1 })));
     await gw.stores.runs.confirmEnqueued(made.map((m) => (m.outcome === 'created' ? m.run.run_id : '')));
     // Each change of a job's priority is a round trip more: counted, to see the guesses.
-    const changePriority = Job.prototype.changePriority;
-    let changes = 0;
-    Job.prototype.changePriority = function (this: Job, opts) {
-      changes++;
-      return changePriority.call(this, opts);
-    };
+    const changes = countPriorityChanges();
     const runFinished = intake().runFinished;
     const finished: string[] = [];
     intake().runFinished = function (this: CreateAndEnqueue, run) {
@@ -103,7 +109,7 @@ describe('a run created and queued in one round trip', function () {
     try {
       const first = await gw.submit(busy.key, image('behind'));
       assert.equal(first.body.priority, STD + 2);
-      assert.equal(changes, 1, 'guessed STD');
+      assert.equal(changes.count, 1, 'guessed STD');
       const queued = await queue().getJob(first.body.run_id);
       assert.equal(queued?.priority, STD + 2, 'the job was given the priority of its record');
       assert.equal(servedPriority(await gw.redis.zscore(queue().keys.prioritized, first.body.run_id)), STD + 2);
@@ -125,7 +131,7 @@ describe('a run created and queued in one round trip', function () {
       assert.equal(fourth.body.priority, STD + 1);
       assert.equal((await queue().getJob(fourth.body.run_id))?.priority, STD + 1);
     } finally {
-      Job.prototype.changePriority = changePriority;
+      changes.restore();
       intake().runFinished = runFinished;
     }
   });
@@ -136,19 +142,14 @@ describe('a run created and queued in one round trip', function () {
     const made = [];
     for (let i = 0; i < 10; i++) made.push(await gw.stores.runs.create(newRunSpec(near.id, { price: 1 })));
     await gw.stores.runs.confirmEnqueued(made.map((m) => (m.outcome === 'created' ? m.run.run_id : '')));
-    const changePriority = Job.prototype.changePriority;
-    let changes = 0;
-    Job.prototype.changePriority = function (this: Job, opts) {
-      changes++;
-      return changePriority.call(this, opts);
-    };
+    const changes = countPriorityChanges();
     try {
       const res = await gw.submit(near.key, image('one off'));
       assert.equal(res.body.priority, STD + 1, 'the record has the rank the create gave');
-      assert.equal(changes, 0, 'a guess one rank off is not corrected');
+      assert.equal(changes.count, 0, 'a guess one rank off is not corrected');
       assert.equal((await queue().getJob(res.body.run_id))?.priority, STD, 'the job keeps the guess');
     } finally {
-      Job.prototype.changePriority = changePriority;
+      changes.restore();
     }
   });
 
