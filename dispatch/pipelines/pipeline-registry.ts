@@ -80,7 +80,6 @@ export class PipelineRegistry {
     if (notify) this.opts.metrics?.pipelineEnded?.(end);
     this.held.delete(pipeline.id);
     this.opts.router.forget(pipeline);
-    this.opts.ended?.(pipeline);
     for (const lease of this.localLeases(pipeline)) {
       if (lease.closing) continue;
       lease.closing = true;
@@ -90,6 +89,8 @@ export class PipelineRegistry {
     }
     this.opts.log.info({ runId: pipeline.runId, pipelineId: pipeline.id, why }, 'pipeline ended');
     if (notify) for (const gw of this.remoteInstances(pipeline)) this.opts.bus.control(gw, { op: 'end', pipeline_id: pipeline.id, why });
+    // Last: the workers and the other instances are told first, whatever giving back does.
+    this.opts.ended?.(pipeline);
   }
 
   /** A rank before the last finished: its stream ends (if it had not ended it) and no one counts it lost. */
