@@ -7,6 +7,9 @@
 //                         modules at run time (the bot pages' browser scripts)
 //   sdk/client/dist/      the @switchyard/client package (sdk/client/tsconfig.json): JS + .d.ts
 //   sdk/worker/dist/      the @switchyard/worker package (sdk/worker/tsconfig.json): JS + .d.ts
+//   dist/console/         the web console (api/console/, type-checked by its own tsconfig), one
+//                         script and one stylesheet bundled by esbuild, its icon, and the 3D
+//                         viewer it loads on demand (@google/model-viewer's self-contained build)
 //
 // `--if-stale` builds only when a source is newer than the last build (the stamp file), which
 // is how `npm run dev` and the tests (test/helpers/fresh-build.ts) make sure they never run an
@@ -15,14 +18,21 @@
 // typescript's tsc.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const STAMP = path.join(ROOT, 'dist', '.build-stamp');
 
-/** The tsc projects, in build order. */
-const PROJECTS = ['tsconfig.build.json', 'sdk/client/tsconfig.json', 'sdk/worker/tsconfig.json'];
+/** The tsc projects, in build order (the console's only type-checks: esbuild writes its bundle). */
+const PROJECTS = ['tsconfig.build.json', 'sdk/client/tsconfig.json', 'sdk/worker/tsconfig.json', 'api/console/tsconfig.json'];
+/** The console: its entry point, and the files copied beside its bundle (dist/console/<to> from <from>). */
+const CONSOLE_ENTRY = 'api/console/main.tsx';
+const CONSOLE_FILES = [
+  { from: 'api/console/icon.svg', to: 'icon.svg' },
+  { from: 'node_modules/@google/model-viewer/dist/model-viewer.min.js', to: 'vendor/model-viewer.min.js' },
+];
 /** Folders of sources the build reads (their dist/, node_modules and the other languages' SDKs aside). */
 const SOURCE_DIRS = ['api', 'queues', 'dispatch', 'models', 'sdk'];
 const SKIP = new Set(['dist', 'node_modules', 'go', 'python', '__pycache__']);
@@ -36,7 +46,7 @@ function inputs() {
       const p = path.join(dir, e.name);
       // A folder counts too: its time changes when a file in it is added, removed or renamed.
       if (e.isDirectory()) return SKIP.has(e.name) ? [] : [p, ...walk(p)];
-      return /\.(ts|js|mjs|json)$/.test(e.name) ? [p] : [];
+      return /\.(ts|tsx|js|mjs|json|css|svg)$/.test(e.name) ? [p] : [];
     });
   return [
     ...SOURCE_DIRS.flatMap((d) => [path.join(ROOT, d), ...walk(path.join(ROOT, d))]),
@@ -62,7 +72,8 @@ const PACKAGE_DISTS = ['sdk/client/dist', 'sdk/worker/dist'];
  * rebuilt in place rather than emptied, so a gateway running from it keeps its files meanwhile.
  */
 function pruneOrphans(dir = path.join(ROOT, 'dist')) {
-  if (!existsSync(dir)) return;
+  // dist/console/ is the console's bundle, written whole by each build: no file of it has a source of its name.
+  if (!existsSync(dir) || dir === path.join(ROOT, 'dist', 'console')) return;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) {
@@ -103,10 +114,40 @@ export function build({ quiet = false, typeErrors = 'fail' } = {}) {
     mkdirSync(path.dirname(to), { recursive: true });
     copyFileSync(path.join(ROOT, asset), to);
   }
+  buildConsole();
   // Dated when the build started: a source saved while tsc ran is newer, so the next check rebuilds.
   writeFileSync(STAMP, `${new Date().toISOString()}\n`);
   utimesSync(STAMP, startedAt, startedAt);
   if (!quiet) console.log(`switchyard: built dist/, sdk/client/dist/ and sdk/worker/dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/**
+ * The console's bundle: esbuild (a devDependency, like typescript) reads the TSX and CSS and
+ * writes one minified ES module and one stylesheet; no file of it is fetched from anywhere at
+ * run time. The viewer is copied as its package ships it, and loaded only by pages that show
+ * a mesh.
+ */
+function buildConsole() {
+  const out = path.join(ROOT, 'dist', 'console');
+  const esbuild = createRequire(import.meta.url)('esbuild');
+  esbuild.buildSync({
+    entryPoints: { app: path.join(ROOT, CONSOLE_ENTRY) },
+    outdir: out,
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome109', 'firefox115', 'safari16'],
+    minify: true,
+    legalComments: 'linked',
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    tsconfig: path.join(ROOT, 'api/console/tsconfig.json'),
+    logLevel: 'error',
+  });
+  for (const { from, to } of CONSOLE_FILES) {
+    mkdirSync(path.dirname(path.join(out, to)), { recursive: true });
+    copyFileSync(path.join(ROOT, from), path.join(out, to));
+  }
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

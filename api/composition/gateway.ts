@@ -16,6 +16,7 @@ import { AccountService } from '../services/accounts/account-service.js';
 import { LimitsService } from '../services/accounts/limits-service.js';
 import { ArtifactService } from '../services/artifacts/artifact-service.js';
 import { ArtifactSweeper } from '../services/artifacts/artifact-sweeper.js';
+import { ConsoleSignIn } from '../services/console/console-sign-in.js';
 import { FileService } from '../services/files/file-service.js';
 import type { RunEventHub } from '../services/events/run-event-hub.js';
 import { ModelCatalogue } from '../services/fleet/model-catalogue.js';
@@ -114,6 +115,7 @@ export class Gateway {
       auth: core.auth,
       metrics: core.metrics,
       accounts: new AccountService({ accounts: stores.accounts, keys: core.auth, workerTokens: stores.workerTokens }),
+      consoleSignIn: new ConsoleSignIn({ redis: core.redis, keys: core.keys, accounts: stores.accounts, auth: core.auth, ttlSeconds: c.console.signInTtlSeconds }),
       limits: new LimitsService({ accounts: stores.accounts, apiKeys: stores.apiKeys, accountMaxRunning: c.accountMaxRunning, keyMaxRunning: c.keyMaxRunning }),
       operators: new OperatorService({ operators: stores.operators, workerTokens: stores.workerTokens, trust: fleet.trust }),
       models: new ModelCatalogue({ models: stores.models }),

@@ -8,6 +8,7 @@ import { artifactRoutes } from '../http/routes/artifacts.js';
 import { attestationRoutes } from '../http/routes/attestation.js';
 import { batchRoutes } from '../http/routes/batches.js';
 import { botPageRoutes } from '../http/routes/bot-pages.js';
+import { consoleRoutes } from '../http/routes/console.js';
 import { botRoutes } from '../http/routes/bots.js';
 import { eventRoutes } from '../http/routes/events.js';
 import { fileRoutes } from '../http/routes/files.js';
@@ -40,6 +41,7 @@ export function routeSpecs(s: Services): RouteSpec[] {
     ...webhookRoutes({ jobs: s.jobs, webhooks: s.webhooks }),
     ...botRoutes({ bots: s.bots, botTurns: s.botTurns }),
     ...botPageRoutes({ bots: s.bots, publicUrl: s.publicUrl }), // chatUrl's HTML and /embed.js (docs/bots-embed.md)
+    ...consoleRoutes({ signIn: s.consoleSignIn, enabled: s.config.console.enabled, publicUrl: s.publicUrl }), // the web console at / (docs/console.md)
     ...openaiRoutes({ openai: s.openai }), // errors in OpenAI's shape (errorStyle)
     ...toolRoutes({ tools: s.tools }),
     ...metricsRoutes({ metrics: s.metrics, token: s.config.metricsToken }), // GET /metrics, outside /v1 (docs/api.md, "Operators' surfaces")

@@ -3,6 +3,7 @@ import type { ArtifactStore } from '../../models/artifact-store.js';
 import type { ChatCompletions } from '../http/openai/chat-completions.js'; // OpenAI
 import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
+import type { ConsoleSignIn } from '../services/console/console-sign-in.js';
 import type { AccountService } from '../services/accounts/account-service.js';
 import type { LimitsService } from '../services/accounts/limits-service.js';
 import type { ArtifactService } from '../services/artifacts/artifact-service.js';
@@ -41,6 +42,8 @@ export interface Services {
   publicUrl(): string;
   /** Accounts: opening them, balances, their worker tokens. */
   accounts: AccountService;
+  /** One-time sign-in links of the web console. */
+  consoleSignIn: ConsoleSignIn;
   /** Concurrency limits and fair-share weights of accounts and keys. */
   limits: LimitsService;
   /** Worker operators, their trust and worker tokens. */

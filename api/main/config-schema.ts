@@ -177,6 +177,10 @@ export const settings = {
   rankBufferBytes: integer('RANK_BUFFER_BYTES', { minimum: 65_536, maximum: 1_073_741_824 }, 4_194_304, "bytes of a pipeline's activation frames the gateway holds for one receiving rank before it stops reading its senders (back-pressure: docs/ranks.md)"),
   shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', { minimum: 0, maximum: 600_000 }, 10000, `at shutdown, how long workers of protocol 1 may take to finish their leases before those are requeued (workers of protocol 2, the SDK's, move their running leases to another instance instead: docs/operations.md, "Graceful shutdown")`),
   shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', { minimum: 0, maximum: 60_000 }, 0, "at shutdown, how long `/readyz` answers 503 before the gateway stops listening (set it to your load balancer's probe interval if that is how it learns an instance is leaving)"),
+  console: {
+    enabled: setting({ env: 'CONSOLE', schema: { type: 'boolean' }, default: true, doc: 'serve the web console at `/` (docs/console.md); `false` answers its pages 404', read: (v: boolean) => v }),
+    signInTtlSeconds: integer('CONSOLE_SIGN_IN_TTL_S', { minimum: 60, maximum: 7 * 86400 }, 86400, 'how long a one-time console sign-in link stays good (`npm run dev` prints one; `POST /v1/admin/accounts/{id}/sign-in-links` makes them)'),
+  },
   demoDelayMs: integer('DEMO_DELAY_MS', { minimum: 0 }, 1000, '`npm run dev` only: how long the demo fleet takes per job'),
   enqueueReconcileAfterMs: integer('ENQUEUE_RECONCILE_AFTER_MS', { minimum: 100 }, 5000, 'age after which an accepted run missing from its queue is enqueued by the reconciler'),
   events: {

@@ -59,6 +59,8 @@ export class RedisKeys {
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
   rateLimit = (subject: string) => `${this.prefix}:rl:${subject}`;
+  /** A one-time console sign-in link, by the sha256 of its code: the account it signs in to (expires with the link). */
+  consoleSignIn = (codeHash: string) => `${this.prefix}:signin:${codeHash}`;
   /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
   revokedKey = (lookupId: string) => `${this.prefix}:revoked:${lookupId}`;
   /** Pub/sub channel on which key revocations are announced to every gateway instance. */

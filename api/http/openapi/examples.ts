@@ -2,6 +2,7 @@ import { KINDS } from '../../../models/kinds.js';
 import { EXAMPLE_FILE_ID, KIND_INPUT_EXAMPLES } from './kind-examples.js';
 import { kindSlug } from './job-requests.js';
 import { BATCH_EXAMPLES } from './batch-examples.js';
+import { consoleExamples } from './console-examples.js';
 import { limitsExamples } from './limits-examples.js';
 
 /**
@@ -187,6 +188,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   adminAdjustCredits: { request: { delta: 500 }, responses: { 200: { account } } },
   adminSetBudget: { request: { budget: 5000 }, responses: { 200: { account: { ...account, budget: { monthly: 5000, period: '2026-11', spent: 1200 } } } } },
   ...limitsExamples(account.id),
+  ...consoleExamples(account.id),
   adminCreateOperator: { request: { name: 'gpu-farm', trust: 'trusted' }, responses: { 201: { operator, worker_token: 'swt_tqwv3brqp2bsmwjnaLaLTBHETMisSOGTQ7Cuy7AuRRdyoolO' } } },
   adminListOperators: { responses: { 200: { data: [operator] } } },
   adminGetOperator: { responses: { 200: operator } },

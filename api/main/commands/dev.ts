@@ -11,13 +11,13 @@ import { serve } from './serve.js';
 /** A path relative to the working directory when it lies below it, else as given. */
 const shortPath = (file: string) => (path.relative('.', file).startsWith('..') ? file : path.relative('.', file));
 /** The dev account's key, kept under DATA_DIR so restarts print the same one. */
-async function devKey(gateway: Gateway): Promise<string> {
+async function devKey(gateway: Gateway): Promise<{ key: string; accountId: string }> {
   const file = path.resolve(gateway.config.dataDir, 'dev-account.json');
   try {
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as { api_key: string };
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { account_id: string; api_key: string };
     const lookupId = lookupIdOf('sy', saved.api_key);
     const record = lookupId ? await gateway.stores.apiKeys.findByLookupId(lookupId) : null;
-    if (record && !record.revoked_at && sameHash(hashSecret(saved.api_key), record.hash)) return saved.api_key;
+    if (record && !record.revoked_at && sameHash(hashSecret(saved.api_key), record.hash)) return { key: saved.api_key, accountId: record.account_id };
   } catch {
     // No saved key yet, or its Redis was wiped: make a new one.
   }
@@ -25,7 +25,7 @@ async function devKey(gateway: Gateway): Promise<string> {
   const { key } = await gateway.services.auth.createKey(account.id, 'dev');
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify({ account_id: account.id, api_key: key }, null, 2), { mode: 0o600 });
-  return key;
+  return { key, accountId: account.id };
 }
 
 /** `switchyard dev` (npm run dev): the gateway with a local Redis, the demo fleet and a ready key, printed. */
@@ -62,7 +62,9 @@ export async function dev(env: NodeJS.ProcessEnv): Promise<void> {
     beforeStop: async () => fleet?.stop(),
     cleanup: () => redisChild?.kill(),
     onReady: async (gateway, url) => {
-    const key = await devKey(gateway);
+    const { key, accountId } = await devKey(gateway);
+    // The console's one-time sign-in link: the code rides in the fragment, which browsers never send.
+    const signIn = gateway.config.console.enabled ? await gateway.services.consoleSignIn.createCode(accountId) : undefined;
     fleet = await startDevFleet(gateway, url, demoDelayMs, attestationKeyFile);
     const { served, missing } = fleet.local;
     const engines = served.length
@@ -85,7 +87,10 @@ and once it has succeeded, check its attestation, receipt and artifacts yourself
     console.log(`
 Switchyard is running at ${url}
 ${engines}${install}
-
+${signIn ? `
+  Console:  ${url}/sign-in#code=${signIn.code}
+            (open it to try every kind in your browser; the link works once, until ${signIn.expires_at})
+` : ''}
   API key:  ${key}
 
 Submit a job:

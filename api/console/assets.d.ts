@@ -1,0 +1,2 @@
+/** The stylesheet main.tsx imports: esbuild writes it beside the bundle (dist/console/app.css). */
+declare module '*.css';
