@@ -25,6 +25,8 @@ export interface ConsoleHarnessOptions {
   env?: Record<string, string>;
   /** Credits of the account. */
   credits?: number;
+  /** Start the dev demo fleet (default true); false leaves the kinds to workers the test starts. */
+  fleet?: boolean;
 }
 
 export interface ConsoleTab {
@@ -69,7 +71,7 @@ export class ConsoleHarness {
     }
     this.gw = await new TestGateway(this.prefix, env).start();
     this.account = await this.gw.account(this.opts.credits ?? 10_000, `console ${this.name}`);
-    this.fleet = await startDevFleet(this.gw.gateway, this.gw.url, this.opts.delayMs ?? 300, keyFile);
+    if (this.opts.fleet !== false) this.fleet = await startDevFleet(this.gw.gateway, this.gw.url, this.opts.delayMs ?? 300, keyFile);
     this.browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     return this;
   }
