@@ -190,12 +190,12 @@ describe('console run outputs', function () {
   it("shows an LLM run's completion.txt as text", async () => {
     const { page } = tab;
     const llm = await run('inference:llm:text-generate', { prompt: 'Say something about trains.' });
-    const text = (llm.output as { text: string }).text;
+    const text = (llm.output as unknown as { text: string }).text;
     await h.open(tab, `/runs/${llm.run_id}`);
     const pre = card(page, 'completion.txt').locator('[data-text-view]');
     await pre.waitFor();
     assert.equal(await pre.textContent(), text);
-    assert.equal(await pre.evaluate((el) => getComputedStyle(el as any).whiteSpace), 'pre-wrap');
+    assert.equal(await pre.evaluate((el) => (globalThis as any).getComputedStyle(el).whiteSpace), 'pre-wrap');
     await h.screenshots(page, 'text');
     assert.deepEqual(await h.seriousViolations(page), []);
   });

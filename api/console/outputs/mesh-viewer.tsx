@@ -9,6 +9,23 @@ import type { OutputFile } from './output-file.js';
  * its vertex and triangle counts and, for a rigged mesh, its skeleton. The file is fetched once:
  * its JSON chunk gives the counts, and the viewer reads the same bytes through a blob: URL.
  */
+/**
+ * The viewer's own stylesheet is a <style> element in its shadow root, which the page's CSP
+ * (style-src 'self', nothing inline) refuses: unstyled, its poster, progress bar and prompt
+ * spill below the view. The same text, adopted as a constructed stylesheet (CSSOM, which the
+ * CSP leaves alone), styles it as its authors meant; it is the vendored file's own CSS.
+ */
+function adoptShadowStyles(viewer: HTMLElement): void {
+  const root = viewer.shadowRoot;
+  if (!root) return;
+  const sheets = [...root.querySelectorAll('style')].map((el) => {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(el.textContent ?? '');
+    return sheet;
+  });
+  root.adoptedStyleSheets = [...root.adoptedStyleSheets, ...sheets];
+}
+
 export function MeshViewer({ file, label }: { file: OutputFile; label: string }) {
   const host = useRef<HTMLDivElement>(null);
   const [stats, setStats] = useState<GlbStats | null>(null);
@@ -31,11 +48,14 @@ export function MeshViewer({ file, label }: { file: OutputFile; label: string })
       viewer.setAttribute('alt', label);
       viewer.setAttribute('camera-controls', '');
       viewer.setAttribute('interaction-prompt', 'none');
+      // The bytes are in memory already: read them now, not when the view scrolls into sight.
+      viewer.setAttribute('loading', 'eager');
       viewer.setAttribute('shadow-intensity', '1');
       viewer.className = 'mesh-view';
-      // No AR here: empty slotted stand-ins replace the viewer's own AR buttons, which sit in
-      // the tab order (tabindex 2 and 3) even when AR is off, one of them inside aria-hidden.
-      for (const slot of ['ar-button', 'exit-webxr-ar-button']) {
+      // Empty stand-ins replace the viewer's own AR buttons, which sit in the tab order
+      // (tabindex 2 and 3) even with AR off, one inside aria-hidden; and its progress bar:
+      // the hint below says when the view is loading.
+      for (const slot of ['ar-button', 'exit-webxr-ar-button', 'progress-bar']) {
         const stand = document.createElement('span');
         stand.slot = slot;
         stand.hidden = true;
@@ -45,6 +65,9 @@ export function MeshViewer({ file, label }: { file: OutputFile; label: string })
       viewer.addEventListener('error', () => !gone && setState(new Error(`the 3D view could not read ${file.name}`)));
       viewer.setAttribute('src', blobUrl);
       host.current.append(viewer);
+      // Lit sets the shadow root's adopted sheets when the element connects: add ours after.
+      await (viewer as HTMLElement & { updateComplete?: Promise<unknown> }).updateComplete;
+      adoptShadowStyles(viewer);
     })().catch((err: unknown) => !gone && setState(err instanceof Error ? err : new Error(String(err))));
     return () => {
       gone = true;
