@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ConsoleHarness } from './helpers/console-harness.js';
-import { ADMIN_TOKEN } from './helpers/harness.js';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 /**
  * The console's door: `/` is the console, a one-time sign-in link (as `npm run dev` prints one)
@@ -102,4 +102,25 @@ describe('console sign-in', function () {
   });
 
   it('asked nothing of any other origin', () => h.assertSameOrigin());
+});
+
+describe('console with CONSOLE=false', function () {
+  this.timeout(30_000);
+  const prefix = uniquePrefix('console-off');
+  let gw: TestGateway;
+  before(async () => {
+    gw = await new TestGateway(prefix, { CONSOLE: 'false' }).start();
+  });
+  after(async () => {
+    await gw?.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('answers its pages and files 404 in the error envelope', async () => {
+    for (const p of ['/', '/runs/run_x', '/console/app.js', '/console/vendor/model-viewer.min.js']) {
+      const res = await fetch(`${gw.url}${p}`);
+      assert.equal(res.status, 404, p);
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'not_found');
+    }
+  });
 });
