@@ -42,6 +42,7 @@ describe('console sign-in', function () {
     await tab.page.goto(link);
     await tab.page.getByRole('link', { name: 'Runs' }).waitFor();
     assert.doesNotMatch(tab.page.url(), /code=/, 'the code left the address bar');
+    assert.equal(await tab.page.getByText('Loading the console').count(), 0, 'the boot line is gone');
     const stored = (await tab.page.evaluate(`({ session: sessionStorage.getItem('switchyard.console.session'), local: localStorage.length, cookie: document.cookie })`)) as { session: string | null; local: number; cookie: string };
     const session = JSON.parse(stored.session ?? 'null') as { apiKey: string; keyId: string; accountId: string };
     assert.match(session.apiKey, /^sy_/);
