@@ -4,7 +4,8 @@ import { PNG } from 'pngjs';
 import type { Page } from 'playwright-core';
 import { SwitchyardClient, type JobResult } from '../sdk/client/index.js';
 import { readGlb } from '../sdk/engines/demo/glb-read.js';
-import { ConsoleHarness, type ConsoleTab } from './helpers/console-harness.js';
+import { ConsoleHarness, VIEWPORTS, type ConsoleTab } from './helpers/console-harness.js';
+import { until } from './helpers/harness.js';
 import { FFMPEG, requireProgram } from './helpers/optional-program.js';
 
 type OutputFile = { url: string; name: string; content_type: string | null; size: number | null; sha256: string | null };
@@ -36,6 +37,15 @@ describe('console run outputs', function () {
     return done;
   };
   const card = (page: Page, name: string) => page.locator(`[data-output-file="${name}"]`);
+  /** axe at desktop and phone widths, nothing wider than a phone (once the viewers have resized), and the screenshots. */
+  const checkPage = async (page: Page, name: string) => {
+    assert.deepEqual(await h.seriousViolations(page), []);
+    await page.setViewportSize(VIEWPORTS.phone);
+    await page.waitForFunction(() => (globalThis as any).document.documentElement.scrollWidth <= (globalThis as any).innerWidth);
+    assert.deepEqual(await h.seriousViolations(page), []);
+    await page.setViewportSize(VIEWPORTS.desktop);
+    await h.screenshots(page, name);
+  };
   let imageRun: JobResult;
   let meshRun: JobResult;
 
@@ -63,8 +73,7 @@ describe('console run outputs', function () {
     assert.deepEqual(await h.seriousViolations(page), []);
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
-    await h.screenshots(page, 'image');
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'image');
   });
 
   it('shows every file with its name, size, type, sha256 and a download of exactly those bytes', async () => {
@@ -107,14 +116,13 @@ describe('console run outputs', function () {
     assert.equal(decoders[3], null, 'no meshopt decoder is ever fetched');
     // model-viewer draws its frame a moment after `load`: poll the pixels until the mesh is in them.
     let seen = 0;
-    for (let i = 0; i < 50 && seen < 20; i++) {
-      seen = colours(await viewer.screenshot());
-      if (seen < 20) await page.waitForTimeout(200);
-    }
-    assert.ok(seen >= 20, `the 3D view shows a shaded mesh, not a blank or flat box (${seen} colours)`);
+    await until(
+      'the 3D view to show a shaded mesh, not a blank or flat box',
+      async () => (seen = colours(await viewer.screenshot())) >= 20,
+      30_000,
+    ).catch((err: Error) => assert.fail(`${err.message} (${seen} colours)`));
     assert.match((await mesh.locator('dl.facts').first().textContent()) ?? '', /Vertices\d[\d,]*Triangles\d/);
-    await h.screenshots(page, 'mesh');
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'mesh');
 
     await mesh.getByRole('button', { name: 'Send to inference:rig' }).click();
     await page.waitForURL((u) => u.pathname.startsWith('/runs/') && !u.pathname.endsWith(meshRun.run_id));
@@ -135,7 +143,7 @@ describe('console run outputs', function () {
     await rig.getByText(`Skeleton: ${joints} bones`).click();
     assert.equal(await rig.locator('.bone-names li').count(), joints);
     await rig.locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'rig');
   });
 
   it('opens the form of a kind that needs more than the file, with the file filled in', async () => {
@@ -158,8 +166,7 @@ describe('console run outputs', function () {
       await page.waitForFunction((el) => (el as any).complete && (el as any).naturalWidth === 128, await img.elementHandle());
     }
     await card(page, 'textured.glb').locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
-    await h.screenshots(page, 'texture');
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'texture');
   });
 
   it('plays an audio run, with its duration and a drawn waveform', async () => {
@@ -182,8 +189,7 @@ describe('console run outputs', function () {
     assert.ok(ink.colours >= 2 && ink.tall > 50, `the waveform has ink in it (${JSON.stringify(ink)})`);
     assert.match((await audio.locator('canvas.waveform').getAttribute('aria-label')) ?? '', /Waveform of speech\.wav, \d:\d\d\.\d long/);
     assert.match((await audio.locator('[data-audio-duration]').textContent()) ?? '', /^\d:\d\d\.\d$/);
-    await h.screenshots(page, 'audio');
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'audio');
     assert.ok(await audio.getByRole('link', { name: /Open inference:audio:transcribe|Send to inference:audio:transcribe/ }).or(audio.getByRole('button', { name: 'Send to inference:audio:transcribe' })).count());
   });
 
@@ -196,8 +202,7 @@ describe('console run outputs', function () {
     await pre.waitFor();
     assert.equal(await pre.textContent(), text);
     assert.equal(await pre.evaluate((el) => (globalThis as any).getComputedStyle(el).whiteSpace), 'pre-wrap');
-    await h.screenshots(page, 'text');
-    assert.deepEqual(await h.seriousViolations(page), []);
+    await checkPage(page, 'text');
   });
 
   describe('with ffmpeg', () => {
@@ -213,8 +218,7 @@ describe('console run outputs', function () {
       await h.open(tab, `/runs/${video.run_id}`);
       await card(page, file.name).locator('video').waitFor();
       await page.waitForFunction(() => (globalThis as any).document.querySelector('video').readyState >= 2);
-      await h.screenshots(page, 'video');
-      assert.deepEqual(await h.seriousViolations(page), []);
+      await checkPage(page, 'video');
     });
   });
 

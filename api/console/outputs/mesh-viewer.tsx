@@ -50,7 +50,6 @@ export function MeshViewer({ file, label }: { file: OutputFile; label: string })
       viewer.setAttribute('interaction-prompt', 'none');
       // The bytes are in memory already: read them now, not when the view scrolls into sight.
       viewer.setAttribute('loading', 'eager');
-      viewer.setAttribute('shadow-intensity', '1');
       viewer.className = 'mesh-view';
       // Empty stand-ins replace the viewer's own AR buttons, which sit in the tab order
       // (tabindex 2 and 3) even with AR off, one inside aria-hidden; and its progress bar:
