@@ -1,7 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { formatBytes } from '../lib/format.js';
 import { errorMessage, localUrl } from '../lib/gateway.js';
 import type { OutputFile } from './output-file.js';
 import { drawWaveform } from './waveform.js';
+
+/** Files past this size are played but not fetched whole for a waveform (decoded, they take ten times as much memory). */
+export const WAVEFORM_CAP_BYTES = 50 * 1024 * 1024;
 
 /** Seconds as `m:ss.s`. */
 const clock = (s: number) => `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, '0')}`;
@@ -19,6 +23,7 @@ export function AudioViewer({ file }: { file: OutputFile }) {
   useEffect(() => {
     let gone = false;
     (async () => {
+      if ((file.size ?? 0) > WAVEFORM_CAP_BYTES) throw new Error(`the file is larger than ${formatBytes(WAVEFORM_CAP_BYTES)}`);
       const res = await fetch(src);
       if (!res.ok) throw new Error(`the gateway answered ${res.status}`);
       const bytes = await res.arrayBuffer();
@@ -32,7 +37,7 @@ export function AudioViewer({ file }: { file: OutputFile }) {
     return () => {
       gone = true;
     };
-  }, [src]);
+  }, [src, file.size]);
 
   const waveLabel = wave === 'drawn' ? `Waveform of ${file.name}${duration ? `, ${clock(duration)} long` : ''}` : `Waveform of ${file.name} (not drawn)`;
   return (
