@@ -23,7 +23,8 @@ export function RunPage({ runId }: { runId: string }) {
   const running = !!job && !job.terminal;
   useTicker(running);
   const queue = job?.status === 'queued' && r.queue?.status === 'queued' ? { ...r.queue, confidentiality: job.confidentiality } : null;
-  const progress = r.progress ?? (job?.progress != null ? { progress: job.progress } : undefined);
+  // A succeeded run is done whatever its worker last reported (the SDK throttles progress frames).
+  const progress = job?.status === 'succeeded' ? { progress: 1, message: 'Done.' } : (r.progress ?? (job?.progress != null ? { progress: job.progress } : undefined));
   return (
     <section class="run-page">
       <div class="run-head">

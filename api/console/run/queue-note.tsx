@@ -7,9 +7,9 @@ function reasonText(q: QueueState): string {
   const tier = q.confidentiality;
   switch (q.waiting_reason) {
     case 'no_worker_for_kind':
-      return `No worker that may run a ${tier} job of this kind is connected. It starts when one connects.`;
+      return `No connected worker serves this kind at the ${tier} tier (or a stronger one). It starts when one connects.`;
     case 'no_worker_for_model':
-      return `No connected worker allowed for a ${tier} job serves the model it asks for. It starts when one does.`;
+      return `No connected worker at the ${tier} tier (or a stronger one) serves the model it asks for. It starts when one does.`;
     case 'no_worker_for_rank':
       return `Its model runs as a pipeline of ranks, and no worker can hold ${q.waiting_ranks?.length === 1 ? 'rank' : 'ranks'} ${(q.waiting_ranks ?? []).join(', ')} now.`;
     case 'backend_unavailable':

@@ -3,6 +3,8 @@ import type { JobCost, JobUsage } from '../../../sdk/client/index.js';
 
 const USAGE_LABELS: Record<string, string> = { input_tokens: 'Input tokens', output_tokens: 'Output tokens', seconds: 'Seconds of output', images: 'Images' };
 
+const credits = (n: number) => `${n} credit${n === 1 ? '' : 's'}`;
+
 /** Credits held and taken (docs/jobs.md, "Cost"), and what the worker said the run used. */
 export function RunCost({ cost, usage }: { cost: JobCost | undefined; usage: JobUsage | null | undefined }) {
   const used = Object.entries(usage ?? {}).filter(([, v]) => v != null);
@@ -11,9 +13,11 @@ export function RunCost({ cost, usage }: { cost: JobCost | undefined; usage: Job
       <h2 id="cost-heading">Cost</h2>
       <dl class="facts">
         <dt>Reserved</dt>
-        <dd>{cost ? `${cost.reserved} credits` : '—'} <span class="muted">(held at submission: the most it can cost)</span></dd>
+        <dd class="cost-reserved">
+          {cost ? credits(cost.reserved) : '—'} <span class="muted">(held at submission: the most it can cost)</span>
+        </dd>
         <dt>Charged</dt>
-        <dd>{cost?.charged == null ? <span class="muted">not yet (charged when it ends)</span> : `${cost.charged} credits`}</dd>
+        <dd class="cost-charged">{cost?.charged == null ? <span class="muted">not yet (charged when it ends)</span> : credits(cost.charged)}</dd>
         {used.map(([k, v]) => (
           <Fragment key={k}>
             <dt>{USAGE_LABELS[k] ?? k}</dt>
