@@ -9,7 +9,7 @@ export function RunAttempts({ attempts, max }: { attempts: JobAttempt[]; max: nu
       {attempts.length === 0 ? (
         <p class="muted">No attempt yet{max ? ` (it may use up to ${max})` : ''}.</p>
       ) : (
-        <div class="table-scroll">
+        <div class="table-scroll" tabIndex={0} role="region" aria-label="Attempts (scrolls sideways)">
           <table class="attempts">
             <caption class="visually-hidden">Attempts of this run{max ? `, at most ${max}` : ''}</caption>
             <thead>
