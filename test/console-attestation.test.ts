@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { exportJWK, generateKeyPair } from 'jose';
 import { DEV_VERIFIER_ISSUER } from '../api/main/dev/dev-attestation.js';
@@ -44,6 +46,35 @@ describe('console attestation panel', function () {
     } finally {
       await gw.stop();
       await cleanupPrefix(prefix);
+    }
+  });
+
+  it('answers a key set it fetches from a URL without private members, and 503 while the URL fails', async () => {
+    const { privateKey } = await generateKeyPair('ES384', { extractable: true });
+    const jwk = { ...(await exportJWK(privateKey)), kid: 'remote-1', alg: 'ES384' };
+    let failing = true;
+    const server = http.createServer((_req, res) => {
+      res.writeHead(failing ? 500 : 200, { 'content-type': 'application/json' });
+      res.end(failing ? '{}' : JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const prefix = uniquePrefix('verifier-keys-url');
+    const gw = await new TestGateway(prefix, { ATTESTATION_JWKS: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`, ATTESTATION_ISSUER: 'urn:test:remote' }).start();
+    try {
+      const { key } = await gw.account(10);
+      const down = await gw.request('GET', '/v1/attestation/verifier-keys', { key });
+      assert.equal(down.status, 503);
+      assert.equal(errorCode(down), 'unavailable');
+      failing = false;
+      const res = await gw.request('GET', '/v1/attestation/verifier-keys', { key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.issuer, 'urn:test:remote');
+      const { d: _d, ...pub } = jwk;
+      assert.deepEqual(res.body.keys, [pub], 'the private member d is never handed out');
+    } finally {
+      await gw.stop();
+      await cleanupPrefix(prefix);
+      server.close();
     }
   });
 
