@@ -124,6 +124,8 @@ describe('console run page', function () {
     await note.filter({ hasText: `position ${queued.queue_position} in line` }).or(note.filter({ hasText: 'next in line' })).waitFor();
     await note.filter({ hasText: 'No connected worker serves this kind at the open tier' }).waitFor();
     await note.locator('code', { hasText: 'no_worker_for_kind' }).waitFor();
+    // Connected, though the run's log is still empty.
+    await tab.page.locator('[data-connection="live"]').waitFor();
     assert.deepEqual(await h.seriousViolations(tab.page), []);
     await h.screenshots(tab.page, 'run-queued');
     await h.gw.request('POST', `/v1/jobs/${runId}/cancel`, { key: h.account.key });

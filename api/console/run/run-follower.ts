@@ -1,5 +1,6 @@
-import { SwitchyardApiError, type JobEvent } from '../../../sdk/client/index.js';
-import { client } from '../lib/gateway.js';
+import { SwitchyardApiError, SwitchyardClient, type JobEvent } from '../../../sdk/client/index.js';
+import { authedFetch, gatewayBase } from '../lib/gateway.js';
+import { getSession } from '../lib/session.js';
 
 /** Where the page's event stream is: what the connection note says. */
 export type Connection = 'connecting' | 'live' | 'reconnecting' | 'ended' | 'failed';
@@ -25,6 +26,20 @@ const MAX_DELAY_MS = 15_000;
 export class RunFollower {
   private lastEventId = 0;
   private readonly abort = new AbortController();
+  private state: Connection = 'connecting';
+  /**
+   * The client library, with a fetch that says when a stream's answer arrived: a queued run's
+   * log may be empty for a long time, and the page is live from the moment it is connected.
+   */
+  private readonly client = new SwitchyardClient({
+    baseUrl: gatewayBase,
+    apiKey: getSession()?.apiKey,
+    fetch: async (input, init) => {
+      const res = await authedFetch(input, init);
+      if (res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) this.set('live');
+      return res;
+    },
+  });
 
   constructor(
     private readonly runId: string,
@@ -34,33 +49,37 @@ export class RunFollower {
   /** Runs until `done`, a refusal (404, 401), or stop(). */
   async run(): Promise<void> {
     let delay = FIRST_DELAY_MS;
-    let state: Connection = 'connecting';
-    this.on.connection(state);
+    this.on.connection(this.state);
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      const stream = client().stream(this.runId, { lastEventId: this.lastEventId, maxReconnects: 0, signal });
+      const stream = this.client.stream(this.runId, { lastEventId: this.lastEventId, maxReconnects: 0, signal });
       try {
         for await (const ev of stream) {
           if (Number.isFinite(ev.id)) this.lastEventId = ev.id;
-          if (state !== 'live') this.on.connection((state = 'live'));
           delay = FIRST_DELAY_MS;
           this.on.event(ev);
           if (ev.event === 'done') {
-            this.on.connection('ended');
+            this.set('ended');
             return;
           }
         }
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof SwitchyardApiError && !err.retryable) {
-          this.on.connection('failed', { error: err });
+          this.set('failed', { error: err });
           return;
         }
-        this.on.connection((state = 'reconnecting'), { retryInMs: delay, error: err });
+        this.set('reconnecting', { retryInMs: delay, error: err });
       }
       await sleep(delay, signal);
       delay = Math.min(delay * 2, MAX_DELAY_MS);
     }
+  }
+
+  private set(state: Connection, detail?: { retryInMs?: number; error?: unknown }): void {
+    if (state === this.state && state === 'live') return;
+    this.state = state;
+    this.on.connection(state, detail);
   }
 
   stop(): void {
