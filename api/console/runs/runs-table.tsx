@@ -1,14 +1,15 @@
 import type { JobResult } from '../../../sdk/client/index.js';
 import { Link, StatusBadge } from '../components/common.js';
 import { formatDuration, formatTime } from '../lib/format.js';
+import '../styles/stacked-table.css';
 
 /**
  * One page of runs. A table at desktop width; at phone width each row stacks into a card whose
- * cells carry their column's name (runs.css, from `data-label`), so nothing is squashed.
+ * cells carry their column's name (stacked-table.css, from `data-label`), so nothing is squashed.
  */
 export function RunsTable({ runs }: { runs: JobResult[] }) {
   return (
-    <table class="runs-table">
+    <table class="runs-table stacked-table">
       <caption class="visually-hidden">Runs, newest first</caption>
       <thead>
         <tr>
@@ -54,6 +55,6 @@ function runDuration(run: JobResult): string {
 function runCost(run: JobResult): string {
   const cost = run.cost;
   if (!cost) return '—';
-  if (cost.charged != null) return `${cost.charged} credits`;
+  if (cost.charged != null) return `${cost.charged} credit${cost.charged === 1 ? '' : 's'}`;
   return `${cost.reserved} reserved`;
 }
