@@ -77,6 +77,17 @@ describe('console account page', function () {
     await tab.page.locator('tr', { hasText: 'ci-key' }).waitFor();
     assert.ok(!(await html(tab.page)).includes(secret), 'gone after a reload');
     assert.ok(!(await tab.page.evaluate('JSON.stringify(sessionStorage) + JSON.stringify(localStorage)') as string).includes(secret), 'kept in no storage');
+
+    // Leaving the page forgets a key not hidden yet.
+    await tab.page.getByLabel('Key name').fill('left-behind');
+    await tab.page.getByRole('button', { name: 'Create key' }).click();
+    const other = await tab.page.locator('[data-secret]').innerText();
+    await tab.page.getByRole('link', { name: 'Runs' }).click();
+    await tab.page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
+    await tab.page.getByRole('link', { name: 'Account' }).click();
+    await tab.page.locator('tr', { hasText: 'left-behind' }).waitFor();
+    assert.equal(await tab.page.locator('[data-secret]').count(), 0);
+    assert.ok(!(await html(tab.page)).includes(other), 'gone after leaving the page');
   });
 
   it('revokes a key from the keyboard after a confirmation that Escape cancels', async () => {
