@@ -6,6 +6,7 @@ import { SwitchyardClient } from '../sdk/client/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { ConsoleHarness, VIEWPORTS } from './helpers/console-harness.js';
+import { ADMIN_TOKEN } from './helpers/harness.js';
 import { samplePng } from './helpers/sample-files.js';
 
 const run = promisify(execFile);
@@ -256,6 +257,30 @@ describe('console try a kind', function () {
       child.stdin!.end(go);
     });
     assert.equal(formatted.code, 0, `the Go snippet parses: ${formatted.stderr}`);
+  });
+
+  it("adds the chosen model's own input schema to the form", async () => {
+    const declared = await fetch(`${h.gw.url}/v1/admin/models/inference:image:generate/try-xl`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ description: 'a declared test model', input_schema: { type: 'object', properties: { steps: { type: 'integer', minimum: 1, maximum: 50 }, width: { type: 'integer', maximum: 1024 } } } }),
+    });
+    assert.equal(declared.status, 201);
+    const tab = await h.signedInTab();
+    const { page } = tab;
+    await h.open(tab, '/kinds/inference:image:generate');
+    const model = page.getByLabel('model');
+    await model.locator('option', { hasText: 'try-xl (waiting for workers)' }).waitFor({ state: 'attached' });
+    assert.equal(await page.getByLabel('steps').count(), 0, 'no steps field without the model');
+    await model.selectOption('try-xl');
+    await page.getByText('Advanced').click();
+    const steps = page.getByLabel('steps');
+    assert.equal(await steps.getAttribute('max'), '50');
+    assert.equal(await page.getByLabel('width').getAttribute('max'), '1024', "the model's bound narrows the kind's");
+    assert.equal(await page.getByLabel('width').getAttribute('min'), '64', "and keeps the kind's other bound");
+    await page.getByLabel('prompt').fill('x');
+    await steps.fill('12');
+    assert.match((await page.locator('[data-snippet="curl"]').textContent())!, /"input":\{"prompt":"x","model":"try-xl","steps":12\}/);
   });
 
   it('shows a kind waiting for workers when it has none, live, and live again when one connects', async () => {

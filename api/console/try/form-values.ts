@@ -31,7 +31,10 @@ export function controlOf(name: string, s: FieldSchema): 'file' | 'select' | 'ch
 export function buildInput(properties: Record<string, FieldSchema>, values: RawValues): { input: Record<string, unknown>; errors: Record<string, string> } {
   const input: Record<string, unknown> = {};
   const errors: Record<string, string> = {};
-  for (const [name, raw] of Object.entries(values)) {
+  // In the schema's order, so the snippets read as the form does; prefilled extras last.
+  const names = [...new Set([...Object.keys(properties), ...Object.keys(values)])];
+  for (const name of names) {
+    const raw = values[name];
     if (raw === undefined || raw === '') continue;
     const s = properties[name];
     // A prefilled field no schema names goes as it is: the gateway forwards extra fields.

@@ -63,8 +63,11 @@ export function formatPrice(price: KindPrice | undefined): string {
 export function inputSchema(kind: KindInfo, modelId: string | undefined): { properties: Record<string, FieldSchema>; required: string[] } {
   const own = kind.input_schema as ObjectSchema;
   const model = modelId ? kind.models?.find((m) => m.id === modelId)?.input_schema : null;
+  // A model narrows the kind's fields (a lower maximum) and adds its own: merged field by field.
+  const properties: Record<string, FieldSchema> = { ...(own.properties ?? {}) };
+  for (const [name, s] of Object.entries(model?.properties ?? {})) properties[name] = { ...properties[name], ...s };
   return {
-    properties: { ...(own.properties ?? {}), ...(model?.properties ?? {}) },
+    properties,
     required: [...new Set([...(own.required ?? []), ...(model?.required ?? [])])],
   };
 }

@@ -25,9 +25,10 @@ export function SchemaField(p: FieldProps) {
   const id = fieldId(p.name);
   const control = p.name === 'model' && p.models?.length ? 'model' : controlOf(p.name, p.schema);
   if (control === 'file') return <FileField {...p} id={id} accept={p.schema['x-switchyard-file']!.accept} />;
+  const hint = p.name === 'model' ? `A model of the kind's catalogue; empty asks for the kind's default. ${hintText(p.schema)}`.trim() : hintText(p.schema);
   const hintId = `${id}-hint`;
   const errorId = `${id}-error`;
-  const describedBy = [p.error ? errorId : '', hintText(p.schema) ? hintId : ''].filter(Boolean).join(' ') || undefined;
+  const describedBy = [p.error ? errorId : '', hint ? hintId : ''].filter(Boolean).join(' ') || undefined;
   const common = { id, name: p.name, 'aria-invalid': p.error ? true : undefined, 'aria-describedby': describedBy };
   const str = typeof p.value === 'string' ? p.value : '';
   const set = (e: Event) => p.onChange((e.currentTarget as HTMLInputElement).value);
@@ -104,9 +105,9 @@ export function SchemaField(p: FieldProps) {
           {input}
         </>
       )}
-      {hintText(p.schema) ? (
+      {hint ? (
         <p class="hint" id={hintId}>
-          {hintText(p.schema)}
+          {hint}
         </p>
       ) : null}
       <FieldError id={errorId} error={p.error} />
