@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ConsoleHarness } from './helpers/console-harness.js';
-import { ADMIN_TOKEN } from './helpers/harness.js';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 /**
  * The console's door: `/` is the console, a one-time sign-in link (as `npm run dev` prints one)
@@ -42,6 +42,7 @@ describe('console sign-in', function () {
     await tab.page.goto(link);
     await tab.page.getByRole('link', { name: 'Runs' }).waitFor();
     assert.doesNotMatch(tab.page.url(), /code=/, 'the code left the address bar');
+    assert.equal(await tab.page.getByText('Loading the console').count(), 0, 'the boot line is gone');
     const stored = (await tab.page.evaluate(`({ session: sessionStorage.getItem('switchyard.console.session'), local: localStorage.length, cookie: document.cookie })`)) as { session: string | null; local: number; cookie: string };
     const session = JSON.parse(stored.session ?? 'null') as { apiKey: string; keyId: string; accountId: string };
     assert.match(session.apiKey, /^sy_/);
@@ -102,4 +103,25 @@ describe('console sign-in', function () {
   });
 
   it('asked nothing of any other origin', () => h.assertSameOrigin());
+});
+
+describe('console with CONSOLE=false', function () {
+  this.timeout(30_000);
+  const prefix = uniquePrefix('console-off');
+  let gw: TestGateway;
+  before(async () => {
+    gw = await new TestGateway(prefix, { CONSOLE: 'false' }).start();
+  });
+  after(async () => {
+    await gw?.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('answers its pages and files 404 in the error envelope', async () => {
+    for (const p of ['/', '/runs/run_x', '/console/app.js', '/console/vendor/model-viewer.min.js']) {
+      const res = await fetch(`${gw.url}${p}`);
+      assert.equal(res.status, 404, p);
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'not_found');
+    }
+  });
 });

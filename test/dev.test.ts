@@ -64,6 +64,29 @@ describe('npm run dev', () => {
     assert.equal(/API key:\s+(sy_\S+)/.exec(await devBanner(env))?.[1], key, 'the same key after a restart');
   });
 
+  it('prints a one-time console sign-in link that signs in to the dev account, once', async function () {
+    this.timeout(60_000);
+    const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEMO_DELAY_MS: '0' };
+    await devBanner(env, async (text) => {
+      const url = /running at (\S+)/.exec(text)![1];
+      const link = /Console:\s+(\S+)/.exec(text)?.[1];
+      assert.ok(link, text);
+      const { origin, pathname, hash } = new URL(link);
+      assert.equal(`${origin}${pathname}`, `${url}/sign-in`);
+      const page = await fetch(link);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<div id="app">/);
+      const redeem = () => fetch(`${url}/v1/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: new URLSearchParams(hash.slice(1)).get('code') }) });
+      const first = await redeem();
+      assert.equal(first.status, 201);
+      const { api_key } = (await first.json()) as { api_key: string };
+      const devKey = /API key:\s+(sy_\S+)/.exec(text)![1];
+      const account = async (key: string) => ((await (await fetch(`${url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as { id: string }).id;
+      assert.equal(await account(api_key), await account(devKey), "the link's key opens the dev account");
+      assert.equal((await redeem()).status, 401, 'the link works once');
+    });
+  });
+
   it("shows the private flow: its private demo worker's run passes the printed `switchyard verify` line", async function () {
     this.timeout(60_000);
     const env = { PORT: '0', REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DEMO_DELAY_MS: '0' };

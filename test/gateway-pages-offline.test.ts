@@ -4,7 +4,7 @@ import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
 
 /**
- * Every HTML page the gateway serves (the queue board, a bot's chat page) loads nothing from
+ * Every HTML page the gateway serves (the queue board, a bot's chat page, the console) loads nothing from
  * another host, so it works on a machine with no network beyond the gateway: a static scan of
  * the pages and of every stylesheet they load, and Chromium recording every request it makes.
  */
@@ -35,6 +35,7 @@ describe('pages the gateway serves load nothing from outside it', function () {
       { name: 'the queue board', url: `${gw.url}/admin/queues`, headers: ADMIN },
       { name: 'a queue page of the board', url: `${gw.url}/admin/queues/queue/webhooks`, headers: ADMIN },
       { name: "a bot's chat page", url: bot.body.chatUrl, headers: {} },
+      { name: 'the console', url: `${gw.url}/`, headers: {} },
     ];
   });
 
@@ -95,6 +96,7 @@ describe('pages the gateway serves load nothing from outside it', function () {
           const res = await tab.goto(page.url, { waitUntil: 'networkidle' });
           assert.equal(res?.status(), 200, page.name);
           if (page.name.includes('board')) await tab.getByText('webhooks', { exact: true }).first().waitFor({ timeout: 20_000 });
+          if (page.name.includes('console')) await tab.getByLabel('API key').waitFor({ timeout: 20_000 });
           assert.deepEqual(outside, [], `${page.name} asked for another host`);
         } finally {
           await ctx.close();

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from './components/common.js';
 import { signOut, whenSignedOut } from './lib/gateway.js';
 import { matchPath, navigate, useLocation } from './lib/router.js';
@@ -43,10 +43,15 @@ export function App() {
   const title = needsSignIn ? 'Sign in' : route ? route.r.title(route.params!) : 'Not found';
 
   // A new page: its title, and focus on its heading, so a screen reader announces where it is.
+  // Not on the first load: there the focus starts at the top, where the skip link is.
+  const loaded = useRef(false);
   useEffect(() => {
     document.title = `${title} · Switchyard`;
-    const h1 = document.querySelector<HTMLElement>('[data-page-title]');
-    if (h1 && document.activeElement === document.body) h1.focus({ preventScroll: true });
+    if (!loaded.current) {
+      loaded.current = true;
+      return;
+    }
+    document.querySelector<HTMLElement>('[data-page-title]')?.focus({ preventScroll: true });
   }, [path, signedIn]);
 
   useEffect(() => {

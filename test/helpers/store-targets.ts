@@ -63,3 +63,27 @@ if (process.env.MONGO_URL) {
   });
 }
 
+
+/**
+ * The contract's frame: one `describe` per store target, its stores opened before the tests and
+ * torn down after. `body` gets them as `stores` (a stand-in that reaches the target's stores
+ * once `before` has opened them, so tests use it as the stores themselves) and `peer`.
+ */
+export function describeEachStore(body: (stores: Stores, peer: () => Promise<Stores>, target: Target) => void): void {
+  for (const target of storeTargets) {
+    describe(target.name, () => {
+      let opened: Awaited<ReturnType<Target['open']>> | undefined;
+      before(async () => {
+        opened = await target.open();
+      });
+      after(async () => opened?.teardown());
+      const stores = new Proxy({} as Stores, {
+        get: (_t, prop) => {
+          if (!opened) throw new Error(`${target.name} stores used before they were opened (outside a test or hook)`);
+          return Reflect.get(opened.stores, prop, opened.stores);
+        },
+      });
+      body(stores, () => opened!.peer(), target);
+    });
+  }
+}
