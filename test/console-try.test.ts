@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { SwitchyardClient } from '../sdk/client/index.js';
@@ -7,9 +10,12 @@ import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { ConsoleHarness, VIEWPORTS } from './helpers/console-harness.js';
 import { ADMIN_TOKEN } from './helpers/harness.js';
+import { CURL, GO, PYTHON3, requireProgram } from './helpers/optional-program.js';
 import { samplePng } from './helpers/sample-files.js';
 
 const run = promisify(execFile);
+/** How often the kinds list asks again (REFRESH_MS of api/console/try/use-kinds.ts, a browser module). */
+const REFRESH_MS = 3000;
 
 /**
  * Try a kind (docs/console.md): `/` lists the live kinds with their workers, prices and whether
@@ -215,48 +221,109 @@ describe('console try a kind', function () {
     await h.screenshots(page, 'try-errors');
   });
 
-  it('shows the request as curl, TypeScript, Python and Go; the curl and Python snippets make the same job', async () => {
-    const tab = await h.signedInTab();
-    const { page } = tab;
-    await h.open(tab, '/kinds/inference:image:generate');
-    await page.getByLabel('prompt').fill("a cat's \"hat\"");
-    await page.getByText('Advanced').click();
-    await page.getByLabel('seed').fill('7');
-    await page.getByLabel('Class').selectOption('batch');
+  describe('the same request as code', () => {
     const expected = { prompt: 'a cat\'s "hat"', seed: 7 };
-    const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
-    assert.ok(!curl.includes(h.account.key) && curl.includes('$SWITCHYARD_API_KEY'), 'the key is never written out');
-
-    const out = await run('bash', ['-c', curl], { env: { ...process.env, SWITCHYARD_API_KEY: h.account.key } });
-    const made = JSON.parse(out.stdout) as { run_id: string; class: string };
-    assert.deepEqual(await storedInput(made.run_id), expected);
-    assert.equal(made.class, 'batch');
-
-    // The tabs: arrow keys move between languages.
-    await page.getByRole('tab', { name: 'curl' }).focus();
-    await page.keyboard.press('ArrowRight');
-    assert.equal(await page.getByRole('tab', { name: 'TypeScript' }).getAttribute('aria-selected'), 'true');
-    const ts = (await page.locator('[data-snippet="typescript"]').textContent())!;
-    assert.match(ts, /from '@switchyard\/client'/);
-    assert.deepEqual(JSON.parse(/input: (\{[\s\S]*?\n {2}\}),/.exec(ts)![1]), expected);
-    assert.match(ts, /class: "batch"/);
-    assert.match(ts, /process\.env\.SWITCHYARD_API_KEY/);
-
-    await page.getByRole('tab', { name: 'Python' }).click();
-    const py = (await page.locator('[data-snippet="python"]').textContent())!;
-    const pyRun = await run('python3', ['-c', py], { env: { ...process.env, PYTHONPATH: `${process.cwd()}/sdk/python`, SWITCHYARD_API_KEY: h.account.key } });
-    assert.match(pyRun.stdout, /^succeeded /);
-
-    await page.getByRole('tab', { name: 'Go' }).click();
-    const go = (await page.locator('[data-snippet="go"]').textContent())!;
-    assert.match(go, /switchyard\.SubmitRequest\{/);
-    assert.match(go, /Class: "batch"/);
-    assert.match(go, /"seed": 7,/);
-    const formatted = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile('gofmt', ['-e'], (err, _o, stderr) => resolve({ code: err ? 1 : 0, stderr }));
-      child.stdin!.end(go);
+    let page: Page;
+    before(async () => {
+      const tab = await h.signedInTab();
+      page = tab.page;
+      await h.open(tab, '/kinds/inference:image:generate');
+      await page.getByLabel('prompt').fill(expected.prompt);
+      await page.getByText('Advanced').click();
+      await page.getByLabel('seed').fill('7');
+      await page.getByLabel('Class').selectOption('batch');
     });
-    assert.equal(formatted.code, 0, `the Go snippet parses: ${formatted.stderr}`);
+
+    const snippetOf = async (tab: string, lang: string) => {
+      await page.getByRole('tab', { name: tab }).click();
+      const code = (await page.locator(`[data-snippet="${lang}"]`).textContent())!;
+      assert.ok(!code.includes(h.account.key) && code.includes('SWITCHYARD_API_KEY'), 'the key is never written out');
+      return code;
+    };
+    const keyEnv = () => ({ ...process.env, SWITCHYARD_API_KEY: h.account.key });
+    /** The newest run of the account (the one a snippet just made) is the form's job. */
+    async function newestRunIsTheFormsJob(): Promise<void> {
+      const newest = (await api.list({ limit: 1 })).data[0];
+      assert.deepEqual(await storedInput(newest.run_id), expected);
+      assert.equal(newest.class, 'batch');
+    }
+
+    it('in tabs the arrow keys move between', async () => {
+      await page.getByRole('tab', { name: 'curl' }).click();
+      await page.keyboard.press('ArrowRight');
+      assert.equal(await page.getByRole('tab', { name: 'TypeScript' }).getAttribute('aria-selected'), 'true');
+      assert.ok(await page.getByRole('tab', { name: 'TypeScript' }).evaluate((el) => el === (globalThis as any).document.activeElement));
+      await page.keyboard.press('End');
+      assert.equal(await page.getByRole('tab', { name: 'Go' }).getAttribute('aria-selected'), 'true');
+    });
+
+    it('as curl, which makes the same job', async function () {
+      requireProgram(this, CURL);
+      const curl = await snippetOf('curl', 'curl');
+      const made = JSON.parse((await run('bash', ['-c', curl], { env: keyEnv() })).stdout) as { run_id: string; class: string };
+      assert.deepEqual(await storedInput(made.run_id), expected);
+      assert.equal(made.class, 'batch');
+    });
+
+    it('as TypeScript with @switchyard/client, which makes the same job', async () => {
+      const ts = await snippetOf('TypeScript', 'typescript');
+      assert.deepEqual(JSON.parse(/input: (\{[\s\S]*?\n {2}\}),/.exec(ts)![1]), expected);
+      // The snippet is plain JavaScript too: run it with the package as a program would import it.
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-try-ts-'));
+      try {
+        mkdirSync(path.join(dir, 'node_modules', '@switchyard'), { recursive: true });
+        symlinkSync(path.resolve('sdk/client'), path.join(dir, 'node_modules', '@switchyard', 'client'));
+        writeFileSync(path.join(dir, 'snippet.mjs'), ts);
+        const out = await run(process.execPath, [path.join(dir, 'snippet.mjs')], { env: keyEnv() });
+        assert.match(out.stdout, /^succeeded \[/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      await newestRunIsTheFormsJob();
+    });
+
+    it('as Python with sdk/python, which makes the same job', async function () {
+      const python = requireProgram(this, PYTHON3);
+      const py = await snippetOf('Python', 'python');
+      const out = await run(python, ['-c', py], { env: { ...keyEnv(), PYTHONPATH: path.resolve('sdk/python') } });
+      assert.match(out.stdout, /^succeeded \[/);
+      await newestRunIsTheFormsJob();
+    });
+
+    it('as Go with sdk/go, which builds and makes the same job', async function () {
+      const go = requireProgram(this, GO);
+      const code = await snippetOf('Go', 'go');
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-try-go-'));
+      try {
+        const mod = ['module trysnippet', '', 'go 1.19', '', 'require github.com/switchyard-dev/switchyard/sdk/go v0.0.0', '', `replace github.com/switchyard-dev/switchyard/sdk/go => ${path.resolve('sdk/go')}`, ''];
+        writeFileSync(path.join(dir, 'go.mod'), mod.join('\n'));
+        writeFileSync(path.join(dir, 'main.go'), code);
+        const out = await run(go, ['run', '.'], { cwd: dir, env: { ...keyEnv(), GOFLAGS: '-mod=mod', GOPROXY: 'off' }, timeout: 120_000 });
+        assert.match(out.stdout, /^succeeded\nhttp/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      await newestRunIsTheFormsJob();
+    });
+  });
+
+  it('asks for the live numbers every few seconds while the list is shown, and no more once it is left', async () => {
+    const tab = await h.signedInTab();
+    const { page, requests } = tab;
+    await page.clock.install();
+    await h.open(tab, '/');
+    await page.locator('.kind-card').nth(10).waitFor();
+    const asked = () => requests.filter((u) => u.endsWith('/v1/capabilities')).length;
+    const again = page.waitForRequest((r) => r.url().endsWith('/v1/capabilities'));
+    await page.clock.runFor(REFRESH_MS + 500);
+    await again;
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
+    const before = asked();
+    await page.clock.runFor(REFRESH_MS * 4);
+    // A round trip of the page's own after the timers ran: a refresh they had started would be seen by now.
+    await page.evaluate(`fetch('/v1/network/capacity').then((r) => r.status)`);
+    assert.equal(asked(), before);
   });
 
   it("adds the chosen model's own input schema to the form", async () => {
@@ -283,30 +350,33 @@ describe('console try a kind', function () {
     assert.match((await page.locator('[data-snippet="curl"]').textContent())!, /"input":\{"prompt":"x","model":"try-xl","steps":12\}/);
   });
 
-  it('shows a kind waiting for workers when it has none, live, and live again when one connects', async () => {
-    const tab = await h.signedInTab();
-    const { page } = tab;
-    await page.locator('.kind-card').nth(10).waitFor();
-    await h.fleet!.stop();
-    h.fleet = undefined;
-    // No reload: the page asks again every few seconds.
-    await page.locator('.fleet-summary').filter({ hasText: '11 waiting for workers' }).waitFor({ timeout: 20_000 });
-    const image = page.locator('[data-kind="inference:image:generate"]');
-    await image.getByText('Waiting for workers').waitFor();
-    assert.equal(await image.locator('[data-fact="workers"]').textContent(), '0 (open 0, trusted 0, private 0)');
-    assert.deepEqual(await h.seriousViolations(page), []);
-    await h.screenshots(page, 'try-kinds-waiting');
+  // Last: it stops the demo fleet.
+  describe('as the fleet changes', () => {
+    it('shows a kind waiting for workers when it has none, live, and live again when one connects', async () => {
+      const tab = await h.signedInTab();
+      const { page } = tab;
+      await page.locator('.kind-card').nth(10).waitFor();
+      await h.fleet!.stop();
+      h.fleet = undefined;
+      // No reload: the page asks again every few seconds.
+      await page.locator('.fleet-summary').filter({ hasText: '11 waiting for workers' }).waitFor({ timeout: 20_000 });
+      const image = page.locator('[data-kind="inference:image:generate"]');
+      await image.getByText('Waiting for workers').waitFor();
+      assert.equal(await image.locator('[data-fact="workers"]').textContent(), '0 (open 0, trusted 0, private 0)');
+      assert.deepEqual(await h.seriousViolations(page), []);
+      await h.screenshots(page, 'try-kinds-waiting');
 
-    extraWorker = new SwitchyardWorker({ gateway: h.gw.url, token: await h.gw.accountWorkerToken(h.account.key), kinds: ['inference:image:generate'], slots: 1, handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
-    await extraWorker.start();
-    await image.getByText('Live').waitFor({ timeout: 20_000 });
-    assert.equal(await image.locator('[data-fact="workers"]').textContent(), '1 (open 1, trusted 0, private 0)');
-    await page.locator('.fleet-summary').filter({ hasText: '10 waiting for workers' }).waitFor();
+      extraWorker = new SwitchyardWorker({ gateway: h.gw.url, token: await h.gw.accountWorkerToken(h.account.key), kinds: ['inference:image:generate'], slots: 1, handler: createDemoEngine({ delayMs: 0 }), logger: silentLogger });
+      await extraWorker.start();
+      await image.getByText('Live').waitFor({ timeout: 20_000 });
+      assert.equal(await image.locator('[data-fact="workers"]').textContent(), '1 (open 1, trusted 0, private 0)');
+      await page.locator('.fleet-summary').filter({ hasText: '10 waiting for workers' }).waitFor();
 
-    // A kind's own page says so too.
-    await h.open(tab, '/kinds/inference:rig');
-    await page.getByRole('status').filter({ hasText: 'Waiting for workers' }).waitFor();
+      // A kind's own page says so too.
+      await h.open(tab, '/kinds/inference:rig');
+      await page.getByRole('status').filter({ hasText: 'Waiting for workers' }).waitFor();
+    });
+
+    it('asked nothing of any other origin', () => h.assertSameOrigin());
   });
-
-  it('asked nothing of any other origin', () => h.assertSameOrigin());
 });
