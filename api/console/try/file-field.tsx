@@ -87,10 +87,17 @@ export function FileField(p: FieldProps & { id: string; accept: string[] }) {
       >
         <p class="drop-text">Drop a file here ({p.accept.join(', ')}), or</p>
         <label for={`${p.id}-upload`}>Upload a file for {p.name}</label>
-        <input ref={picker} type="file" id={`${p.id}-upload`} accept={p.accept.join(',')} disabled={!!busy} onChange={(e) => {
-          const file = (e.currentTarget as HTMLInputElement).files?.[0];
-          if (file) void upload(file);
-        }} />
+        <input
+          ref={picker}
+          type="file"
+          id={`${p.id}-upload`}
+          accept={p.accept.join(',')}
+          disabled={!!busy}
+          onChange={(e) => {
+            const file = (e.currentTarget as HTMLInputElement).files?.[0];
+            if (file) void upload(file);
+          }}
+        />
       </div>
       {matching.length ? (
         <div class="field">
@@ -114,7 +121,7 @@ export function FileField(p: FieldProps & { id: string; accept: string[] }) {
       ) : null}
       <div class="field">
         <FieldLabel id={p.id} name={`${p.name}: file id or URL`} required={false} />
-        <input type="text" id={p.id} name={p.name} class="mono" value={value} required={p.required} aria-invalid={error ? true : undefined} onInput={(e) => p.onChange((e.currentTarget as HTMLInputElement).value)} />
+        <input type="text" id={p.id} name={p.name} class="mono" value={value} required={p.required} aria-invalid={error ? true : undefined} aria-describedby={error ? errorId : undefined} onInput={(e) => p.onChange((e.currentTarget as HTMLInputElement).value)} />
       </div>
       <p class="file-chosen" role="status" data-chosen={p.name}>
         {busy ? `Uploading ${busy}…` : describe()}
