@@ -245,7 +245,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   getLeaseInputFile: { responses: { 404: { error: { code: 'not_found', message: 'input file not found' } } } },
   getArtifact: { responses: { 404: { error: { code: 'not_found', message: 'artifact not found' } } } },
   uploadFile: { responses: { 201: file, 409: { error: { code: 'quota_exceeded', message: "the account's files would hold more than FILE_QUOTA_BYTES" } } } },
-  listFiles: { responses: { 200: { data: [file], next_cursor: null } } },
+  listFiles: { responses: { 200: { data: [file], next_cursor: null, quota: { used_bytes: file.size, quota_bytes: 1_073_741_824 } } } },
   getFile: { responses: { 200: file } },
   deleteFile: { responses: { 404: { error: { code: 'not_found', message: 'file not found' } } } },
   getFileContent: { responses: { 404: { error: { code: 'not_found', message: 'file not found' } } } },
