@@ -86,6 +86,7 @@ describe('client library: files (client.files and files in job inputs)', () => {
     const first = await client.files.list({ limit: 1 });
     assert.deepEqual(first.data.map((f) => f.id), [b.id], 'newest first');
     assert.ok(first.next_cursor);
+    assert.ok(first.quota && first.quota.used_bytes >= a.size + b.size && first.quota.quota_bytes > first.quota.used_bytes, 'the quota of all the files, not the page');
     const second = await client.files.list({ limit: 1, cursor: first.next_cursor! });
     assert.deepEqual(second.data.map((f) => f.id), [a.id]);
 

@@ -154,7 +154,10 @@ describe('Files API /v1/files', function () {
     assert.equal(over.status, 409, over.text);
     assert.equal(errorCode(over), 'quota_exceeded');
     assert.deepEqual(over.body.error.details, { quota_bytes: 40 * 1024, used_bytes: 30 * 1024 });
+    // The listing tells the same before anyone hits the wall: every file's bytes, whatever the page.
+    assert.deepEqual((await gw.request('GET', '/v1/files?limit=1', { key: account.key })).body.quota, { used_bytes: 30 * 1024, quota_bytes: 40 * 1024 });
     assert.equal((await gw.request('DELETE', `/v1/files/${ids[0]}`, { key: account.key })).status, 204);
+    assert.deepEqual((await gw.request('GET', '/v1/files', { key: account.key })).body.quota, { used_bytes: 15 * 1024, quota_bytes: 40 * 1024 });
     assert.equal((await gw.request('GET', `/v1/files/${ids[0]}/content`, { key: account.key })).status, 404);
     assert.equal((await rawUpload(gw, account.key, chunk(9), 'application/octet-stream')).status, 201);
   });

@@ -17,10 +17,19 @@ export const file = {
 
 export const fileList = {
   type: 'object',
-  required: ['data', 'next_cursor'],
+  required: ['data', 'next_cursor', 'quota'],
   properties: {
     data: { type: 'array', items: file },
     next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last' },
+    quota: {
+      type: 'object',
+      required: ['used_bytes', 'quota_bytes'],
+      description: "All of the account's files (not only this page) against FILE_QUOTA_BYTES",
+      properties: {
+        used_bytes: { type: 'integer', minimum: 0, description: 'Bytes the account\'s files hold now' },
+        quota_bytes: { type: 'integer', minimum: 0, description: 'The most they may hold (FILE_QUOTA_BYTES)' },
+      },
+    },
   },
 } as const;
 

@@ -1,7 +1,7 @@
 import { Deadline } from './deadline.js';
 import type { HttpTransport, UploadBody } from './http-transport.js';
 import { baseName, contentTypeOf, openLocalFile } from './local-file.js';
-import type { FilePage, JsonObject, ListFilesParams, RequestOptions, SwitchyardFile, UploadOptions, UploadSource } from './types.js';
+import type { FilePage, FileQuota, JsonObject, ListFilesParams, RequestOptions, SwitchyardFile, UploadOptions, UploadSource } from './types.js';
 
 /**
  * The Files API (docs/files.md): `client.files`. Uploads are sent raw (`POST /v1/files` with the
@@ -25,11 +25,13 @@ export class SwitchyardFiles {
     return res.body as SwitchyardFile;
   }
 
-  /** GET /v1/files: the account's files, newest first. */
+  /** GET /v1/files: the account's files, newest first, and what they all hold against the quota. */
   async list(params: ListFilesParams = {}, opts: RequestOptions = {}): Promise<FilePage> {
     const res = await this.http.request({ method: 'GET', path: '/v1/files', query: { limit: params.limit, cursor: params.cursor }, ...opts });
     const raw = res.body as JsonObject;
-    return { data: (raw.data as SwitchyardFile[] | undefined) ?? [], next_cursor: (raw.next_cursor as string | null | undefined) ?? null };
+    const page: FilePage = { data: (raw.data as SwitchyardFile[] | undefined) ?? [], next_cursor: (raw.next_cursor as string | null | undefined) ?? null };
+    if (raw.quota) page.quota = raw.quota as unknown as FileQuota;
+    return page;
   }
 
   /** GET /v1/files/{file_id}; an unknown, expired or other account's file is a SwitchyardNotFoundError. */

@@ -362,6 +362,14 @@ export interface FilePage {
   data: SwitchyardFile[];
   /** Pass to files.list() for the next (older) page; null on the last one. */
   next_cursor: string | null;
+  /** What all of the account's files hold against its quota (absent from gateways before it was added). */
+  quota?: FileQuota;
+}
+
+/** The account's file storage: `used_bytes` of `quota_bytes` (FILE_QUOTA_BYTES). */
+export interface FileQuota {
+  used_bytes: number;
+  quota_bytes: number;
 }
 
 export interface ListFilesParams {

@@ -10,8 +10,8 @@ import { clearSession, getSession, setSession, type Session } from './session.js
 /** The gateway's base URL as this page reaches it: its origin and <base> path. */
 export const gatewayBase = new URL(document.baseURI).href.replace(/\/+$/, '');
 
-/** PUBLIC_URL as the gateway announces it: links it hands out (artifact URLs) begin with it. */
-const publicUrl = (document.querySelector('meta[name="switchyard-public-url"]')?.getAttribute('content') ?? gatewayBase).replace(/\/+$/, '');
+/** PUBLIC_URL as the gateway announces it: links it hands out (artifact URLs) begin with it, and machines elsewhere reach it by. */
+export const publicUrl = (document.querySelector('meta[name="switchyard-public-url"]')?.getAttribute('content') ?? gatewayBase).replace(/\/+$/, '');
 
 /**
  * A URL the gateway handed out, made to point at the origin this page came from: the page may

@@ -245,7 +245,7 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   getLeaseInputFile: { responses: { 404: { error: { code: 'not_found', message: 'input file not found' } } } },
   getArtifact: { responses: { 404: { error: { code: 'not_found', message: 'artifact not found' } } } },
   uploadFile: { responses: { 201: file, 409: { error: { code: 'quota_exceeded', message: "the account's files would hold more than FILE_QUOTA_BYTES" } } } },
-  listFiles: { responses: { 200: { data: [file], next_cursor: null } } },
+  listFiles: { responses: { 200: { data: [file], next_cursor: null, quota: { used_bytes: file.size, quota_bytes: 1_073_741_824 } } } },
   getFile: { responses: { 200: file } },
   deleteFile: { responses: { 404: { error: { code: 'not_found', message: 'file not found' } } } },
   getFileContent: { responses: { 404: { error: { code: 'not_found', message: 'file not found' } } } },
@@ -332,6 +332,16 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
         gpus: [{ name: 'NVIDIA H100 80GB HBM3', driverVersion: '550.90.07', vbiosVersion: '96.00.74.00.1C', model: 'GH100' }],
         verified_at: T1,
         expires_at: LATER,
+      },
+    },
+  },
+  getVerifierKeys: {
+    responses: {
+      200: {
+        issuer: 'https://nras.attestation.nvidia.com',
+        keys: [{ kty: 'EC', crv: 'P-384', kid: 'nv-eat-kid-prod-20240101', use: 'sig', alg: 'ES384', x: 'qJ5mQ3yVbQ2c0m8w7kV1Zx9Y3a6D4f2H8jK0lN5pR7sT9uW1', y: 'b4C6d8E0f2G4h6J8k0L2m4N6p8Q0r2S4t6U8v0W2x4Y6z8A0' }],
+        driver_versions: [],
+        vbios_versions: [],
       },
     },
   },

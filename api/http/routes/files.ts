@@ -69,16 +69,17 @@ export function fileRoutes({ files }: FileRoutesOptions): RouteSpec[] {
       tag: 'files',
       auth: 'account',
       query: F.listFilesQuery,
-      responses: { 200: { description: 'A page of files', schema: F.fileList } },
+      responses: { 200: { description: 'A page of files, and what all of the account\'s files hold against the quota', schema: F.fileList } },
       async handler(ctx) {
         const q = ctx.query as { limit?: string; cursor?: string };
         const limit = q.limit === undefined ? 20 : Number(q.limit);
         if (!(limit >= 1 && limit <= 100)) throw new ApiError('invalid_request', 'limit must be between 1 and 100');
         const after = q.cursor ? cursor.decode(q.cursor) : undefined;
         // One more than asked tells whether another page exists.
-        const listed = await files.list(ctx.state.principal!.accountId, { limit: limit + 1, after });
+        const accountId = ctx.state.principal!.accountId;
+        const [listed, quota] = await Promise.all([files.list(accountId, { limit: limit + 1, after }), files.quota(accountId)]);
         const page = listed.slice(0, limit);
-        ctx.body = { data: page.map((f) => files.view(f)), next_cursor: listed.length > limit ? cursor.encode(page[page.length - 1].id) : null };
+        ctx.body = { data: page.map((f) => files.view(f)), next_cursor: listed.length > limit ? cursor.encode(page[page.length - 1].id) : null, quota };
       },
     },
     {

@@ -106,6 +106,11 @@ export class FileService {
     return this.opts.store.list(accountId, opts);
   }
 
+  /** What the account's files hold now against FILE_QUOTA_BYTES, as the listing shows it. */
+  async quota(accountId: string): Promise<{ used_bytes: number; quota_bytes: number }> {
+    return { used_bytes: await this.opts.store.usedBytes(accountId), quota_bytes: this.opts.quotaBytes };
+  }
+
   async delete(accountId: string, id: string): Promise<void> {
     const file = FILE_ID_PATTERN.test(id) ? await this.opts.store.delete(accountId, id) : null;
     if (!file) throw new NotFoundError('file');
