@@ -135,8 +135,7 @@ describe('console run outputs', function () {
     const glb = readGlb(Buffer.from(await (await fetch(rigFile.url)).arrayBuffer()));
     const joints = (glb.json.skins as Array<{ joints: number[] }>)[0].joints.length;
     assert.ok(joints > 1);
-    // The run page shows the outputs once it sees the run succeed (reload: the page may not be live).
-    await page.reload();
+    // The new run's page follows it live: its outputs appear when it succeeds, no reload.
     const rig = card(page, 'rig.glb');
     await rig.locator('[data-bone-count]').waitFor({ timeout: 60_000 });
     assert.equal(Number(await rig.locator('[data-bone-count]').textContent()), joints);
