@@ -152,6 +152,9 @@ describe('console run outputs', function () {
     const href = new URL((await link.getAttribute('href'))!, h.origin);
     assert.equal(href.pathname, '/kinds/inference:video:generate');
     assert.equal(href.searchParams.get('image'), files(imageRun)[0].url);
+    await link.click();
+    assert.equal(await page.getByLabel('image: file id or URL').inputValue(), files(imageRun)[0].url);
+    await page.locator('[data-chosen="image"]').filter({ hasText: 'image.png' }).waitFor();
   });
 
   it('shows a texture run as a labelled grid of maps and its textured mesh in the viewer', async () => {
