@@ -46,6 +46,9 @@ export interface AttestationServiceOptions {
  */
 export class AttestationService {
   private keys?: JWTVerifyGetKey;
+  /** The key set as read from the file; a URL's is fetched when asked for (verifierKeys). */
+  private fileJwks?: { keys: JWK[] };
+  private fetched?: { at: number; jwks: Promise<{ keys: JWK[] }> };
   private readonly redisKeys: RedisKeys;
 
   constructor(private readonly opts: AttestationServiceOptions) {
@@ -67,7 +70,34 @@ export class AttestationService {
     }
     const jwks = JSON.parse(await readFile(source, 'utf8')) as { keys?: JWK[] };
     if (!Array.isArray(jwks.keys)) throw new Error(`ATTESTATION_JWKS (${source}) is not a JWKS: it has no "keys" array`);
-    this.keys = createLocalJWKSet(jwks as { keys: JWK[] });
+    this.fileJwks = jwks as { keys: JWK[] };
+    this.keys = createLocalJWKSet(this.fileJwks);
+  }
+
+  /**
+   * The verifier's public keys and what evidence is checked against (issuer, allow-lists), for
+   * clients that verify runs themselves where they cannot fetch the verifier's key set (the
+   * console, under its CSP). Null when the private tier is off. A URL's key set is fetched at
+   * most every 5 minutes; private key members a file might hold are never handed out.
+   */
+  async verifierKeys(): Promise<{ issuer: string; keys: JWK[]; driver_versions: string[]; vbios_versions: string[] } | null> {
+    const source = this.opts.config.jwks;
+    if (!source) return null;
+    let jwks = this.fileJwks;
+    if (!jwks) {
+      if (!this.fetched || Date.now() - this.fetched.at > JWKS_REFETCH_MS) {
+        const jwksPromise = fetchJwks(source);
+        this.fetched = { at: Date.now(), jwks: jwksPromise };
+        jwksPromise.catch(() => (this.fetched = undefined));
+      }
+      jwks = await this.fetched.jwks;
+    }
+    return {
+      issuer: this.opts.config.issuer,
+      keys: jwks.keys.map(publicMembers),
+      driver_versions: this.opts.config.driverVersions,
+      vbios_versions: this.opts.config.vbiosVersions,
+    };
   }
 
   private nonceKey = (nonce: string) => this.redisKeys.attestationNonce(nonce);
@@ -123,6 +153,22 @@ export class AttestationService {
   async forget(workerId: string): Promise<void> {
     await this.opts.redis.del(this.workerKey(workerId));
   }
+}
+
+const JWKS_REFETCH_MS = 5 * 60_000;
+
+async function fetchJwks(url: string): Promise<{ keys: JWK[] }> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000), headers: { accept: 'application/json' } });
+  if (!res.ok) throw new Error(`ATTESTATION_JWKS ${url} answered ${res.status}`);
+  const jwks = (await res.json()) as { keys?: JWK[] };
+  if (!Array.isArray(jwks.keys)) throw new Error(`ATTESTATION_JWKS ${url} is not a JWKS: it has no "keys" array`);
+  return jwks as { keys: JWK[] };
+}
+
+/** A JWK without its private members (RFC 7518: d, p, q, dp, dq, qi, oth; k of a symmetric key). */
+function publicMembers(key: JWK): JWK {
+  const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, oth: _oth, k: _k, ...pub } = key as JWK & { oth?: unknown };
+  return pub;
 }
 
 /** Receipt keys are EC P-384 public keys (the receipts are ES384). */

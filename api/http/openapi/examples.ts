@@ -335,6 +335,16 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
       },
     },
   },
+  getVerifierKeys: {
+    responses: {
+      200: {
+        issuer: 'https://nras.attestation.nvidia.com',
+        keys: [{ kty: 'EC', crv: 'P-384', kid: 'nv-eat-kid-prod-20240101', use: 'sig', alg: 'ES384', x: 'qJ5mQ3yVbQ2c0m8w7kV1Zx9Y3a6D4f2H8jK0lN5pR7sT9uW1', y: 'b4C6d8E0f2G4h6J8k0L2m4N6p8Q0r2S4t6U8v0W2x4Y6z8A0' }],
+        driver_versions: [],
+        vbios_versions: [],
+      },
+    },
+  },
   getOpenApi: { responses: { 200: { openapi: '3.1.0', info: { title: 'Switchyard', version: '0.1.0' }, paths: {} } } },
   healthz: { responses: { 200: { status: 'ok' } } },
   readyz: { responses: { 200: { status: 'ready' } } },

@@ -1,4 +1,4 @@
-import { NotFoundError } from '../../../models/errors.js';
+import { ApiError, NotFoundError } from '../../../models/errors.js';
 import type { RouteSpec } from '../route-spec.js';
 import type { AttestationService } from '../../../dispatch/attestation/attestation-service.js';
 
@@ -30,9 +30,21 @@ export const workerAttestation = {
   },
 } as const;
 
+/** The verifier's key set the gateway trusts, with what it checks evidence against. */
+export const verifierKeys = {
+  type: 'object',
+  required: ['issuer', 'keys', 'driver_versions', 'vbios_versions'],
+  properties: {
+    issuer: { type: 'string', description: 'The `iss` every evidence token must carry (ATTESTATION_ISSUER)' },
+    keys: { type: 'array', items: { type: 'object', additionalProperties: true }, description: "The verifier's public JWKs (ATTESTATION_JWKS): the answer is itself a JWKS" },
+    driver_versions: { type: 'array', items: { type: 'string' }, description: 'Allowed GPU driver versions; empty: any' },
+    vbios_versions: { type: 'array', items: { type: 'string' }, description: 'Allowed VBIOS versions; empty: any' },
+  },
+} as const;
+
 export interface AttestationRoutesOptions {
-  /** Private workers' current evidence, as the gateway verified it. */
-  attestation: Pick<AttestationService, 'current'>;
+  /** Private workers' current evidence, as the gateway verified it, and the verifier's keys. */
+  attestation: Pick<AttestationService, 'current' | 'verifierKeys'>;
 }
 
 export function attestationRoutes({ attestation }: AttestationRoutesOptions): RouteSpec[] {
@@ -53,6 +65,29 @@ export function attestationRoutes({ attestation }: AttestationRoutesOptions): Ro
         const current = /^wkr_[0-9A-Za-z]{1,64}$/.test(id) ? await attestation.current(id) : null;
         if (!current) throw new NotFoundError('current attestation evidence of this worker');
         ctx.body = current;
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/attestation/verifier-keys',
+      operationId: 'getVerifierKeys',
+      summary: "The attestation verifier's keys this gateway trusts (a JWKS) and the issuer it expects, for checking private runs where the verifier's own key set cannot be fetched (the console)",
+      tag: 'fleet',
+      auth: 'account',
+      responses: {
+        200: { description: 'The key set (ATTESTATION_JWKS: the file, or the URL as fetched) and the issuer, driver and VBIOS lists evidence is checked against', schema: verifierKeys },
+        404: { description: 'The private tier is off: no ATTESTATION_JWKS' },
+        503: { description: 'ATTESTATION_JWKS is a URL that could not be fetched just now' },
+      },
+      async handler(ctx) {
+        let keys: Awaited<ReturnType<AttestationService['verifierKeys']>>;
+        try {
+          keys = await attestation.verifierKeys();
+        } catch (err) {
+          throw new ApiError('unavailable', `the attestation verifier's key set could not be fetched: ${(err as Error).message}`, { cause: err, headers: { 'retry-after': '30' } });
+        }
+        if (!keys) throw new NotFoundError("this gateway's attestation verifier keys (the private tier is off)");
+        ctx.body = keys;
       },
     },
   ];
