@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { SwitchyardClient } from '../sdk/client/index.js';
@@ -8,8 +10,8 @@ import { ADMIN_TOKEN } from './helpers/harness.js';
 
 /**
  * The account page: credits as GET /v1/account has them, keys created (the secret shown once)
- * and revoked, a worker token whose command really connects a worker, files against the quota
- * and deleted, tools and bots with their chat page.
+ * and revoked, a worker token whose command really connects a worker, files against the quota,
+ * downloaded with the key and deleted, tools and bots with their chat page.
  */
 describe('console account page', function () {
   this.timeout(180_000);
@@ -19,6 +21,8 @@ describe('console account page', function () {
   let tab: ConsoleTab;
   const status = async (key: string) => (await fetch(`${h.gw.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).status;
   const html = (page: Page) => page.content();
+  const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+  const sessionKey = async (page: Page) => (JSON.parse((await page.evaluate(`sessionStorage.getItem('switchyard.console.session')`)) as string) as { apiKey: string }).apiKey;
 
   before(async function () {
     await h.start(this);
@@ -178,6 +182,86 @@ describe('console account page', function () {
     const after = await sy.files.list();
     assert.deepEqual(after.data.map((f) => f.filename), ['first.txt']);
     await tab.page.waitForFunction((used) => (globalThis as any).document.querySelector('#files-quota').getAttribute('value') === used, String(after.quota!.used_bytes));
+  });
+
+  it('downloads a file with the key: busy while its bytes arrive, saved under its name with the uploaded bytes, the blob URL let go', async () => {
+    // Bytes with no format's signature, larger than one chunk of the body.
+    const bytes = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 7 + (i >> 9)) % 251);
+    const file = await sy.files.upload(bytes, { filename: 'bytes.bin', contentType: 'application/octet-stream' });
+    try {
+      await openAccount();
+      const row = tab.page.locator(`tr[data-file-id="${file.id}"]`);
+      await row.waitFor();
+      // The content's answer waits until the busy state is checked: no sleeps, no race.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let authorization: string | undefined;
+      await tab.page.route(`**/v1/files/${file.id}/content`, async (route) => {
+        authorization = route.request().headers().authorization;
+        await held;
+        await route.continue();
+      });
+      // Which blob URLs the page makes, to see them revoked after.
+      await tab.page.evaluate(`(() => { const made = (globalThis.blobUrls = []); const create = URL.createObjectURL.bind(URL);
+        URL.createObjectURL = (blob) => { const url = create(blob); made.push(url); return url; }; })()`);
+
+      const downloading = tab.page.waitForEvent('download');
+      // Named "Download bytes.bin", then "Downloading… bytes.bin" while busy.
+      const button = row.getByRole('button', { name: /^Download(ing…)? bytes\.bin$/ });
+      await button.focus();
+      await tab.page.keyboard.press('Enter');
+      await row.getByRole('progressbar', { name: 'Downloading bytes.bin' }).waitFor();
+      assert.equal(await button.getAttribute('aria-disabled'), 'true');
+      assert.equal(await button.innerText(), 'Downloading…');
+      assert.equal(await button.getAttribute('aria-label'), 'Downloading… bytes.bin');
+      assert.equal(await tab.page.locator('#files-title ~ [role="status"]').innerText(), 'Downloading bytes.bin…');
+      assert.deepEqual(await h.seriousViolations(tab.page), []);
+      await h.screenshots(tab.page, 'account-file-downloading');
+      release();
+
+      const download = await downloading;
+      assert.equal(download.suggestedFilename(), 'bytes.bin');
+      const saved = await readFile((await download.path())!);
+      assert.equal(sha256(saved), sha256(bytes), 'the saved bytes are the uploaded ones');
+      assert.equal(sha256(saved), file.sha256);
+      assert.equal(authorization, `Bearer ${await sessionKey(tab.page)}`, "the bytes were asked for with the session's key");
+      await tab.page.locator('#files-title ~ [role="status"]', { hasText: 'bytes.bin downloaded.' }).waitFor();
+      await row.getByRole('button', { name: 'Download bytes.bin', exact: true }).waitFor();
+      assert.equal(await button.getAttribute('aria-disabled'), null);
+      assert.equal(await row.getByRole('progressbar').count(), 0);
+      assert.equal(await tab.page.locator('a[download]').count(), 0, 'the temporary link is gone');
+      assert.equal(new URL(tab.page.url()).pathname, '/account', 'the page stayed');
+      const made = (await tab.page.evaluate('globalThis.blobUrls')) as string[];
+      assert.equal(made.length, 1);
+      // Polled with a synchronous request: waitForFunction takes a returned promise as truthy.
+      await tab.page.waitForFunction((url) => {
+        const xhr = new (globalThis as any).XMLHttpRequest();
+        xhr.open('GET', url, false);
+        try {
+          xhr.send();
+          return false;
+        } catch {
+          return true; // a revoked blob URL is a network error
+        }
+      }, made[0]);
+    } finally {
+      await tab.page.unroute(`**/v1/files/${file.id}/content`);
+      await sy.files.delete(file.id).catch(() => undefined);
+    }
+  });
+
+  it('says in an alert why a download failed, and keeps the list usable', async () => {
+    const file = await sy.files.upload(new TextEncoder().encode('soon gone\n'), { filename: 'gone.txt', contentType: 'text/plain' });
+    await openAccount();
+    const row = tab.page.locator(`tr[data-file-id="${file.id}"]`);
+    await row.waitFor();
+    await sy.files.delete(file.id); // deleted elsewhere while the page shows it
+    await row.getByRole('button', { name: 'Download gone.txt' }).click();
+    const alert = tab.page.getByRole('alert').filter({ hasText: 'Could not download gone.txt' });
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /not_found/);
+    await row.getByRole('button', { name: 'Download gone.txt', exact: true }).waitFor();
+    assert.equal(await tab.page.getByRole('heading', { name: 'Sign in to Switchyard' }).count(), 0, 'a 404 keeps the session');
   });
 
   it('lists tools and bots, and a bot opens its chat page', async () => {

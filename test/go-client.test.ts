@@ -50,7 +50,7 @@ describe('Go client (sdk/go): go test against a real gateway and demo workers', 
     const res = await runGo(go, ['test', '-v', '-timeout', '180s', './...'], env);
     assert.equal(res.code, 0, `go test failed:\n${res.output}`);
     assert.doesNotMatch(res.output, /--- SKIP/, `a Go test skipped although the suite set every variable:\n${res.output}`);
-    for (const name of ['TestSubmitEachKindAndWait', 'TestIdempotentReplay', 'TestListPagination', 'TestCancel', 'TestStreamResumesAfterTheConnectionIsCut', 'TestGatewayErrors', 'TestEveryGatewayCodeIsMapped', 'TestGatewayTimeout', 'TestBatchSubmitStreamListAndReplay', 'TestBatchCancelAndRefusals']) {
+    for (const name of ['TestSubmitEachKindAndWait', 'TestIdempotentReplay', 'TestListPagination', 'TestCancel', 'TestStreamResumesAfterTheConnectionIsCut', 'TestGatewayErrors', 'TestEveryGatewayCodeIsMapped', 'TestGatewayTimeout', 'TestBatchSubmitStreamListAndReplay', 'TestBatchCancelAndRefusals', 'TestFiles']) {
       assert.match(res.output, new RegExp(`--- PASS: ${name} `), `${name} did not pass:\n${res.output}`);
     }
     assert.ok(setup!.proxy!.cuts >= 2, `the proxy cut ${setup!.proxy!.cuts} streams`);

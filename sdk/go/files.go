@@ -101,7 +101,8 @@ func (f *FilesService) Get(ctx context.Context, id string, opts ...RequestOption
 	return &file, nil
 }
 
-// List reads one page of GET /v1/files, newest first; limit 0 means the gateway's default.
+// List reads one page of GET /v1/files, newest first, with the Quota that all of the account's
+// files fill; limit 0 means the gateway's default.
 func (f *FilesService) List(ctx context.Context, limit int, cursor string, opts ...RequestOption) (*FilePage, error) {
 	q := url.Values{}
 	if limit != 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -18,6 +19,19 @@ func TestFiles(t *testing.T) {
 	c := newTestClient(t, g.url, g.key)
 	data := pngOf(t, 3)
 	sum := sha256.Sum256(data)
+	quota, _ := strconv.ParseInt(os.Getenv(envQuota), 10, 64)
+	// usedNow is what the account's files hold, as the listing says, checked against the quota.
+	usedNow := func(what string) int64 {
+		page, err := c.Files.List(ctx, 1, "")
+		if err != nil || page.Quota == nil {
+			t.Fatalf("%s: the listing's quota: %+v %v", what, page, err)
+		}
+		if quota != 0 && page.Quota.QuotaBytes != quota {
+			t.Fatalf("%s: quota_bytes %d, want %d (%s)", what, page.Quota.QuotaBytes, quota, envQuota)
+		}
+		return page.Quota.UsedBytes
+	}
+	before := usedNow("before the uploads")
 
 	uploaded, err := c.Files.Upload(ctx, bytes.NewReader(data), UploadOptions{Filename: "photo.png"})
 	if err != nil {
@@ -48,6 +62,10 @@ func TestFiles(t *testing.T) {
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != local.ID || page.NextCursor == nil {
 		t.Fatalf("list, newest first: %+v %v", page, err)
 	}
+	// The quota counts every file of the account, not only the page's one.
+	if used, want := usedNow("after the uploads"), before+uploaded.Size+local.Size; used != want {
+		t.Fatalf("used_bytes after two uploads: %d, want %d", used, want)
+	}
 	res, err := c.Files.Content(ctx, uploaded.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +80,9 @@ func TestFiles(t *testing.T) {
 		if err := c.Files.Delete(ctx, id); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if used := usedNow("after the deletes"); used != before {
+		t.Fatalf("used_bytes after the deletes: %d, want %d back", used, before)
 	}
 	if _, err := c.Files.Get(ctx, uploaded.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a deleted file: %v", err)

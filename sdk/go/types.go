@@ -273,6 +273,16 @@ type File struct {
 type FilePage struct {
 	Data       []File  `json:"data"`
 	NextCursor *string `json:"next_cursor"`
+	// Quota is what all of the account's files hold now (not only this page's); nil from a
+	// gateway that does not send it.
+	Quota *FileQuota `json:"quota"`
+}
+
+// FileQuota is the account's file storage: UsedBytes of QuotaBytes (the gateway's
+// FILE_QUOTA_BYTES). An upload that would pass it is ErrQuotaExceeded.
+type FileQuota struct {
+	UsedBytes  int64 `json:"used_bytes"`
+	QuotaBytes int64 `json:"quota_bytes"`
 }
 
 // The event names of a run's stream (docs/events.md).

@@ -5,10 +5,11 @@ import '../styles/stacked-table.css';
 import { formatBytes, formatTime } from '../lib/format.js';
 import { client } from '../lib/gateway.js';
 import { ConfirmDialog } from './confirm-dialog.js';
+import { FileDownloadButton } from './file-download-button.js';
 
 const PAGE = 20;
 
-/** The account's uploaded files (GET /v1/files), newest first, with the quota they fill; delete behind a confirmation. */
+/** The account's uploaded files (GET /v1/files), newest first, with the quota they fill; each one downloaded, or deleted behind a confirmation. */
 export function FilesSection() {
   const [files, setFiles] = useState<SwitchyardFile[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
@@ -17,6 +18,7 @@ export function FilesSection() {
   const [busy, setBusy] = useState(false);
   const [deleting, setDeleting] = useState<SwitchyardFile | null>(null);
   const [said, setSaid] = useState('');
+  const [downloadError, setDownloadError] = useState<{ filename: string; error: unknown } | null>(null);
 
   /** The first page again (after a delete: the quota moved), or the page after `cursor`. */
   const load = async (cursor?: string) => {
@@ -63,6 +65,7 @@ export function FilesSection() {
         </div>
       ) : null}
       <ErrorNote error={error} />
+      <ErrorNote error={downloadError?.error} title={downloadError ? `Could not download ${downloadError.filename}` : undefined} />
       <p class="visually-hidden" role="status">
         {said}
       </p>
@@ -93,9 +96,12 @@ export function FilesSection() {
                   <td data-label="Uploaded">{formatTime(f.created_at)}</td>
                   <td data-label="Expires">{formatTime(f.expires_at)}</td>
                   <td>
-                    <button type="button" class="button-small button-danger" aria-label={`Delete ${f.filename}`} onClick={() => setDeleting(f)}>
-                      Delete
-                    </button>
+                    <div class="file-actions">
+                      <FileDownloadButton file={f} onStatus={setSaid} onError={(err) => setDownloadError(err ? { filename: f.filename, error: err } : null)} />
+                      <button type="button" class="button-small button-danger" aria-label={`Delete ${f.filename}`} onClick={() => setDeleting(f)}>
+                        Delete
+                      </button>
+                    </div>
                   </td>
                 </tr>
               ))}

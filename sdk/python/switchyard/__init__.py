@@ -19,14 +19,14 @@ from .error_codes import RUN_ERROR_CODES
 from .batches import Batch, BatchSubmitted
 from .events import EventStream
 from .files import Files
-from .types import (Capabilities, Capacity, Event, File, FilePage, Job, JobError, JobOutput, JobPage, KindCapability,
+from .types import (Capabilities, Capacity, Event, File, FilePage, FileQuota, Job, JobError, JobOutput, JobPage, KindCapability,
                     OutputFile, TERMINAL_STATUSES)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "JobIterator", "EventStream", "Files", "DEFAULT_TIMEOUT", "DEFAULT_POLL_INTERVAL",
-    "Job", "JobOutput", "OutputFile", "JobError", "JobPage", "Event", "File", "FilePage",
+    "Job", "JobOutput", "OutputFile", "JobError", "JobPage", "Event", "File", "FilePage", "FileQuota",
     "Capabilities", "KindCapability", "Capacity", "TERMINAL_STATUSES", "__version__", "Batch", "BatchSubmitted", "RUN_ERROR_CODES",
 ]
 __all__ += [

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from ._transport import UNSET, read_all
 from .errors import api_error_from
-from .types import File, FilePage
+from .types import File, FilePage, FileQuota
 
 if TYPE_CHECKING:
     from .client import Client
@@ -53,10 +53,11 @@ class Files:
 
     def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None, timeout: Optional[float] = UNSET,
              headers: Optional[Mapping[str, str]] = None) -> FilePage:
-        """One page of the account's files, newest first."""
+        """One page of the account's files, newest first, with what all of them hold against the quota."""
         _, body = self._c._transport.call("GET", "/v1/files", query={"limit": limit, "cursor": cursor}, headers=headers,
                                           timeout=self._c._timeout(timeout))
-        return FilePage(data=[File.from_json(f) for f in body.get("data", [])], next_cursor=body.get("next_cursor"))
+        return FilePage(data=[File.from_json(f) for f in body.get("data", [])], next_cursor=body.get("next_cursor"),
+                        quota=FileQuota.from_json(body.get("quota")))
 
     def content(self, file_id: str, *, timeout: Optional[float] = UNSET, headers: Optional[Mapping[str, str]] = None) -> bytes:
         """The file's bytes."""

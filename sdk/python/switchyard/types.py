@@ -9,7 +9,7 @@ from typing import Literal, TypedDict
 
 __all__ = [
     "Status", "TERMINAL_STATUSES", "Job", "JobOutput", "OutputFile", "JobError", "JobPage", "Event",
-    "File", "FilePage", "Capabilities", "KindCapability", "Capacity",
+    "File", "FilePage", "FileQuota", "Capabilities", "KindCapability", "Capacity",
 ]
 
 Status = Literal["queued", "running", "succeeded", "failed", "canceled"]
@@ -197,11 +197,28 @@ class File:
 
 
 @dataclass
+class FileQuota:
+    """The account's file storage: ``used_bytes`` that all of its files hold now (not only one
+    page's), of ``quota_bytes`` (the gateway's ``FILE_QUOTA_BYTES``)."""
+
+    used_bytes: int
+    quota_bytes: int
+
+    @classmethod
+    def from_json(cls, d: Any) -> Optional["FileQuota"]:
+        if not isinstance(d, dict):
+            return None
+        return cls(used_bytes=d.get("used_bytes", 0), quota_bytes=d.get("quota_bytes", 0))
+
+
+@dataclass
 class FilePage:
-    """One page of ``GET /v1/files``; ``next_cursor`` is None on the last page."""
+    """One page of ``GET /v1/files``; ``next_cursor`` is None on the last page. ``quota`` is
+    None from a gateway that does not send it."""
 
     data: List[File]
     next_cursor: Optional[str]
+    quota: Optional[FileQuota] = None
 
 
 class WorkersByTier(TypedDict):
