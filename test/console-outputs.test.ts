@@ -88,6 +88,7 @@ describe('console run outputs', function () {
         assert.equal(await c.locator('[data-fact="type"]').textContent(), f.content_type);
         assert.equal(await c.locator('[data-sha256]').getAttribute('data-sha256'), f.sha256);
         assert.match((await c.locator('[data-sha256]').textContent()) ?? '', /^[0-9a-f]{12}…[0-9a-f]{4}$/);
+        assert.equal(await c.getByRole('button', { name: `Copy SHA-256 of ${f.name}` }).count(), 1, 'each copy button says which file it copies');
         const link = c.getByRole('link', { name: `Download ${f.name}` });
         assert.equal(await link.getAttribute('download'), f.name);
         const href = await link.evaluate((a) => (a as any).href as string);

@@ -6,7 +6,7 @@ import { signOut } from '../lib/gateway.js';
 import { getSession } from '../lib/session.js';
 import { useAsync } from '../lib/use-async.js';
 import { createKey, listKeys, revokeKey, type ApiKeyInfo } from './account-api.js';
-import { ConfirmDialog } from './confirm-dialog.js';
+import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { SecretPanel } from './secret-panel.js';
 
 /** Whether `k` is the key this tab is signed in with (its id when a sign-in link minted it, else its prefix). */

@@ -4,7 +4,7 @@ import { ErrorNote, Loading } from '../components/common.js';
 import '../styles/stacked-table.css';
 import { formatBytes, formatTime } from '../lib/format.js';
 import { client } from '../lib/gateway.js';
-import { ConfirmDialog } from './confirm-dialog.js';
+import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { FileDownloadButton } from './file-download-button.js';
 
 const PAGE = 20;

@@ -40,8 +40,11 @@ export function Loading({ what }: { what: string }) {
   );
 }
 
-/** A button that copies `text`, and says so. */
-export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+/**
+ * A button that copies `text`, and says so. `of` names what is copied when several such buttons
+ * share a page ("Copy SHA-256" of each file): screen readers hear "Copy SHA-256 of image.png".
+ */
+export function CopyButton({ text, label = 'Copy', of }: { text: string; label?: string; of?: string }) {
   const [done, setDone] = useState(false);
   return (
     <button
@@ -54,6 +57,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
       }}
     >
       {done ? 'Copied' : label}
+      {of ? <span class="visually-hidden"> of {of}</span> : null}
       <span class="visually-hidden" aria-live="polite">
         {done ? ' copied to the clipboard' : ''}
       </span>

@@ -24,7 +24,7 @@ export function FileFacts({ file }: { file: OutputFile }) {
               <code title={file.sha256} data-sha256={file.sha256}>
                 {shortSha(file.sha256)}
               </code>{' '}
-              <CopyButton text={file.sha256} label="Copy SHA-256" />
+              <CopyButton text={file.sha256} label="Copy SHA-256" of={file.name} />
             </>
           ) : (
             '—'

@@ -4,13 +4,15 @@ import { useEffect, useRef } from 'preact/hooks';
 let dialogs = 0;
 
 /**
- * A modal question before something that cannot be undone (revoke a key, delete a file): the
+ * A modal question before something that cannot be undone (revoke a key, delete a file, cancel a run): the
  * native <dialog>, so focus stays inside it, Escape answers Cancel and focus goes back to the
  * button that opened it. Cancel has the focus first: Enter alone never destroys anything.
  */
 export function ConfirmDialog({
   title,
   confirmLabel,
+  cancelLabel = 'Cancel',
+  busyLabel = 'Working…',
   busy,
   onConfirm,
   onCancel,
@@ -18,6 +20,10 @@ export function ConfirmDialog({
 }: {
   title: string;
   confirmLabel: string;
+  /** The safe choice. @defaultValue 'Cancel' */
+  cancelLabel?: string;
+  /** The confirm button while `busy`. @defaultValue 'Working…' */
+  busyLabel?: string;
   busy?: boolean;
   onConfirm: () => void;
   onCancel: () => void;
@@ -45,10 +51,10 @@ export function ConfirmDialog({
       <div id={`${id}-body`}>{children}</div>
       <div class="row confirm-actions">
         <button type="button" autoFocus disabled={busy} onClick={onCancel}>
-          Cancel
+          {cancelLabel}
         </button>
         <button type="button" class="button-danger" disabled={busy} onClick={onConfirm}>
-          {busy ? 'Working…' : confirmLabel}
+          {busy ? busyLabel : confirmLabel}
         </button>
       </div>
     </dialog>
