@@ -168,7 +168,15 @@ describe('console run outputs', function () {
       const img = grid.getByRole('article', { name: title }).locator('.image-zoom img');
       await page.waitForFunction((el) => (el as any).complete && (el as any).naturalWidth === 128, await img.elementHandle());
     }
-    await card(page, 'textured.glb').locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    const textured = card(page, 'textured.glb');
+    await textured.locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    // Below the maps: it draws once scrolled into view, as a person scrolling down sees it.
+    const viewer = textured.locator('model-viewer');
+    await viewer.scrollIntoViewIfNeeded();
+    let seen = 0;
+    await until('the textured mesh to show in its view', async () => (seen = colours(await viewer.screenshot())) >= 20, 30_000).catch((err: Error) =>
+      assert.fail(`${err.message} (${seen} colours)`),
+    );
     await checkPage(page, 'texture');
   });
 
