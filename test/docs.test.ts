@@ -31,6 +31,17 @@ function links(text: string): Array<{ target: string; line: number }> {
 }
 
 describe('documentation', () => {
+  it("shows the console in the README's quick start with one small committed screenshot", () => {
+    const readme = read(path.join(ROOT, 'README.md'));
+    const quickStart = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1));
+    const images = [...quickStart.matchAll(/!\[[^\]]+\]\(([^)]+)\)/g)].map((m) => m[1]);
+    assert.deepEqual(images, ['docs/console.png']);
+    assert.match(quickStart, /Console/);
+    const png = readFileSync(path.join(ROOT, images[0]));
+    assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47], 'a PNG');
+    assert.ok(png.length < 200_000, `${images[0]} is ${png.length} bytes: keep the checkout small`);
+  });
+
   it('never sends the reader outside the repository for the contract', () => {
     for (const file of manual()) {
       const text = read(file);
