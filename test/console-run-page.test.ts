@@ -139,7 +139,7 @@ describe('console run page', function () {
     const attempt = tab.page.locator('table.attempts tbody tr');
     await attempt.first().waitFor();
     assert.equal(await attempt.count(), 1);
-    const cells = await attempt.first().locator('td').allTextContents();
+    const cells = await attempt.first().locator('th, td').allTextContents();
     assert.equal(cells[0], '1');
     assert.equal(cells[1], done.attempt_history[0].worker);
     assert.equal(cells[2], 'open');

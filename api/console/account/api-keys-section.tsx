@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ErrorNote, Loading } from '../components/common.js';
-import '../styles/stacked-table.css';
+import { DataTable } from '../components/data-table.js';
 import { formatTime } from '../lib/format.js';
 import { signOut } from '../lib/gateway.js';
 import { getSession } from '../lib/session.js';
@@ -84,44 +84,37 @@ export function ApiKeysSection() {
       {keys.loading && !keys.data ? <Loading what="the keys" /> : null}
       {keys.data && keys.data.length === 0 ? <p class="empty-state">No keys yet.</p> : null}
       {keys.data && keys.data.length > 0 ? (
-        <div class="table-scroll">
-          <table class="account-table stacked-table">
-            <caption class="visually-hidden">API keys, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.map((k) => (
-                <tr key={k.id} data-key-id={k.id}>
-                  <th scope="row" data-label="Name">
-                    <span>
-                      {k.name ?? <span class="muted">unnamed</span>}
-                      {isThisTabsKey(k) ? <span class="tag">this tab</span> : null}
-                    </span>
-                  </th>
-                  <td class="mono" data-label="Prefix">{k.prefix}…</td>
-                  <td data-label="Created">{formatTime(k.created_at)}</td>
-                  <td data-label="State">{k.revoked_at ? `revoked ${formatTime(k.revoked_at)}` : 'active'}</td>
-                  <td>
-                    {k.revoked_at ? null : (
-                      <button type="button" class="button-small button-danger" aria-label={`Revoke ${k.name ?? k.prefix}`} onClick={() => setRevoking(k)}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          class="account-table"
+          caption="API keys, oldest first"
+          rows={keys.data}
+          rowKey={(k) => k.id}
+          rowAttrs={(k) => ({ 'data-key-id': k.id })}
+          columns={[
+            {
+              label: 'Name',
+              cell: (k) => (
+                <span>
+                  {k.name ?? <span class="muted">unnamed</span>}
+                  {isThisTabsKey(k) ? <span class="tag">this tab</span> : null}
+                </span>
+              ),
+            },
+            { label: 'Prefix', class: 'mono', cell: (k) => `${k.prefix}…` },
+            { label: 'Created', cell: (k) => formatTime(k.created_at) },
+            { label: 'State', cell: (k) => (k.revoked_at ? `revoked ${formatTime(k.revoked_at)}` : 'active') },
+            {
+              label: 'Actions',
+              labelHidden: true,
+              cell: (k) =>
+                k.revoked_at ? null : (
+                  <button type="button" class="button-small button-danger" aria-label={`Revoke ${k.name ?? k.prefix}`} onClick={() => setRevoking(k)}>
+                    Revoke
+                  </button>
+                ),
+            },
+          ]}
+        />
       ) : null}
       {revoking ? (
         <ConfirmDialog title="Revoke this key?" confirmLabel="Revoke key" busy={busy} onCancel={() => setRevoking(null)} onConfirm={() => void revoke(revoking)}>

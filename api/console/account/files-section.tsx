@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { FileQuota, SwitchyardFile } from '../../../sdk/client/index.js';
 import { ErrorNote, Loading } from '../components/common.js';
-import '../styles/stacked-table.css';
+import { DataTable } from '../components/data-table.js';
 import { formatBytes, formatTime } from '../lib/format.js';
 import { client } from '../lib/gateway.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
@@ -72,42 +72,32 @@ export function FilesSection() {
       {files === null && !error ? <Loading what="the files" /> : null}
       {files && files.length === 0 ? <p class="empty-state">No files. Upload one from a kind's form, or with POST /v1/files.</p> : null}
       {files && files.length > 0 ? (
-        <div class="table-scroll">
-          <table class="account-table stacked-table">
-            <caption class="visually-hidden">Files, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Size</th>
-                <th scope="col">Uploaded</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {files.map((f) => (
-                <tr key={f.id} data-file-id={f.id}>
-                  <th scope="row" data-label="Name">{f.filename}</th>
-                  <td data-label="Type">{f.content_type}</td>
-                  <td data-label="Size" data-size={f.size}>{formatBytes(f.size)}</td>
-                  <td data-label="Uploaded">{formatTime(f.created_at)}</td>
-                  <td data-label="Expires">{formatTime(f.expires_at)}</td>
-                  <td>
-                    <div class="file-actions">
-                      <FileDownloadButton file={f} onStatus={setSaid} onError={(err) => setDownloadError(err ? { filename: f.filename, error: err } : null)} />
-                      <button type="button" class="button-small button-danger" aria-label={`Delete ${f.filename}`} onClick={() => setDeleting(f)}>
-                        Delete
-                      </button>
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          class="account-table"
+          caption="Files, newest first"
+          rows={files}
+          rowKey={(f) => f.id}
+          rowAttrs={(f) => ({ 'data-file-id': f.id })}
+          columns={[
+            { label: 'Name', cell: (f) => f.filename },
+            { label: 'Type', cell: (f) => f.content_type },
+            { label: 'Size', attrs: (f) => ({ 'data-size': f.size }), cell: (f) => formatBytes(f.size) },
+            { label: 'Uploaded', cell: (f) => formatTime(f.created_at) },
+            { label: 'Expires', cell: (f) => formatTime(f.expires_at) },
+            {
+              label: 'Actions',
+              labelHidden: true,
+              cell: (f) => (
+                <div class="file-actions">
+                  <FileDownloadButton file={f} onStatus={setSaid} onError={(err) => setDownloadError(err ? { filename: f.filename, error: err } : null)} />
+                  <button type="button" class="button-small button-danger" aria-label={`Delete ${f.filename}`} onClick={() => setDeleting(f)}>
+                    Delete
+                  </button>
+                </div>
+              ),
+            },
+          ]}
+        />
       ) : null}
       {next ? (
         <button type="button" disabled={busy} onClick={() => void load(next)}>

@@ -1,5 +1,5 @@
 import { ErrorNote, Loading } from '../components/common.js';
-import '../styles/stacked-table.css';
+import { DataTable } from '../components/data-table.js';
 import { client } from '../lib/gateway.js';
 import { useAsync } from '../lib/use-async.js';
 
@@ -13,31 +13,19 @@ export function ToolsSection() {
       <ErrorNote error={tools.error} />
       {tools.data && tools.data.length === 0 ? <p class="empty-state">No tools. Register one with POST /v1/tools/definitions (docs/tools.md).</p> : null}
       {tools.data && tools.data.length > 0 ? (
-        <div class="table-scroll">
-          <table class="account-table stacked-table">
-            <caption class="visually-hidden">Tools, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">Id for bots</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tools.data.map((t) => (
-                <tr key={t.id} data-tool-id={t.id}>
-                  <th scope="row" data-label="Name">{t.name}</th>
-                  <td data-label="Kind">{t.kind}</td>
-                  <td class="mono break" data-label="Endpoint">
-                    {t.method} {t.url}
-                  </td>
-                  <td class="mono" data-label="Id for bots">{t.tool_id}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          class="account-table"
+          caption="Tools, oldest first"
+          rows={tools.data}
+          rowKey={(t) => t.id}
+          rowAttrs={(t) => ({ 'data-tool-id': t.id })}
+          columns={[
+            { label: 'Name', cell: (t) => t.name },
+            { label: 'Kind', cell: (t) => t.kind },
+            { label: 'Endpoint', class: 'mono break', cell: (t) => `${t.method} ${t.url}` },
+            { label: 'Id for bots', class: 'mono', cell: (t) => t.tool_id },
+          ]}
+        />
       ) : null}
     </section>
   );

@@ -1,4 +1,5 @@
 import type { JobAttempt } from '../../../sdk/client/index.js';
+import { DataTable } from '../components/data-table.js';
 import { formatDuration, formatTime } from '../lib/format.js';
 
 /** Every lease the run had, oldest first: which worker, on which tier, how it ended. */
@@ -9,47 +10,42 @@ export function RunAttempts({ attempts, max }: { attempts: JobAttempt[]; max: nu
       {attempts.length === 0 ? (
         <p class="muted">No attempt yet{max ? ` (it may use up to ${max})` : ''}.</p>
       ) : (
-        <div class="table-scroll" tabIndex={0} role="region" aria-label="Attempts (scrolls sideways)">
-          <table class="attempts">
-            <caption class="visually-hidden">Attempts of this run{max ? `, at most ${max}` : ''}</caption>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Worker</th>
-                <th scope="col">Tier</th>
-                <th scope="col">Started</th>
-                <th scope="col">Ended</th>
-                <th scope="col">Outcome</th>
-              </tr>
-            </thead>
-            <tbody>
-              {attempts.map((a) => (
-                <tr key={a.attempt}>
-                  <td>{a.attempt}</td>
-                  <td class="mono">{a.worker ?? '—'}</td>
-                  <td>{a.tier ?? '—'}</td>
-                  <td>{formatTime(a.started_at)}</td>
-                  <td>
-                    {formatTime(a.ended_at)}
-                    {a.started_at && a.ended_at ? <span class="muted"> ({formatDuration(a.started_at, a.ended_at)})</span> : null}
-                  </td>
-                  <td>
-                    {a.error ? (
-                      <>
-                        <code>{a.error.code}</code> {a.error.message}
-                      </>
-                    ) : a.ended_at ? (
-                      'ok'
-                    ) : (
-                      'running'
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          class="attempts"
+          caption={`Attempts of this run${max ? `, at most ${max}` : ''}`}
+          phone="scroll"
+          scrollLabel="Attempts (scrolls sideways)"
+          rows={attempts}
+          rowKey={(a) => a.attempt}
+          columns={[
+            { label: '#', cell: (a) => a.attempt },
+            { label: 'Worker', class: 'mono', cell: (a) => a.worker ?? '—' },
+            { label: 'Tier', cell: (a) => a.tier ?? '—' },
+            { label: 'Started', cell: (a) => formatTime(a.started_at) },
+            {
+              label: 'Ended',
+              cell: (a) => (
+                <>
+                  {formatTime(a.ended_at)}
+                  {a.started_at && a.ended_at ? <span class="muted"> ({formatDuration(a.started_at, a.ended_at)})</span> : null}
+                </>
+              ),
+            },
+            { label: 'Outcome', cell: outcome },
+          ]}
+        />
       )}
     </section>
   );
+}
+
+/** How an attempt ended: its error, ok, or still running. */
+function outcome(a: JobAttempt) {
+  if (a.error)
+    return (
+      <>
+        <code>{a.error.code}</code> {a.error.message}
+      </>
+    );
+  return a.ended_at ? 'ok' : 'running';
 }

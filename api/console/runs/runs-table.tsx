@@ -1,7 +1,7 @@
 import type { JobResult } from '../../../sdk/client/index.js';
 import { Link, StatusBadge } from '../components/common.js';
 import { formatDuration, formatTime } from '../lib/format.js';
-import '../styles/stacked-table.css';
+import { DataTable } from '../components/data-table.js';
 
 /**
  * One page of runs. A table at desktop width; at phone width each row stacks into a card whose
@@ -9,39 +9,28 @@ import '../styles/stacked-table.css';
  */
 export function RunsTable({ runs }: { runs: JobResult[] }) {
   return (
-    <table class="runs-table stacked-table">
-      <caption class="visually-hidden">Runs, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">Run</th>
-          <th scope="col">Kind</th>
-          <th scope="col">Status</th>
-          <th scope="col">Created</th>
-          <th scope="col">Duration</th>
-          <th scope="col">Cost</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((run) => (
-          <tr key={run.run_id} data-run-id={run.run_id}>
-            <th scope="row" data-label="Run">
-              <Link to={`/runs/${encodeURIComponent(run.run_id)}`} class="mono">
-                {run.run_id}
-              </Link>
-            </th>
-            <td data-label="Kind">{run.kind}</td>
-            <td data-label="Status">
-              <StatusBadge status={run.status} />
-            </td>
-            <td data-label="Created">
-              <time dateTime={run.created_at}>{formatTime(run.created_at)}</time>
-            </td>
-            <td data-label="Duration">{runDuration(run)}</td>
-            <td data-label="Cost">{runCost(run)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <DataTable
+      class="runs-table"
+      caption="Runs, newest first"
+      rows={runs}
+      rowKey={(run) => run.run_id}
+      rowAttrs={(run) => ({ 'data-run-id': run.run_id })}
+      columns={[
+        {
+          label: 'Run',
+          cell: (run) => (
+            <Link to={`/runs/${encodeURIComponent(run.run_id)}`} class="mono">
+              {run.run_id}
+            </Link>
+          ),
+        },
+        { label: 'Kind', cell: (run) => run.kind },
+        { label: 'Status', cell: (run) => <StatusBadge status={run.status} /> },
+        { label: 'Created', cell: (run) => <time dateTime={run.created_at}>{formatTime(run.created_at)}</time> },
+        { label: 'Duration', cell: runDuration },
+        { label: 'Cost', cell: runCost },
+      ]}
+    />
   );
 }
 
