@@ -167,6 +167,14 @@ describe('console run page', function () {
     assert.equal(copy.class, 'interactive');
     assert.equal(copy.confidentiality, 'open');
     assert.equal(copy.kind, LLM);
+
+    // A field the form does not have goes back only as text: the page says which it cannot carry.
+    const extra = await submit({ prompt: 'hello', style: { tone: 'dry' }, note: 'kept' });
+    await h.open(tab, `/runs/${extra}`);
+    await section.getByText('The form cannot carry style as it was').waitFor();
+    const link = new URL((await section.getByRole('link', { name: 'Run again' }).getAttribute('href'))!, h.gw.url);
+    assert.equal(link.searchParams.get('note'), 'kept');
+    assert.equal(link.searchParams.has('style'), false);
     h.assertSameOrigin();
   });
 

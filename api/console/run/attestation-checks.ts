@@ -108,6 +108,8 @@ async function inputProof(job: JobResult, input: JsonObject): Promise<{ files: R
   for (const [field, value] of Object.entries(input)) {
     if (!properties[field]?.[FILE_KEYWORD] || typeof value !== 'string') continue;
     const url = /^file_/.test(value) ? `${gatewayBase}/v1/files/${encodeURIComponent(value)}/content` : localUrl(value);
+    // The session's key goes to the gateway only.
+    if (!url.startsWith(`${gatewayBase}/`)) return { reason: `input.${field} (${value}) is not a file of this gateway, so it is not downloaded here to hash it` };
     const res = await authedFetch(url).catch((err: unknown) => err as Error);
     if (res instanceof Error || !res.ok) {
       return { reason: `input.${field} (${value}) could not be downloaded to hash it (${res instanceof Error ? res.message : `HTTP ${res.status}`}), so the input digest cannot be computed here` };

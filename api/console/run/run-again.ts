@@ -23,7 +23,7 @@ export function shownValue(value: unknown, schema: FieldSchema | undefined): Inp
 /** The try form's address prefilled with a run's input and options, and the fields it cannot carry. */
 export interface RunAgain {
   path: string;
-  /** Fields the form would not give back as they were: values of fields the kind's form does not have, other than text. */
+  /** Fields the form would not give back as they were: an empty text (the form leaves it out), or a non-text value of a field the form does not have. */
   left: string[];
 }
 
@@ -31,7 +31,8 @@ export interface RunAgain {
  * `/kinds/<kind>?<field>=<value>&confidentiality=&class=`: the kind's form reads each field by its
  * schema (numbers parsed, JSON fields parsed, `true`/`false` for checkboxes), so the values are
  * written as the form reads them. A field the schema does not name is sent as the text it is, so
- * only text survives the trip; other values are listed in `left`.
+ * only text survives the trip; other values, and empty texts (an empty field is left out), are
+ * listed in `left`.
  */
 export function runAgainPath(kind: KindInfo, input: JsonObject, options: { confidentiality?: string; class?: string }): RunAgain {
   const model = typeof input.model === 'string' ? input.model : undefined;
@@ -41,7 +42,8 @@ export function runAgainPath(kind: KindInfo, input: JsonObject, options: { confi
   for (const [name, value] of Object.entries(input)) {
     const s = properties[name];
     if (value === undefined) continue;
-    if (typeof value === 'string') query.set(name, value);
+    if (value === '') left.push(name);
+    else if (typeof value === 'string') query.set(name, value);
     else if (!s || value === null) left.push(name);
     else if (controlOf(name, s) === 'json' || typeof value === 'object') query.set(name, JSON.stringify(value));
     else query.set(name, String(value));

@@ -46,7 +46,7 @@ export function RunInput({ job, input }: { job: JobResult; input: JsonObject }) 
           </Link>
           <p class="hint">
             Opens the {job.kind} form with this input, confidentiality {job.confidentiality} and class {job.class}, to change or run as it is.
-            {again.left.length ? ` The form cannot carry ${again.left.join(', ')} (a field its form does not have, not text): add it in code.` : ''}
+            {again.left.length ? ` The form cannot carry ${again.left.join(', ')} as ${again.left.length === 1 ? 'it was' : 'they were'} (an empty text, or a value other than text of a field the form does not have): set ${again.left.length === 1 ? 'it' : 'them'} in code.` : ''}
           </p>
         </div>
       ) : caps.data ? (
