@@ -129,6 +129,7 @@ describe('console run outputs', function () {
     await rig.getByText(`Skeleton: ${joints} bones`).click();
     assert.equal(await rig.locator('.bone-names li').count(), joints);
     await rig.locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    await meshDrawn(rig.locator('model-viewer'), 6); // untextured: its lit faces
     await checkPage(page, 'rig');
   });
 

@@ -166,14 +166,15 @@ export function colours(png: Buffer): number {
 }
 
 /**
- * Waits until a 3D view (a model-viewer element) shows a shaded mesh: a blank view or a flat box
- * has a colour or two, a lit mesh dozens. model-viewer draws a moment after `load`, and only
- * while on screen, so the view is scrolled to and its pixels polled.
+ * Waits until a 3D view (a model-viewer element) shows a mesh: a blank view has one colour, a
+ * textured mesh dozens, an untextured one (a rig's) its lit faces and their edges, about a
+ * dozen. model-viewer draws a moment after `load`, and only while on screen, so the view is
+ * scrolled to and its pixels polled.
  */
-export async function meshDrawn(viewer: Locator): Promise<void> {
+export async function meshDrawn(viewer: Locator, minColours = 20): Promise<void> {
   await viewer.scrollIntoViewIfNeeded();
   let seen = 0;
-  await until('the 3D view to show a shaded mesh, not a blank or flat box', async () => (seen = colours(await viewer.screenshot())) >= 20, 30_000).catch((err: Error) =>
+  await until('the 3D view to show a shaded mesh, not a blank or flat box', async () => (seen = colours(await viewer.screenshot())) >= minColours, 30_000).catch((err: Error) =>
     assert.fail(`${err.message} (${seen} colours)`),
   );
 }
