@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { SwitchyardClient } from '../sdk/client/index.js';
-import { ConsoleHarness, type ConsoleTab } from './helpers/console-harness.js';
+import { ConsoleHarness, meshDrawn, type ConsoleTab } from './helpers/console-harness.js';
 import { FFMPEG, findProgram } from './helpers/optional-program.js';
 
 /**
@@ -52,7 +52,11 @@ describe('console: every kind tried from its form, every output seen', function 
     await img.waitFor();
     await page.waitForFunction((el) => (el as any).complete && (el as any).naturalWidth > 0, await img.elementHandle());
   };
-  const meshReady = (name: string) => card(name).locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+  /** A mesh drawn in its view; the rig's is untextured, so fewer colours show it. */
+  const meshReady = async (name: string, minColours?: number) => {
+    await card(name).locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    await meshDrawn(card(name).locator('model-viewer'), minColours);
+  };
   const audioHeard = async (name: string) => {
     await card(name).locator('canvas[data-waveform="drawn"]').waitFor({ timeout: 30_000 });
     assert.match((await card(name).locator('[data-audio-duration]').textContent()) ?? '', /^\d:\d\d\.\d$/);
@@ -88,7 +92,7 @@ describe('console: every kind tried from its form, every output seen', function 
     await tryKind('inference:rig', () => pickEarlier('mesh', mesh.url));
     await card('rig.glb').locator('[data-bone-count]').waitFor({ timeout: 60_000 });
     assert.ok(Number(await card('rig.glb').locator('[data-bone-count]').textContent()) > 0);
-    await meshReady('rig.glb');
+    await meshReady('rig.glb', 6);
   });
 
   it('texture, from the mesh: the maps as a grid and the textured mesh', async () => {

@@ -1,23 +1,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { PNG } from 'pngjs';
 import type { Page } from 'playwright-core';
 import { SwitchyardClient, type JobResult } from '../sdk/client/index.js';
 import { readGlb } from '../sdk/engines/demo/glb-read.js';
-import { ConsoleHarness, VIEWPORTS, type ConsoleTab } from './helpers/console-harness.js';
+import { ConsoleHarness, VIEWPORTS, meshDrawn, type ConsoleTab } from './helpers/console-harness.js';
 import { until } from './helpers/harness.js';
 import { FFMPEG, requireProgram } from './helpers/optional-program.js';
 
 type OutputFile = { url: string; name: string; content_type: string | null; size: number | null; sha256: string | null };
 const files = (run: JobResult) => (run.output as { files: OutputFile[] }).files;
-
-/** Distinct colours of a PNG (quantized to 5 bits a channel, so antialiasing noise is not counted twice). */
-function colours(png: Buffer): number {
-  const { data } = PNG.sync.read(png);
-  const seen = new Set<number>();
-  for (let i = 0; i < data.length; i += 4) seen.add(((data[i] >> 3) << 10) | ((data[i + 1] >> 3) << 5) | (data[i + 2] >> 3));
-  return seen.size;
-}
 
 /**
  * The run page's outputs (api/console/outputs/): each file shown by its type (an image that
@@ -116,12 +107,7 @@ describe('console run outputs', function () {
     for (const url of decoders.slice(0, 3)) assert.equal(new URL(url!).origin, h.origin, `${url} is on the gateway`);
     assert.equal(decoders[3], null, 'no meshopt decoder is ever fetched');
     // model-viewer draws its frame a moment after `load`: poll the pixels until the mesh is in them.
-    let seen = 0;
-    await until(
-      'the 3D view to show a shaded mesh, not a blank or flat box',
-      async () => (seen = colours(await viewer.screenshot())) >= 20,
-      30_000,
-    ).catch((err: Error) => assert.fail(`${err.message} (${seen} colours)`));
+    await meshDrawn(viewer);
     assert.match((await mesh.locator('dl.facts').first().textContent()) ?? '', /Vertices\d[\d,]*Triangles\d/);
     await checkPage(page, 'mesh');
 
@@ -143,6 +129,7 @@ describe('console run outputs', function () {
     await rig.getByText(`Skeleton: ${joints} bones`).click();
     assert.equal(await rig.locator('.bone-names li').count(), joints);
     await rig.locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    await meshDrawn(rig.locator('model-viewer'), 6); // untextured: its lit faces
     await checkPage(page, 'rig');
   });
 
@@ -173,10 +160,7 @@ describe('console run outputs', function () {
     // Below the maps: it draws once scrolled into view, as a person scrolling down sees it.
     const viewer = textured.locator('model-viewer');
     await viewer.scrollIntoViewIfNeeded();
-    let seen = 0;
-    await until('the textured mesh to show in its view', async () => (seen = colours(await viewer.screenshot())) >= 20, 30_000).catch((err: Error) =>
-      assert.fail(`${err.message} (${seen} colours)`),
-    );
+    await meshDrawn(viewer);
     await checkPage(page, 'texture');
   });
 

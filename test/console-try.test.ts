@@ -8,7 +8,7 @@ import type { Page } from 'playwright-core';
 import { SwitchyardClient } from '../sdk/client/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
-import { ConsoleHarness, VIEWPORTS } from './helpers/console-harness.js';
+import { ConsoleHarness, VIEWPORTS, meshDrawn } from './helpers/console-harness.js';
 import { ADMIN_TOKEN } from './helpers/harness.js';
 import { CURL, GO, PYTHON3, requireProgram } from './helpers/optional-program.js';
 import { samplePng } from './helpers/sample-files.js';
@@ -46,8 +46,6 @@ describe('console try a kind', function () {
     const runId = new URL(page.url()).pathname.split('/').pop()!;
     const job = await api.wait(runId, { timeoutMs: 60_000, intervalMs: 200 });
     assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
-    // The run page of main loads once; reload now that the run is over (a live page needs none).
-    await page.reload();
     await page.locator('.badge-succeeded').waitFor();
     await page.getByRole('link', { name: file }).waitFor();
     return runId;
@@ -142,6 +140,10 @@ describe('console try a kind', function () {
     assert.equal((await storedInput(runId)).image, fileId);
     const job = await api.get(runId);
     assert.equal((job.output!.input as { sha256: string }).sha256, uploaded.sha256, 'the worker made the mesh of the dropped bytes');
+    // And the mesh made of the dropped image turns in the run page's viewer.
+    const mesh = page.locator('[data-output-file="mesh.glb"]');
+    await mesh.locator('[data-mesh-state="ready"]').waitFor({ timeout: 60_000 });
+    await meshDrawn(mesh.locator('model-viewer'));
   });
 
   it('uploads a file chosen with the picker, at phone width', async () => {

@@ -4,10 +4,11 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { Context } from 'mocha';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { devVerifier, DEV_VERIFIER_ISSUER } from '../../api/main/dev/dev-attestation.js';
 import { startDevFleet, type DevFleet } from '../../api/main/dev/dev-fleet.js';
-import { TestGateway, cleanupPrefix, uniquePrefix } from './harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix, until } from './harness.js';
 import { CHROMIUM, requireProgram } from './optional-program.js';
 
 /**
@@ -154,4 +155,26 @@ export class ConsoleHarness {
     if (before) await page.setViewportSize(before);
     return files;
   }
+}
+
+/** Distinct colours of a PNG (quantized to 5 bits a channel, so antialiasing noise is not counted twice). */
+export function colours(png: Buffer): number {
+  const { data } = PNG.sync.read(png);
+  const seen = new Set<number>();
+  for (let i = 0; i < data.length; i += 4) seen.add(((data[i] >> 3) << 10) | ((data[i + 1] >> 3) << 5) | (data[i + 2] >> 3));
+  return seen.size;
+}
+
+/**
+ * Waits until a 3D view (a model-viewer element) shows a mesh: a blank view has one colour, a
+ * textured mesh dozens, an untextured one (a rig's) its lit faces and their edges, about a
+ * dozen. model-viewer draws a moment after `load`, and only while on screen, so the view is
+ * scrolled to and its pixels polled.
+ */
+export async function meshDrawn(viewer: Locator, minColours = 20): Promise<void> {
+  await viewer.scrollIntoViewIfNeeded();
+  let seen = 0;
+  await until('the 3D view to show a shaded mesh, not a blank or flat box', async () => (seen = colours(await viewer.screenshot())) >= minColours, 30_000).catch((err: Error) =>
+    assert.fail(`${err.message} (${seen} colours)`),
+  );
 }
