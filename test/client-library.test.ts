@@ -99,6 +99,17 @@ describe('client library (sdk/client) against a real gateway and demo worker', (
     assert.deepEqual(again.output, done.output);
   });
 
+  it("get(runId, { include: ['input'] }) gives the job's input exactly; without it there is none", async () => {
+    const input = { prompt: 'a lighthouse', width: 96, height: 64, seed: 7, style: { palette: ['teal', 'amber'], strength: 0.5 } };
+    const accepted = await client.submit({ kind: KIND, input });
+    const withInput = await client.get(accepted.run_id, { include: ['input'] });
+    assert.deepEqual(withInput.input, input);
+    assert.deepEqual(withInput.raw.input, input);
+    const plain = await client.get(accepted.run_id);
+    assert.equal('input' in plain.raw, false, 'asked for nothing, the job object carries no input');
+    assert.equal(plain.input, undefined);
+  });
+
   it('submit with wait answers with the finished job when the run ends in time, else with the queued one', async () => {
     const finished = await client.submit({ kind: KIND, input: { prompt: 'waited for' } }, { wait: 30 });
     assert.equal(finished.terminal, true);

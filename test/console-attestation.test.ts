@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { exportJWK, generateKeyPair } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import { DEV_VERIFIER_ISSUER } from '../api/main/dev/dev-attestation.js';
 import { ConsoleHarness } from './helpers/console-harness.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { samplePng } from './helpers/sample-files.js';
+
+/** The claims a receipt signs (read, not verified: the page verifies them). */
+const receiptClaims = (receipt: string) => decodeJwt(receipt) as { input_sha256: string; input_files?: Record<string, string> };
 
 /**
  * A private run's attestation panel on the console's run page: the browser verifies the
@@ -96,7 +101,12 @@ describe('console attestation panel', function () {
     for (const id of ['shape', 'evidence-signature', 'evidence-issuer', 'evidence-fresh', 'nonce', 'gpu', 'versions', 'artifacts-downloaded', 'receipt-signature', 'receipt-claims', 'artifacts']) {
       assert.equal(await outcome(id), 'passed', id);
     }
-    assert.equal(await outcome('input'), 'skipped', 'the job object has no input to check');
+    // The input the gateway reports (GET ?include=input), hashed here, is the one the worker signed.
+    assert.equal(await outcome('input'), 'passed');
+    const signed = receiptClaims(job.attestation.receipt);
+    assert.match((await panel.locator('[data-check="input"] .check-detail').textContent()) ?? '', new RegExp(`input_sha256 ${signed.input_sha256}`));
+    await tab.page.locator('[data-input-field="prompt"] p', { hasText: 'a lighthouse at dusk' }).waitFor();
+    await panel.getByText('The input checked is the one the gateway reports for this run').waitFor();
     // What was checked: the issuer, and each artifact by the sha256 the gateway recorded.
     await panel.locator('code', { hasText: DEV_VERIFIER_ISSUER }).first().waitFor();
     const artifacts = (await panel.locator('[data-check="artifacts"] .check-detail').textContent()) ?? '';
@@ -124,6 +134,43 @@ describe('console attestation panel', function () {
     await panel.getByLabel('Verifier keys (JWKS JSON)').fill(JSON.stringify(trusted()));
     await panel.getByRole('button', { name: 'Verify with these keys' }).click();
     await panel.getByText('Verified: every check passed with the pasted keys').waitFor();
+    h.assertSameOrigin();
+  });
+
+  it('checks an input file by its bytes, downloaded here; once the file is deleted, the input is not checked, and says why', async () => {
+    const png = samplePng(32, 7);
+    const uploaded = await h.gw.request('POST', '/v1/files?filename=photo.png', { raw: png, key: h.account.key, headers: { 'content-type': 'image/png' } });
+    assert.equal(uploaded.status, 201, uploaded.text);
+    const fileId = uploaded.body.id as string;
+    const submitted = await h.gw.submit(h.account.key, { kind: 'inference:3d:image-to-mesh', input: { image: fileId, seed: 5 }, confidentiality: 'private' });
+    assert.equal(submitted.status, 202, submitted.text);
+    const runId = submitted.body.run_id as string;
+    const job = await until('the private run succeeds', async () => {
+      const j = (await h.gw.request('GET', `/v1/jobs/${runId}`, { key: h.account.key })).body;
+      return j.status === 'succeeded' ? j : null;
+    }, 60_000);
+    const signed = receiptClaims(job.attestation.receipt);
+    const sha256 = createHash('sha256').update(png).digest('hex');
+    assert.equal(signed.input_files?.image, sha256, 'the worker signed the file by its bytes');
+
+    const tab = await h.signedInTab();
+    await h.open(tab, `/runs/${runId}`);
+    const panel = tab.page.locator('section.attestation');
+    await panel.getByText('Verified: every check passed').waitFor({ timeout: 30_000 });
+    const outcome = (id: string) => panel.locator(`[data-check="${id}"]`).getAttribute('data-outcome');
+    assert.equal(await outcome('input'), 'passed');
+    assert.match((await panel.locator('[data-check="input"] .check-detail').textContent()) ?? '', new RegExp(`image ${sha256}`));
+    // The Input section names the file by its id.
+    await tab.page.locator('[data-input-field="image"] dd code', { hasText: fileId }).waitFor();
+    assert.deepEqual(await h.seriousViolations(tab.page), []);
+
+    // Without the file's bytes the digest cannot be computed here: not checked, with the reason; the rest still passes.
+    assert.equal((await h.gw.request('DELETE', `/v1/files/${fileId}`, { key: h.account.key })).status, 204);
+    await tab.page.reload();
+    await panel.getByText(/Verified: every check made passed .*; the input was not checked/).waitFor({ timeout: 30_000 });
+    assert.equal(await outcome('input'), 'not checked');
+    assert.match((await panel.locator('[data-check="input"] .check-detail').textContent()) ?? '', /input\.image .* could not be downloaded to hash it \(HTTP 404\)/);
+    for (const id of ['evidence-signature', 'receipt-signature', 'receipt-claims', 'artifacts']) assert.equal(await outcome(id), 'passed', id);
     h.assertSameOrigin();
   });
 });

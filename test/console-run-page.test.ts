@@ -131,6 +131,53 @@ describe('console run page', function () {
     await h.gw.request('POST', `/v1/jobs/${runId}/cancel`, { key: h.account.key });
   });
 
+  it('shows what the run was asked, and "Run again" opens the form filled so that Run makes a job with the same input', async () => {
+    const input = { prompt: 'hello\nin two lines', max_tokens: 64, temperature: 0.5, tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }] };
+    const runId = await submit(input, LLM, { class: 'interactive' });
+    await h.open(tab, `/runs/${runId}`);
+    const section = tab.page.locator('section[aria-labelledby="run-input-heading"]');
+    await section.getByRole('heading', { name: 'Input' }).waitFor();
+    // The prompt first, as the text it is (its line break kept), then each other field.
+    assert.equal(await section.locator('[data-input-field="prompt"] p').textContent(), input.prompt);
+    assert.equal(await section.locator('[data-input-field="prompt"] p').evaluate((el) => (globalThis as any).getComputedStyle(el).whiteSpace), 'pre-wrap');
+    const dd = (field: string) => section.locator(`[data-input-field="${field}"] dd`).textContent();
+    assert.equal(await dd('max_tokens'), '64');
+    assert.equal(await dd('temperature'), '0.5');
+    assert.deepEqual(JSON.parse((await dd('tools')) ?? ''), input.tools);
+    assert.equal(await section.locator('[data-input-field="tools"] pre').count(), 1, 'arrays are shown as indented JSON');
+    await statusIs(tab.page, 'succeeded');
+    assert.deepEqual(await h.seriousViolations(tab.page), []);
+    await h.screenshots(tab.page, 'run-input');
+
+    await section.getByRole('link', { name: 'Run again' }).click();
+    await tab.page.getByRole('heading', { name: 'Input', level: 2 }).waitFor();
+    assert.match(tab.page.url(), new RegExp(`/kinds/${LLM}\\?`));
+    const field = (name: string) => tab.page.locator(`#field-${name}`);
+    assert.equal(await field('prompt').inputValue(), input.prompt);
+    assert.equal(await field('max_tokens').inputValue(), '64');
+    assert.equal(await field('temperature').inputValue(), '0.5');
+    assert.deepEqual(JSON.parse(await field('tools').inputValue()), input.tools);
+    assert.equal(await tab.page.locator('#job-class').inputValue(), 'interactive');
+    assert.equal(await tab.page.locator('#job-confidentiality').inputValue(), 'open');
+    await tab.page.getByRole('button', { name: 'Run', exact: true }).click();
+    await tab.page.waitForURL((url) => /\/runs\/run_/.test(url.pathname) && !url.pathname.endsWith(runId));
+    const again = tab.page.url().split('/runs/')[1];
+    const copy = (await h.gw.request('GET', `/v1/jobs/${again}?include=input`, { key: h.account.key })).body;
+    assert.deepEqual(copy.input, input, 'the same input, numbers as numbers and the array as an array');
+    assert.equal(copy.class, 'interactive');
+    assert.equal(copy.confidentiality, 'open');
+    assert.equal(copy.kind, LLM);
+
+    // A field the form does not have goes back only as text: the page says which it cannot carry.
+    const extra = await submit({ prompt: 'hello', style: { tone: 'dry' }, note: 'kept' });
+    await h.open(tab, `/runs/${extra}`);
+    await section.getByText('The form cannot carry style as it was').waitFor();
+    const link = new URL((await section.getByRole('link', { name: 'Run again' }).getAttribute('href'))!, h.gw.url);
+    assert.equal(link.searchParams.get('note'), 'kept');
+    assert.equal(link.searchParams.has('style'), false);
+    h.assertSameOrigin();
+  });
+
   it("shows a succeeded run's attempts, cost and usage, and a failed run's error code", async () => {
     const ok = await submit({ prompt: 'hello' });
     const done = await until('the run succeeds', async () => ((await job(ok)).status === 'succeeded' ? job(ok) : null));

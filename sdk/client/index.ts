@@ -3,7 +3,7 @@
  * capabilities and capacity, upload files, manage tools and bots. Node 20+ and browsers; no server code.
  * See README.md ("Client library").
  */
-export { SwitchyardClient, type SwitchyardClientOptions } from './switchyard-client.js';
+export { SwitchyardClient, type GetJobOptions, type SwitchyardClientOptions } from './switchyard-client.js';
 export { BatchEventStream, JobEventStream } from './sse-stream.js';
 export type { Batch, BatchCanceled, BatchEvent, BatchSubmitted } from './batch-types.js';
 export { SwitchyardFiles } from './files.js';

@@ -44,6 +44,12 @@ const DEFAULT_POLL_MS = 1000;
  * it uses only fetch, Blob, ReadableStream, TextDecoder, AbortController and URL (and, in Node,
  * node:fs for uploads from a local path: sdk/client/local-file.ts).
  */
+/** What get() takes: the usual request options, and extra fields of the job object to ask for. */
+export interface GetJobOptions extends RequestOptions {
+  /** `'input'`: the input the job was given (docs/api.md, "The job object"). */
+  include?: Array<'input'>;
+}
+
 export class SwitchyardClient {
   private readonly http: HttpTransport;
   /** The Files API: upload, list, get, delete, content (docs/files.md). */
@@ -154,9 +160,14 @@ export class SwitchyardClient {
     return toJobResult(res.body);
   }
 
-  /** GET /v1/jobs/{run_id}. */
-  async get(runId: string, opts: RequestOptions = {}): Promise<JobResult> {
-    return toJobResult((await this.http.request({ method: 'GET', path: jobPath(runId), ...opts })).body);
+  /**
+   * GET /v1/jobs/{run_id}. `include: ['input']` asks for the job's input too (`JobResult.input`),
+   * which the job object otherwise leaves out.
+   */
+  async get(runId: string, opts: GetJobOptions = {}): Promise<JobResult> {
+    const { include, ...rest } = opts;
+    const query = include?.length ? { include: include.join(',') } : undefined;
+    return toJobResult((await this.http.request({ method: 'GET', path: jobPath(runId), query, ...rest })).body);
   }
 
   /** POST /v1/jobs/{run_id}/cancel: the job after the cancel; a terminal run throws SwitchyardConflictError. */

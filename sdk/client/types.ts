@@ -1,3 +1,4 @@
+// Over 400 lines: every wire shape of the API in one file, as docs/api.md describes them.
 import type { RunErrorCode } from './run-error-codes.js';
 import type { JobCost, JobUsage } from './cost-types.js';
 export type { JobCost, JobUsage };
@@ -125,6 +126,8 @@ export interface Job {
 export interface JobResult extends Job {
   /** True once the status is succeeded, failed or canceled. */
   terminal: boolean;
+  /** Only from get(runId, { include: ['input'] }): the input as the gateway stored it, file fields as references (docs/api.md). */
+  input?: JsonObject;
   /** The response body exactly as parsed. */
   raw: JsonObject;
 }

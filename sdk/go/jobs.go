@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,7 +46,12 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest, opts ...RequestO
 
 // Get reads GET /v1/jobs/{run_id}.
 func (c *Client) Get(ctx context.Context, runID string, opts ...RequestOption) (*Job, error) {
-	body, err := c.call(ctx, c.config(opts), request{method: "GET", path: "/v1/jobs/" + escape(runID)})
+	cfg := c.config(opts)
+	req := request{method: "GET", path: "/v1/jobs/" + escape(runID)}
+	if len(cfg.include) > 0 {
+		req.query = url.Values{"include": {strings.Join(cfg.include, ",")}}
+	}
+	body, err := c.call(ctx, cfg, req)
 	if err != nil {
 		return nil, err
 	}

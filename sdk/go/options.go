@@ -45,6 +45,7 @@ type requestConfig struct {
 	wait           time.Duration
 	waitSet        bool
 	headers        http.Header
+	include        []string
 }
 
 // WithTimeout bounds this call instead of the client's default; 0 means no timeout of its own.
@@ -66,6 +67,13 @@ func WithIdempotencyKey(key string) RequestOption {
 // Unless WithTimeout is given, the call's timeout is the client's default plus the wait.
 func WithWait(d time.Duration) RequestOption {
 	return func(r *requestConfig) { r.wait, r.waitSet = d, true }
+}
+
+// WithInclude asks Get for extra fields of the job object: "input" fills Job.Input with the
+// input the run was given, which the job object otherwise leaves out (docs/api.md). Other calls
+// ignore it.
+func WithInclude(fields ...string) RequestOption {
+	return func(r *requestConfig) { r.include = append(r.include, fields...) }
 }
 
 // WithHeader adds a header to this call's request (an X-Request-Id to trace it, say).

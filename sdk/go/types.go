@@ -53,6 +53,9 @@ type Job struct {
 	Warnings []Warning `json:"warnings,omitempty"`
 	// BatchID is the batch it was submitted in (Client.SubmitBatch); nil: submitted alone.
 	BatchID *string `json:"batch_id"`
+	// Input is the input the run was given, only from Get with WithInclude("input"): as the
+	// gateway stored it, file fields as the references the run used (docs/api.md); nil otherwise.
+	Input map[string]any `json:"input,omitempty"`
 	// Terminal is the gateway's own flag or, where the answer has none (the 202 of a
 	// submission), derived from Status.
 	Terminal bool `json:"terminal"`

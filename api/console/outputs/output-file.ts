@@ -38,11 +38,11 @@ export function outputFiles(run: JobResult): OutputFile[] {
 }
 
 /**
- * What the run was asked for, in words, for alt text and labels: its prompt or text when the
- * answer carries its input (the job object keeps it inside today), else its kind.
+ * What the run was asked for, in words, for alt text and labels: its prompt or text when its
+ * input is known (`asked`, from GET ?include=input, or an answer that carries it), else its kind.
  */
-export function runSubject(run: JobResult): string {
-  const input = ((run.raw as { input?: unknown }).input ?? {}) as Record<string, unknown>;
+export function runSubject(run: JobResult, asked?: Record<string, unknown>): string {
+  const input = (asked ?? (run.raw as { input?: unknown }).input ?? {}) as Record<string, unknown>;
   for (const field of ['prompt', 'text']) {
     const v = input[field];
     if (typeof v === 'string' && v.trim()) return v.trim().slice(0, 200);

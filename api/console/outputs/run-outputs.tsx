@@ -1,4 +1,4 @@
-import type { JobResult } from '../../../sdk/client/index.js';
+import type { JobResult, JsonObject } from '../../../sdk/client/index.js';
 import '../styles/outputs.css';
 import { client } from '../lib/gateway.js';
 import { useAsync } from '../lib/use-async.js';
@@ -17,11 +17,12 @@ const MAP_TITLES: Record<string, string> = {
  * with its facts, a download link and the kinds it can be sent to next. Several images (a
  * texture run's maps) are laid out as a labelled grid. Files are read from the gateway's origin.
  */
-export function RunOutputs({ run }: { run: JobResult }) {
+export function RunOutputs({ run, input }: { run: JobResult; input?: JsonObject }) {
   const files = outputFiles(run);
   // For "Use as input": which kinds take which files. Without it the files still show.
   const caps = useAsync(() => client().capabilities(), []);
-  const subject = runSubject(run);
+  // The prompt the run was given (GET ?include=input) names what its files show, in alt text and labels.
+  const subject = runSubject(run, input);
   const images = files.filter((f) => viewerFor(f) === 'image');
   const grid = images.length > 1;
   const rest = grid ? files.filter((f) => !images.includes(f)) : files;

@@ -9,6 +9,7 @@ import { RunAttempts } from '../run/run-attempts.js';
 import { RunCost } from '../run/run-cost.js';
 import { RunError } from '../run/run-error.js';
 import { RunFacts } from '../run/run-facts.js';
+import { RunInput } from '../run/run-input.js';
 import { RunLog, StreamedText } from '../run/run-log.js';
 import { RunProgress } from '../run/run-progress.js';
 import { useRun } from '../run/use-run.js';
@@ -46,10 +47,11 @@ export function RunPage({ runId }: { runId: string }) {
               <RunProgress progress={progress} running={running} />
             </div>
           </div>
+          {r.input ? <RunInput job={job} input={r.input} /> : null}
           {LLM_KINDS.test(job.kind) || r.text ? <StreamedText text={r.text} running={running} /> : null}
           <RunLog lines={r.logs} running={running} />
-          {job.status === 'succeeded' ? <RunOutputs run={job} /> : null}
-          {job.confidentiality === 'private' && job.attestation ? <AttestationPanel job={job} /> : null}
+          {job.status === 'succeeded' ? <RunOutputs run={job} input={r.input} /> : null}
+          {job.confidentiality === 'private' && job.attestation && r.input ? <AttestationPanel job={job} input={r.input} /> : null}
           <RunAttempts attempts={job.attempt_history ?? []} max={job.max_attempts} />
           <RunCost cost={job.cost} usage={job.usage} />
         </>

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { JobResult } from '../../../sdk/client/index.js';
+import type { JobResult, JsonObject } from '../../../sdk/client/index.js';
 import { ErrorNote } from '../components/common.js';
 import { api } from '../lib/gateway.js';
 import { verifyRun, type Verification, type VerifierKeys } from './attestation-checks.js';
@@ -11,9 +11,10 @@ const MARK: Record<string, string> = { passed: '✓', failed: '✗', 'not checke
  * issuer, nonce, GPU state) and the receipt over the artifacts, with the client library's
  * verifyAttestation. The page may not reach NVIDIA's key set (CSP connect-src 'self'), so it
  * starts with the keys the gateway trusts and says so; pasting a JWKS obtained elsewhere makes
- * the check independent of the gateway.
+ * the check independent of the gateway. The input checked is the one the gateway reports for
+ * the run: the worker signed its hash, so a gateway that reports another input fails the check.
  */
-export function AttestationPanel({ job }: { job: JobResult }) {
+export function AttestationPanel({ job, input }: { job: JobResult; input?: JsonObject }) {
   const [gatewayKeys, setGatewayKeys] = useState<VerifierKeys>();
   const [keysError, setKeysError] = useState<unknown>();
   const [pasted, setPasted] = useState('');
@@ -26,7 +27,7 @@ export function AttestationPanel({ job }: { job: JobResult }) {
     setBusy(true);
     setSource(from);
     try {
-      setResult(await verifyRun(job, jwks, keys));
+      setResult(await verifyRun(job, jwks, keys, input));
     } finally {
       setBusy(false);
     }
@@ -42,7 +43,7 @@ export function AttestationPanel({ job }: { job: JobResult }) {
       (err: unknown) => setKeysError(err),
     );
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [job.run_id]);
+  }, [job.run_id, input]);
 
   const verifyPasted = () => {
     setPasteError(undefined);
@@ -61,12 +62,17 @@ export function AttestationPanel({ job }: { job: JobResult }) {
   };
 
   const failed = result?.checks.find((c) => c.outcome === 'failed');
+  const inputSkipped = result?.checks.some((c) => c.id === 'input' && c.outcome !== 'passed');
   return (
     <section aria-labelledby="attestation-heading" class="card attestation">
       <h2 id="attestation-heading">Attestation</h2>
       <p>
         This run was private: an attested confidential-computing worker ran it and signed a receipt over what it made. This page checks that proof
         here, in your browser, with the client library's <code>verifyAttestation</code>.
+      </p>
+      <p class="hint">
+        The input checked is the one the gateway reports for this run, shown above, with each input file downloaded here and hashed. The worker signed
+        the hash of the input it was given, so an input reported other than the one it ran fails this check.
       </p>
       <ErrorNote error={keysError} title="The gateway gave no verifier keys" />
       {gatewayKeys ? (
@@ -82,7 +88,10 @@ export function AttestationPanel({ job }: { job: JobResult }) {
           <p>Verifying…</p>
         ) : result ? (
           result.ok ? (
-            <p class="note note-ok">Verified: every check passed{source === 'pasted' ? ' with the pasted keys' : " with the gateway's keys"}.</p>
+            <p class="note note-ok">
+              Verified: every check {inputSkipped ? 'made ' : ''}passed{source === 'pasted' ? ' with the pasted keys' : " with the gateway's keys"}
+              {inputSkipped ? '; the input was not checked (below)' : ''}.
+            </p>
           ) : (
             <p class="note note-error">
               Verification failed: {failed?.label ?? 'an unexpected error'} — {failed?.detail ?? result.error?.message}

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { JobEvent, JobResult, LogData, ProgressData } from '../../../sdk/client/index.js';
+import type { JobEvent, JobResult, JsonObject, LogData, ProgressData } from '../../../sdk/client/index.js';
 import { client } from '../lib/gateway.js';
 import { RunFollower, type Connection } from './run-follower.js';
 
@@ -13,6 +13,8 @@ export interface LogLine extends LogData {
 
 export interface RunState {
   job: JobResult | undefined;
+  /** What the run was asked (GET ?include=input): events carry no input, so it is kept apart from `job`. */
+  input: JsonObject | undefined;
   /** The last GET of a queued run: its queue position and why it waits. */
   queue: Pick<JobResult, 'status' | 'queue_position' | 'waiting_reason' | 'waiting_ranks'> | undefined;
   loadError: unknown;
@@ -27,13 +29,14 @@ export interface RunState {
 }
 
 /**
- * A run as the page shows it: the job from GET /v1/jobs/{id}, then every event of its log from
+ * A run as the page shows it: the job and its input from GET /v1/jobs/{id}?include=input, then every event of its log from
  * the first (RunFollower), so log lines and streamed text are the whole history whether the
  * run is live or long over. Status events replace the job; a queued run's place in the queue
  * comes from polling, because logged events carry no queue position.
  */
 export function useRun(runId: string): RunState {
   const [job, setJobState] = useState<JobResult>();
+  const [input, setInput] = useState<JsonObject>();
   const [queue, setQueue] = useState<RunState['queue']>();
   const [loadError, setLoadError] = useState<unknown>();
   const [logs, setLogs] = useState<LogLine[]>([]);
@@ -47,6 +50,7 @@ export function useRun(runId: string): RunState {
 
   useEffect(() => {
     setJobState(undefined);
+    setInput(undefined);
     setLogs([]);
     setText('');
     setProgress(undefined);
@@ -54,10 +58,11 @@ export function useRun(runId: string): RunState {
     streamed.current = false;
     let live = true;
     client()
-      .get(runId)
+      .get(runId, { include: ['input'] })
       .then(
         (j) => {
           if (!live) return;
+          setInput(j.input);
           setQueue(j);
           if (!streamed.current) setJobState(j);
         },
@@ -115,5 +120,5 @@ export function useRun(runId: string): RunState {
   }, [runId, queued]);
 
   const setJob = useCallback((j: JobResult) => setJobState(j), []);
-  return { job, queue, loadError, logs, text, progress, connection, retryInMs, streamError, setJob };
+  return { job, input, queue, loadError, logs, text, progress, connection, retryInMs, streamError, setJob };
 }

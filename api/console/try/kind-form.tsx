@@ -16,13 +16,14 @@ const CLASSES: JobClass[] = ['interactive', 'standard', 'batch'];
 
 /**
  * A kind's form, made from its input schema (and its chosen model's), prefilled from the query
- * string (`?prompt=...&mesh=<url>`), with the same request as code beside it. Submitting sends
+ * string (`?prompt=...&mesh=<url>`, and `confidentiality=` and `class=` for the job's own
+ * options: a run page's "Run again"), with the same request as code beside it. Submitting sends
  * the job and opens its run page; the gateway's 400 is shown next to the fields it names.
  */
 export function KindForm({ kind, query }: { kind: KindInfo; query: URLSearchParams }) {
-  const [values, setValues] = useState<RawValues>(() => Object.fromEntries([...query.entries()]));
-  const [confidentiality, setConfidentiality] = useState<Confidentiality>('open');
-  const [jobClass, setJobClass] = useState<JobClass>('standard');
+  const [values, setValues] = useState<RawValues>(() => Object.fromEntries([...query.entries()].filter(([name]) => !jobOptionOf(kind, name))));
+  const [confidentiality, setConfidentiality] = useState<Confidentiality>(() => prefilledOption(kind, query, 'confidentiality', CONFIDENTIALITY) ?? 'open');
+  const [jobClass, setJobClass] = useState<JobClass>(() => prefilledOption(kind, query, 'class', CLASSES) ?? 'standard');
   const [serverErrors, setServerErrors] = useState<Record<string, string>>({});
   const [failure, setFailure] = useState<unknown>(null);
   const [showLocalErrors, setShowLocalErrors] = useState(false);
@@ -120,6 +121,17 @@ export function KindForm({ kind, query }: { kind: KindInfo; query: URLSearchPara
       <SnippetTabs request={snippetRequest} />
     </div>
   );
+}
+
+/** True when query parameter `name` is a job option (confidentiality, class), not an input field: the kind's schema does not name it. */
+function jobOptionOf(kind: KindInfo, name: string): boolean {
+  return (name === 'confidentiality' || name === 'class') && !(name in inputSchema(kind, undefined).properties);
+}
+
+/** A job option the query prefills, when it is one of `options`. */
+function prefilledOption<T extends string>(kind: KindInfo, query: URLSearchParams, name: string, options: T[]): T | undefined {
+  const v = query.get(name);
+  return jobOptionOf(kind, name) && options.includes(v as T) ? (v as T) : undefined;
 }
 
 function JobSelect(p: { id: string; label: string; options: string[]; value: string; onChange: (v: string) => void; error?: string; hint: string }) {

@@ -169,7 +169,8 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
     },
   },
   listJobs: { responses: { 200: { data: [job, queuedJob], next_cursor: null } } },
-  getJob: { responses: { 200: job } },
+  // Asked with ?include=input: the job object and the input it ran with.
+  getJob: { responses: { 200: { ...job, input: { prompt: 'a lighthouse at dusk, oil painting', width: 1024, height: 768 } } } },
   cancelJob: { responses: { 200: canceledJob, 409: { error: { code: 'already_terminal', message: `run ${RUN} is already succeeded`, details: { status: 'succeeded' } } } } },
   streamJobEvents: {
     responses: {

@@ -1,5 +1,6 @@
 import { KINDS, type KindSpec } from '../../../models/kinds.js';
 import * as S from '../../contract/schemas.js';
+import { jobInputField } from '../../contract/job-input-schemas.js';
 import { kindSlug, outputComponent } from './job-requests.js';
 
 /**
@@ -22,6 +23,8 @@ function jobOfKind(spec: KindSpec): Record<string, unknown> {
     description: `A job of kind ${spec.kind} (${spec.description}).`,
     properties: {
       ...S.job.properties,
+      // Published here, not in S.job: only getJob's `?include=input` adds it.
+      ...jobInputField,
       kind: { type: 'string', const: spec.kind },
       output: {
         anyOf: [ref(outputComponent(spec.kind)), { type: 'null' }],

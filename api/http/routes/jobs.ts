@@ -6,6 +6,7 @@ import { acceptedView, jobView } from '../../contract/presenters.js';
 import { listCursor } from '../cursor.js';
 import type { RouteSpec } from '../route-spec.js';
 import * as S from '../../contract/schemas.js';
+import { JOB_INCLUDES, getJobQuery } from '../../contract/job-input-schemas.js';
 import type { RunFollower } from '../../services/events/run-follower.js';
 import type { JobService, SubmitJobBody } from '../../services/jobs/job-service.js';
 
@@ -29,6 +30,19 @@ function preferredWait(header: string): number {
 }
 
 const MAX_WAIT_SECONDS = 60;
+
+/** The extra fields `?include=a,b` asks for; a name the job object has no such field for is a 400. */
+function includes(param: string | undefined): Set<string> {
+  if (param === undefined) return new Set();
+  const names = param.split(',');
+  const unknown = names.find((n) => !(JOB_INCLUDES as readonly string[]).includes(n));
+  if (unknown !== undefined) {
+    throw new ApiError('invalid_request', `include takes a comma-separated list of ${JOB_INCLUDES.join(', ')}; ${JSON.stringify(unknown)} is none of them`, {
+      details: { path: '/include', allowed: [...JOB_INCLUDES] },
+    });
+  }
+  return new Set(names);
+}
 
 const cursor = listCursor(RUN_ID_PATTERN);
 
@@ -147,10 +161,13 @@ export function jobRoutes({ jobs, follower, shutdown }: JobRoutesOptions): Route
       summary: 'Get a job; poll until `terminal` is true',
       tag: 'jobs',
       auth: 'account',
-      responses: { 200: { description: 'The job', schema: S.job }, 404: { description: 'No such run for this account' } },
+      query: getJobQuery,
+      responses: { 200: { description: 'The job; with `include=input`, its input too', schema: S.job }, 404: { description: 'No such run for this account' } },
       async handler(ctx) {
+        const include = includes(ctx.query.include as string | undefined);
         const run = await jobs.get(ctx.state.principal!.accountId, runIdParam(ctx));
-        ctx.body = jobView(run, await jobs.queueState(run));
+        const view = jobView(run, await jobs.queueState(run));
+        ctx.body = include.has('input') ? { ...view, input: run.input } : view;
       },
     },
     {

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from ._transport import UNSET, Transport
@@ -81,9 +81,12 @@ class Client:
         _, data = self._transport.call("POST", "/v1/jobs", json_body=body, headers=h, timeout=t)
         return Job.from_json(data)
 
-    def get(self, run_id: str, *, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> Job:
-        """``GET /v1/jobs/{run_id}``: the job, ``terminal`` and ``raw`` included."""
-        _, data = self._transport.call("GET", f"/v1/jobs/{quote(run_id, safe='')}", headers=headers, timeout=self._timeout(timeout))
+    def get(self, run_id: str, *, include: Optional[Sequence[str]] = None, timeout: Optional[float] = _UNSET,
+            headers: Optional[Mapping[str, str]] = None) -> Job:
+        """``GET /v1/jobs/{run_id}``: the job, ``terminal`` and ``raw`` included. ``include=["input"]``
+        asks for the job's input too (``Job.input``), which the job object otherwise leaves out."""
+        query = {"include": ",".join(include)} if include else None
+        _, data = self._transport.call("GET", f"/v1/jobs/{quote(run_id, safe='')}", query=query, headers=headers, timeout=self._timeout(timeout))
         return Job.from_json(data)
 
     def cancel(self, run_id: str, *, timeout: Optional[float] = _UNSET, headers: Optional[Mapping[str, str]] = None) -> Job:

@@ -107,6 +107,9 @@ class Job:
     #: ended (docs/jobs.md, "Cost"); ``usage``: what the worker reported it used, or None.
     cost: Optional[Dict[str, Any]] = None
     usage: Optional[Dict[str, Any]] = None
+    #: Only from ``Client.get(run_id, include=["input"])``: the input as the gateway stored it,
+    #: file fields as the references the run used (docs/api.md); None otherwise.
+    input: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Job":
@@ -133,7 +136,8 @@ class Job:
                    output=output, error=error,
                    attestation=d.get("attestation"), warnings=list(d.get("warnings") or []), batch_id=d.get("batch_id"),
                    cost=d.get("cost") if isinstance(d.get("cost"), dict) else None,
-                   usage=d.get("usage") if isinstance(d.get("usage"), dict) else None)
+                   usage=d.get("usage") if isinstance(d.get("usage"), dict) else None,
+                   input=d.get("input") if isinstance(d.get("input"), dict) else None)
 
 
 @dataclass

@@ -74,6 +74,18 @@ def test_submit_each_kind_and_wait(client: Client) -> None:
     assert again.terminal and again.raw == done["inference:rig"].raw
 
 
+def test_get_with_include_input(client: Client, cancel_later: Callable[[str], None]) -> None:
+    sent = {"prompt": "a cat", "width": 96, "height": 64, "style": {"palette": ["teal", "amber"], "on": False}}
+    run = client.submit("inference:image:generate", sent)
+    cancel_later(run.run_id)
+    assert client.get(run.run_id, include=["input"]).input == sent
+    plain = client.get(run.run_id)
+    assert plain.input is None and "input" not in plain.raw
+    with pytest.raises(InvalidRequestError) as bad:
+        client.get(run.run_id, include=["inputs"])
+    assert bad.value.details and bad.value.details.get("path") == "/include"
+
+
 def test_submit_accepted_and_wait_not_in_time(client: Client, cancel_later: Callable[[str], None]) -> None:
     accepted = client.submit("inference:image:generate", {"prompt": "a cat"}, job_class="interactive")
     assert RUN_ID.match(accepted.run_id) and accepted.status == "queued" and not accepted.terminal
