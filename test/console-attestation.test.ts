@@ -83,14 +83,20 @@ describe('console attestation panel', function () {
     }
   });
 
-  it("verifies a private run in the browser and lists each check; another verifier's key fails the evidence signature", async () => {
-    const submitted = await h.gw.submit(h.account.key, { kind: 'inference:image:generate', input: { prompt: 'a lighthouse at dusk' }, confidentiality: 'private' });
+  /** A private run of `kind`, submitted through the API and waited for until it succeeded. */
+  async function privateRun(kind: string, input: Record<string, unknown>) {
+    const submitted = await h.gw.submit(h.account.key, { kind, input, confidentiality: 'private' });
     assert.equal(submitted.status, 202, submitted.text);
     const runId = submitted.body.run_id as string;
     const job = await until('the private run succeeds', async () => {
       const j = (await h.gw.request('GET', `/v1/jobs/${runId}`, { key: h.account.key })).body;
       return j.status === 'succeeded' ? j : null;
     }, 60_000);
+    return { runId, job };
+  }
+
+  it("verifies a private run in the browser and lists each check; another verifier's key fails the evidence signature", async () => {
+    const { runId, job } = await privateRun('inference:image:generate', { prompt: 'a lighthouse at dusk' });
     assert.ok(job.attestation, 'the run carries its attestation');
 
     const tab = await h.signedInTab();
@@ -142,13 +148,7 @@ describe('console attestation panel', function () {
     const uploaded = await h.gw.request('POST', '/v1/files?filename=photo.png', { raw: png, key: h.account.key, headers: { 'content-type': 'image/png' } });
     assert.equal(uploaded.status, 201, uploaded.text);
     const fileId = uploaded.body.id as string;
-    const submitted = await h.gw.submit(h.account.key, { kind: 'inference:3d:image-to-mesh', input: { image: fileId, seed: 5 }, confidentiality: 'private' });
-    assert.equal(submitted.status, 202, submitted.text);
-    const runId = submitted.body.run_id as string;
-    const job = await until('the private run succeeds', async () => {
-      const j = (await h.gw.request('GET', `/v1/jobs/${runId}`, { key: h.account.key })).body;
-      return j.status === 'succeeded' ? j : null;
-    }, 60_000);
+    const { runId, job } = await privateRun('inference:3d:image-to-mesh', { image: fileId, seed: 5 });
     const signed = receiptClaims(job.attestation.receipt);
     const sha256 = createHash('sha256').update(png).digest('hex');
     assert.equal(signed.input_files?.image, sha256, 'the worker signed the file by its bytes');
