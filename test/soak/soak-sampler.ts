@@ -24,7 +24,9 @@ const MB = 1024 * 1024;
  *   retention plus a day (models/redis/redis-run-store.ts, `indexFloor`);
  * - BullMQ's finished jobs: a kind's queue keeps its last 1000 completed jobs for up to 24 h
  *   (queues/job-queues.ts), the webhook queue every finished delivery for 48 h
- *   (queues/webhook-queue.ts), as the dedupe of a replayed event.
+ *   (queues/webhook-queue.ts), as the dedupe of a replayed event;
+ * - BullMQ's event stream of each queue (`q:<queue>:events`), trimmed to about 10,000 entries
+ *   (BullMQ's default `streams.events.maxLen`, which queues/ keeps).
  * Everything else (run records, event logs, webhook attempt logs, leases, live queue entries)
  * expires with the soak's retention of seconds and must level off.
  */
@@ -38,7 +40,11 @@ export const SERIES: SeriesSpec[] = [
   { name: 'Redis used_memory', unit: 'bytes', rule: {}, reportOnly: true },
   { name: 'Redis keys', unit: 'count', rule: {}, reportOnly: true },
   { name: 'run index entries', unit: 'count', rule: {}, reportOnly: true },
+  { name: 'run index memory', unit: 'bytes', rule: {}, reportOnly: true },
   { name: 'BullMQ finished jobs', unit: 'count', rule: {}, reportOnly: true },
+  { name: 'BullMQ finished jobs memory', unit: 'bytes', rule: {}, reportOnly: true },
+  { name: 'BullMQ event stream entries', unit: 'count', rule: {}, reportOnly: true },
+  { name: 'BullMQ event streams memory', unit: 'bytes', rule: {}, reportOnly: true },
 ];
 
 /** One value of a Prometheus text exposition (an unlabelled sample). */
@@ -79,17 +85,22 @@ export class SoakSampler {
     const usedMemory = Number(/used_memory:(\d+)/.exec(info)![1]);
     const index = await this.runIndex();
     const finished = await this.finishedJobs();
+    const streams = await this.eventStreams();
     const keys = await this.redis.dbsize();
     const values: Record<string, number> = {
       'gateway RSS': rssBytes(this.opts.pid),
       'gateway heap used': metricValue(exposition, 'nodejs_heap_size_used_bytes'),
       'event-loop delay p99': metricValue(exposition, 'nodejs_eventloop_lag_p99_seconds'),
-      'Redis used_memory - kept by design': usedMemory - index.bytes - finished.bytes,
+      'Redis used_memory - kept by design': usedMemory - index.bytes - finished.bytes - streams.bytes,
       'Redis keys - kept by design': keys - finished.jobs,
       'Redis used_memory': usedMemory,
       'Redis keys': keys,
       'run index entries': index.entries,
+      'run index memory': index.bytes,
       'BullMQ finished jobs': finished.jobs,
+      'BullMQ finished jobs memory': finished.bytes,
+      'BullMQ event stream entries': streams.entries,
+      'BullMQ event streams memory': streams.bytes,
     };
     for (const [name, v] of Object.entries(values)) this.series.get(name)!.push({ t, v });
   }
@@ -128,6 +139,22 @@ export class SoakSampler {
       }
     } while (cursor !== '0');
     return { jobs, bytes };
+  }
+
+  /** Entries and bytes of every queue's BullMQ event stream. */
+  private async eventStreams(): Promise<{ entries: number; bytes: number }> {
+    let cursor = '0';
+    let entries = 0;
+    let bytes = 0;
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.opts.prefix}:q:*:events`, 'COUNT', 1000, 'TYPE', 'stream');
+      cursor = next;
+      for (const key of keys) {
+        entries += await this.redis.xlen(key);
+        bytes += (await this.redis.memory('USAGE', key, 'SAMPLES', 0)) ?? 0;
+      }
+    } while (cursor !== '0');
+    return { entries, bytes };
   }
 
   close(): void {
