@@ -98,7 +98,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     const startMb = await settledRss(world);
     log(`gateway pid ${world.pid}, RSS after warm-up ${startMb.toFixed(1)} MB; ${ops.length} operations`);
 
-    const before = await world.snapshotB();
+    let before = await world.snapshotB();
     const perOp = Math.max(1, Math.ceil(opts.requests / ops.length));
     for (const [i, o] of ops.entries()) {
       const seed = (opts.seed + i * 7919) | 0;
@@ -124,6 +124,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       }
       const after = await world.snapshotB();
       if (after !== before) violations.push(`${o.operationId} changed account B's data (requests carried A's key, the admin token or none):\n${firstDifference(before, after)}`);
+      before = after; // so the next operation is judged on what it changes, not on this one's change
+
       await world.restoreA();
       log(`${o.operationId}: ${stats.get(o.operationId)!.requests} requests`);
     }
