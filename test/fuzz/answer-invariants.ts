@@ -10,7 +10,7 @@ import type { RawAnswer } from './raw-http.js';
  * models/errors.ts whose status is the answer's, or OpenAI's `{error: {message, type, param, code}}`
  * on the OpenAI routes.
  */
-export function answerViolation(o: Operation, method: string, path: string, res: RawAnswer): string | null {
+export function answerViolation(o: Operation, method: string, res: RawAnswer): string | null {
   if (res.status >= 500) {
     const declared = res.status === 503 && o.op.responses?.['503'] && parseError(res)?.code === 'unavailable';
     if (!declared) return `${res.status} answer: ${res.body.toString('utf8').slice(0, 500)}`;
@@ -21,10 +21,7 @@ export function answerViolation(o: Operation, method: string, path: string, res:
   const error = parseError(res);
   if (!error) return `${res.status} answer is not {error: {...}}: ${res.body.toString('utf8').slice(0, 300)}`;
   if (typeof error.message !== 'string' || !error.message) return `${res.status} error without a message: ${res.body.toString('utf8').slice(0, 300)}`;
-  // Raw bytes past ASCII on the request line are not HTTP (RFC 9112): Node's parser refuses the
-  // request before any route is known, and the listener answers it in the envelope of the API.
-  const notHttp = /[^\x00-\x7f]/.test(path);
-  if (o.openAiErrors && !notHttp) {
+  if (o.openAiErrors) {
     if (typeof error.type !== 'string' || !('param' in error) || !('code' in error)) return `${res.status} error is not OpenAI's shape (message, type, param, code): ${res.body.toString('utf8').slice(0, 300)}`;
     return null;
   }

@@ -84,7 +84,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       try {
         const res = await sendRaw(world.url, req, opts.timeoutMs);
         s.statuses.set(res.status, (s.statuses.get(res.status) ?? 0) + 1);
-        return answerViolation(o, req.method, req.path, res);
+        return answerViolation(o, req.method, res);
       } catch (err) {
         s.statuses.set(0, (s.statuses.get(0) ?? 0) + 1);
         return `no answer: ${(err as Error).message}`;
