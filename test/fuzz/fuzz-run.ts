@@ -32,6 +32,8 @@ export interface FuzzReport {
   stats: OperationStats[];
   violations: string[];
   rss: { startMb: number; peakMb: number; endMb: number; boundMb: number };
+  /** V8 heap in use after the warm-up and at the end (reported, not bounded: RSS is). */
+  heap: { startMb: number; endMb: number };
   /** Operations the fuzzer sends requests to but cannot reach past their credential check, and why. */
   limited: Record<string, string>;
 }
@@ -96,6 +98,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     for (const [i, o] of ops.entries()) for (const req of fc.sample(operationRequests(o, world), { seed: opts.seed + i, numRuns: 3 })) await send(o, req);
     for (const s of stats.values()) (s.requests = 0), s.statuses.clear();
     const startMb = await settledRss(world);
+    const heapStartMb = await world.heapUsedMb();
     log(`gateway pid ${world.pid}, RSS after warm-up ${startMb.toFixed(1)} MB; ${ops.length} operations`);
 
     let before = await world.snapshotB();
@@ -127,13 +130,14 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       before = after; // so the next operation is judged on what it changes, not on this one's change
 
       await world.restoreA();
-      log(`${o.operationId}: ${stats.get(o.operationId)!.requests} requests`);
+      log(`${o.operationId}: ${stats.get(o.operationId)!.requests} requests; RSS ${world.rssMb().toFixed(1)} MB, heap used ${(await world.heapUsedMb()).toFixed(1)} MB`);
     }
 
     const endMb = await settledRss(world);
+    const heapEndMb = await world.heapUsedMb();
     if (endMb - startMb > opts.rssBoundMb) violations.push(`the gateway's RSS grew from ${startMb.toFixed(1)} MB to ${endMb.toFixed(1)} MB, past the bound of +${opts.rssBoundMb} MB`);
     const requests = [...stats.values()].reduce((n, s) => n + s.requests, 0);
-    return { seed: opts.seed, requests, seconds: (Date.now() - started) / 1000, stats: [...stats.values()], violations, rss: { startMb, peakMb: peak, endMb, boundMb: opts.rssBoundMb }, limited: LIMITED };
+    return { seed: opts.seed, requests, seconds: (Date.now() - started) / 1000, stats: [...stats.values()], violations, rss: { startMb, peakMb: peak, endMb, boundMb: opts.rssBoundMb }, heap: { startMb: heapStartMb, endMb: heapEndMb }, limited: LIMITED };
   } finally {
     clearInterval(sampler);
     closeSockets();

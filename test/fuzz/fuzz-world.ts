@@ -138,6 +138,12 @@ export class FuzzWorld {
     return Number(m[1]) / 1024;
   }
 
+  /** The gateway's V8 heap in use, from its own /metrics (prom-client's default metrics). */
+  async heapUsedMb(): Promise<number> {
+    const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec((await this.call('GET', '/metrics')).text);
+    return m ? Number(m[1]) / 2 ** 20 : NaN;
+  }
+
   async stop(): Promise<void> {
     await this.gateway?.kill();
     rmSync(this.dataDir, { recursive: true, force: true });

@@ -31,7 +31,8 @@ const report = await runFuzz({
 console.log(summaryTable(report));
 console.log(
   `\n${report.requests} requests over ${report.stats.length} operations in ${report.seconds.toFixed(1)} s (${(report.requests / report.seconds).toFixed(0)} requests/s); ` +
-    `gateway RSS ${report.rss.startMb.toFixed(1)} MB after warm-up, ${report.rss.endMb.toFixed(1)} MB at the end (bound +${report.rss.boundMb} MB), peak ${report.rss.peakMb.toFixed(1)} MB`,
+    `gateway RSS ${report.rss.startMb.toFixed(1)} MB after warm-up, ${report.rss.endMb.toFixed(1)} MB at the end (bound +${report.rss.boundMb} MB), peak ${report.rss.peakMb.toFixed(1)} MB; ` +
+    `V8 heap used ${report.heap.startMb.toFixed(1)} MB after warm-up, ${report.heap.endMb.toFixed(1)} MB at the end`,
 );
 console.log('\nsuccess paths out of reach (fuzzed for their refusals):');
 for (const [op, why] of Object.entries(report.limited)) console.log(`  ${op}: ${why}`);
