@@ -17,6 +17,12 @@ export class FaultProxy {
   delayMs = 0;
   /** Connections reset by `cut` or `dropAll` so far. */
   drops = 0;
+  /**
+   * A fault of a proxy between SSE clients and the gateway (sabotage only): each chunk that
+   * carries a progress frame is sent twice, or held and sent after the chunk behind it.
+   */
+  sseTamper: 'duplicate' | 'reorder' | null = null;
+  private held: { chunk: Buffer; to: net.Socket } | null = null;
 
   constructor(public targets: () => number[]) {}
 
@@ -81,16 +87,17 @@ export class FaultProxy {
       this.track(upstream);
       client.once('close', () => upstream.destroy());
       upstream.once('close', () => client.destroy());
-      this.relay(client, upstream);
-      this.relay(upstream, client);
+      this.relay(client, upstream, false);
+      this.relay(upstream, client, true);
       client.resume();
     });
   }
 
   /** Forwards `from` to `to` through the link's current mode (checked per chunk). */
-  private relay(from: net.Socket, to: net.Socket): void {
+  private relay(from: net.Socket, to: net.Socket, downstream: boolean): void {
     from.on('data', (chunk: Buffer) => {
       if (this.mode === 'blackhole') return; // swallowed: the peer waits for bytes that never come
+      if (downstream && this.tamperSse(chunk, to)) return;
       if (this.mode === 'delay' && this.delayMs > 0) {
         // Held chunks leave in order: each timer is as long as the one before it.
         from.pause();
@@ -102,5 +109,25 @@ export class FaultProxy {
       }
       if (!to.destroyed) to.write(chunk);
     });
+  }
+
+  /** Applies `sseTamper` to a chunk bound for a client; true when it took care of the chunk. */
+  private tamperSse(chunk: Buffer, to: net.Socket): boolean {
+    const held = this.held;
+    if (held && held.to === to) {
+      this.held = null;
+      to.write(chunk);
+      to.write(held.chunk);
+      return true;
+    }
+    // A frame of a progress event: the run is not over, so more frames follow on this connection.
+    if (!this.sseTamper || !/\nevent: progress\n/.test(chunk.toString('latin1'))) return false;
+    if (this.sseTamper === 'duplicate') {
+      to.write(chunk);
+      to.write(chunk);
+    } else {
+      this.held = { chunk, to };
+    }
+    return true;
   }
 }

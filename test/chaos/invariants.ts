@@ -97,7 +97,9 @@ export function checkHistory(h: ChaosHistory): ChaosVerdict {
     }
     if (problems.length) {
       sseViolations++;
-      violations.push(`sse: the follower of ${f.runId} (${f.resumes} resumes): ${problems.join('; ')}`);
+      const seen = f.events.map((e) => `${e.id}:${e.event}@${e.connection}`).join(' ');
+      const logged = (run?.log ?? []).map((e) => `${e.id}:${e.event}${e.status ? `(${e.status})` : ''}`).join(' ');
+      violations.push(`sse: the follower of ${f.runId} (${f.resumes} resumes): ${problems.join('; ')} [saw ${seen}] [log ${logged}]`);
     }
   }
 

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { runChaos } from './chaos-run.js';
 import { formatTable, type ChaosVerdict } from './invariants.js';
 import { SABOTAGES, sabotageNamed } from './sabotage.js';
-import { SCENARIOS, scenarioNamed } from './scenarios.js';
+import { SCENARIOS, scenarioNamed, unavailableReason } from './scenarios.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,7 +25,11 @@ if (values.list) {
 const redisBin = process.env.REDIS_SERVER_BIN ?? execFileSync('sh', ['-c', 'command -v redis-server']).toString().trim();
 const phases = values.short ? { warmupMs: 2000, afterMs: 2000 } : { warmupMs: 5000, afterMs: 5000 };
 const log = (line: string) => console.error(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
-const names = values.scenario ? values.scenario.split(',') : SCENARIOS.map((s) => s.name);
+const names = (values.scenario ? values.scenario.split(',') : SCENARIOS.map((s) => s.name)).filter((name) => {
+  const why = unavailableReason(scenarioNamed(name));
+  if (why) log(`${name}: not run: ${why}`);
+  return !why;
+});
 const rows: ChaosVerdict[] = [];
 let failed = false;
 

@@ -26,28 +26,28 @@ async function aSucceededRun(cluster: ChaosCluster, accepted: Map<string, number
   throw new Error('sabotage: no succeeded run with a charge to tamper with');
 }
 
-async function runsWithStatus(cluster: ChaosCluster, accepted: Map<string, number>, status: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const id of accepted.keys()) {
-    const res = await fetch(`${cluster.directUrl}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${cluster.apiKey}` } }).catch(() => null);
-    const job = (await res?.json().catch(() => null)) as { status?: string } | null;
-    if (job?.status === status) out.push(id);
-  }
-  return out;
+/** Run ids of the account's runs in `status` now (the listing, one page is plenty here). */
+async function runsWithStatus(cluster: ChaosCluster, status: string): Promise<string[]> {
+  const res = await fetch(`${cluster.directUrl}/v1/jobs?status=${status}&limit=100`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
+  const page = (await res.json()) as { data: Array<{ run_id: string }> };
+  return page.data.map((j) => j.run_id);
 }
 
-/** Deletes a run's BullMQ job everywhere it can be (its hash and every list or set of its queue). */
+/** Deletes a run's BullMQ job everywhere it can be: its hash and every list or sorted set of the queues. */
 async function deleteJob(redis: Redis, runId: string): Promise<number> {
   let removed = 0;
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:q:*`, 'COUNT', 1000);
     cursor = next;
     for (const key of keys) {
-      const type = await redis.type(key);
-      if (key.endsWith(`:${runId}`) && type === 'hash' && (await redis.hexists(key, 'data'))) removed += await redis.del(key);
-      else if (type === 'list') removed += await redis.lrem(key, 0, runId);
-      else if (type === 'zset' && !key.includes(':acct:')) removed += await redis.zrem(key, runId);
+      if (key.endsWith(`:${runId}`)) removed += await redis.del(key);
+      else {
+        const type = await redis.type(key);
+        if (type === 'list') removed += await redis.lrem(key, 0, runId);
+        else if (type === 'zset') removed += await redis.zrem(key, runId);
+        else if (type === 'set') removed += await redis.srem(key, runId);
+      }
     }
   } while (cursor !== '0');
   return removed;
@@ -79,33 +79,40 @@ export const SABOTAGES: Sabotage[] = [
     name: 'skip-requeue',
     scenario: 'worker-kill-storm',
     caughtBy: 'lost',
-    async duringFault(cluster, redis, accepted) {
-      // Workers were just killed: the runs they held are running on no one; delete their jobs
-      // so no lease loss or stalled check can put them back in a queue.
-      const running = await runsWithStatus(cluster, accepted, 'running');
-      const queued = running.length ? [] : await runsWithStatus(cluster, accepted, 'queued');
-      const victims = (running.length ? running : queued).slice(0, 3);
+    async duringFault(cluster, redis) {
+      // The jobs of the runs running now are deleted, then every worker is killed: each of
+      // those runs is lost and needs its job back in a queue, which it no longer has. (What a
+      // requeue that silently did nothing would leave.)
+      const victims = (await runsWithStatus(cluster, 'running')).slice(0, 3);
       let removed = 0;
       for (const id of victims) removed += await deleteJob(redis, id);
-      return `deleted the jobs of ${victims.join(', ')} (${removed} entries)`;
+      await cluster.fleet.kill(cluster.fleet.members.map((m) => m.index));
+      cluster.fleet.respawnDead();
+      return `deleted the jobs of ${victims.join(', ')} (${removed} entries) and killed every worker`;
+    },
+  },
+  // Reordering or duplicating an event in the gateway's log cannot be planted from outside: the
+  // log is a Redis stream whose ids only grow (XADD refuses an id below the last), the server
+  // passes on only ids above the last it sent, and it closes after the first `done`, so a copy
+  // appended to the log never reaches a client. These two plant the fault where it can happen
+  // outside the gateway, between it and the clients (a misbehaving proxy), and prove that the
+  // checker sees what such a client would see.
+  {
+    name: 'sse-duplicate',
+    scenario: 'gateway-kill',
+    caughtBy: 'sseViolations',
+    async duringFault(cluster) {
+      for (const f of cluster.fronts) f.sseTamper = 'duplicate';
+      return 'the front doors send every progress frame twice';
     },
   },
   {
-    name: 'duplicate-event',
+    name: 'sse-reorder',
     scenario: 'gateway-kill',
-    caughtBy: 'twice',
-    async atRest(cluster, redis, accepted) {
-      // A second `done` appended to a finished run's log with the next number: what a run
-      // settled twice would have logged. (Reordering cannot be planted from outside: the log's
-      // ids are Redis stream ids, which only grow.)
-      const run = await aSucceededRun(cluster, accepted);
-      const stream = `${PREFIX}:ev:${run.id}`;
-      const [last] = await redis.xrevrange(stream, '+', '-', 'COUNT', 1);
-      const next = Number(String(last[0]).split('-')[0]) + 1;
-      const fields = last[1];
-      await redis.xadd(stream, `${next}-0`, ...fields);
-      await redis.set(`${PREFIX}:evseq:${run.id}`, String(next));
-      return `appended a second done (id ${next}) to ${run.id}'s log`;
+    caughtBy: 'sseViolations',
+    async duringFault(cluster) {
+      for (const f of cluster.fronts) f.sseTamper = 'reorder';
+      return 'the front doors send every progress frame after the frame behind it';
     },
   },
 ];

@@ -135,6 +135,21 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** Why a scenario cannot run on this machine (disk-full: mounting a tmpfs needs root and CAP_SYS_ADMIN), or null. */
+export function unavailableReason(s: Scenario): string | null {
+  if (s.name !== 'disk-full') return null;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-chaos-probe-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir], { stdio: 'ignore' });
+    execFileSync('umount', [dir], { stdio: 'ignore' });
+    return null;
+  } catch {
+    return 'mounting a tmpfs is not permitted here (needs root and CAP_SYS_ADMIN)';
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export function scenarioNamed(name: string): Scenario {
   const s = SCENARIOS.find((x) => x.name === name);
   if (!s) throw new Error(`no scenario ${name}; there are ${SCENARIOS.map((x) => x.name).join(', ')}`);
