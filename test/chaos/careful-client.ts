@@ -14,6 +14,8 @@ const JOB = { kind: 'inference:image:generate', input: { prompt: 'chaos' } };
 export class CarefulClient {
   readonly attempts: SubmitAttempt[] = [];
   readonly accepted = new Map<string, number>();
+  /** The run ids each Idempotency-Key was answered with: more than one is a second run for one request. */
+  readonly runsByKey = new Map<string, Set<string>>();
   private inFlight = new Set<Promise<unknown>>();
   private stopping = false;
   private next = 0;
@@ -60,6 +62,7 @@ export class CarefulClient {
         const body = (await res.json().catch(() => null)) as { run_id?: string } | null;
         if (res.status === 202 || res.status === 201 || res.status === 200) {
           attempt.runId = body?.run_id;
+          if (body?.run_id) this.runsByKey.set(key, (this.runsByKey.get(key) ?? new Set()).add(body.run_id));
           if (body?.run_id && !this.accepted.has(body.run_id)) this.accepted.set(body.run_id, Date.now());
           return body?.run_id ?? null;
         }

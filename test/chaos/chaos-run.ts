@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { CarefulClient } from './careful-client.js';
-import { ChaosCluster } from './chaos-cluster.js';
+import { ChaosCluster, PREFIX } from './chaos-cluster.js';
 import { readFinalState } from './final-state.js';
 import type { ChaosHistory, OutageWindow } from './history.js';
 import { checkHistory, RECOVERY_BOUND_S, type ChaosVerdict } from './invariants.js';
@@ -96,6 +96,7 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
       startedAt,
       submits: client.attempts,
       accepted: client.accepted,
+      runsByKey: client.runsByKey,
       followers: followers.map((f) => f.record),
       outages,
       faultEndedAt,
@@ -104,6 +105,14 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
       unanswered: client.unanswered,
     };
     const verdict = checkHistory(history);
+    // A run no answer named: say which Idempotency-Key made it and what that key was answered with.
+    for (const id of [...final.runs.keys()].filter((r) => !client.accepted.has(r)).slice(0, 5)) {
+      const doc = JSON.parse((await tamper.hget(`${PREFIX}:run:${id}`, 'doc')) ?? '{}') as { idempotency_key?: string };
+      const key = doc.idempotency_key ?? '';
+      const answered = [...(client.runsByKey.get(key) ?? [])].join(',');
+      const tries = client.attempts.filter((a) => a.key === key).map((a) => `${a.status || 'neterr'}@+${a.at - startedAt}`).join(' ');
+      verdict.violations.push(`unnamed run ${id}: made for Idempotency-Key ${key}, which was answered ${answered || 'nothing'}; its attempts: ${tries}`);
+    }
     if (process.env.CHAOS_DEBUG) {
       for (const g of cluster.gateways) for (const l of g?.lines ?? []) if ((l.level ?? 0) >= 40 || (l.status ?? 0) >= 400 || /artifact|upload/.test(JSON.stringify(l))) log(`gateway: ${JSON.stringify(l).slice(0, 400)}`);
     }

@@ -60,6 +60,8 @@ export interface ChaosHistory {
   submits: SubmitAttempt[];
   /** run_id of every 202 (or idempotent replay), with when it was first answered. */
   accepted: Map<string, number>;
+  /** The run ids each Idempotency-Key was answered with. */
+  runsByKey: Map<string, Set<string>>;
   followers: FollowerRecord[];
   outages: OutageWindow[];
   /** When the last fault ended (recovery is measured from here). */

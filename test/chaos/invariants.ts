@@ -22,6 +22,8 @@ export interface ChaosVerdict {
  *   from the account's runs, or seen terminal later than RECOVERY_BOUND_S after the fault ended;
  * - twice: a run whose log has more than one terminal `status` or `done`, or whose
  *   attempt_history has more than one attempt that ended without an error (two workers' results);
+ *   an Idempotency-Key answered with two runs, or more runs in the account than answers named
+ *   (plus unanswered submissions): one request made two runs;
  * - credit error: credits ≠ start − Σ charged over succeeded runs, reserved ≠ 0 at rest, or a
  *   run that is not succeeded yet charged something;
  * - 5xx outside outages: a submission answered 5xx outside every declared window;
@@ -53,6 +55,20 @@ export function checkHistory(h: ChaosHistory): ChaosVerdict {
       twice++;
       violations.push(`twice: ${run.runId} has ${terminalStatuses} terminal status events, ${dones} done events, ${results} attempts that ended with a result`);
     }
+  }
+
+  // One request, one run: a key answered with two runs, or runs no answer named (beyond the
+  // submissions that never got one), are second runs of an idempotent submission.
+  for (const [key, runs] of h.runsByKey) {
+    if (runs.size > 1) {
+      twice++;
+      violations.push(`twice: Idempotency-Key ${key} was answered with ${runs.size} runs: ${[...runs].join(', ')}`);
+    }
+  }
+  const unnamed = [...h.final.keys()].filter((id) => !h.accepted.has(id));
+  if (unnamed.length > h.unanswered) {
+    twice += unnamed.length - h.unanswered;
+    violations.push(`twice: ${unnamed.length} runs of the account were never named in an answer (${h.unanswered} submissions went unanswered), e.g. ${unnamed.slice(0, 3).join(', ')}`);
   }
 
   let charged = 0;

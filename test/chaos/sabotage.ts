@@ -83,7 +83,9 @@ export const SABOTAGES: Sabotage[] = [
       // The jobs of the runs running now are deleted, then every worker is killed: each of
       // those runs is lost and needs its job back in a queue, which it no longer has. (What a
       // requeue that silently did nothing would leave.)
-      const victims = (await runsWithStatus(cluster, 'running')).slice(0, 3);
+      const running = await runsWithStatus(cluster, 'running');
+      const victims = (running.length ? running : await runsWithStatus(cluster, 'queued')).slice(0, 3);
+      if (!victims.length) throw new Error('skip-requeue: no running or queued run to plant it on');
       let removed = 0;
       for (const id of victims) removed += await deleteJob(redis, id);
       await cluster.fleet.kill(cluster.fleet.members.map((m) => m.index));
