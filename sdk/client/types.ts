@@ -1,7 +1,8 @@
-// Over 400 lines: every wire shape of the API in one file, as docs/api.md describes them.
 import type { RunErrorCode } from './run-error-codes.js';
 import type { JobCost, JobUsage } from './cost-types.js';
 export type { JobCost, JobUsage };
+import type { SwitchyardFile } from './file-types.js';
+export type { FilePage, FileQuota, ListFilesParams, SwitchyardFile, UploadOptions, UploadSource } from './file-types.js';
 
 /**
  * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
@@ -342,61 +343,4 @@ export interface Bot extends BotInput {
   wsUrl: string;
   flow: { id: string; status: string; version: number };
   created_at: string;
-}
-
-/** A file of the account (POST /v1/files, docs/files.md). */
-export interface SwitchyardFile {
-  /** `file_...`: put it in a file field of a job input (`image`, `mesh`, `audio`, `reference_audio`). */
-  id: string;
-  /** The file's API URL (with the account key: this object); a job input takes it as well as the id. */
-  url: string;
-  filename: string;
-  /** As the gateway read it from the bytes where they have a signature, else as sent. */
-  content_type: string;
-  size: number;
-  sha256: string;
-  created_at: string;
-  /** The file and its bytes are deleted then (FILE_RETENTION_DAYS after the upload). */
-  expires_at: string;
-}
-
-export interface FilePage {
-  /** Newest first. */
-  data: SwitchyardFile[];
-  /** Pass to files.list() for the next (older) page; null on the last one. */
-  next_cursor: string | null;
-  /** What all of the account's files hold against its quota (absent from gateways before it was added). */
-  quota?: FileQuota;
-}
-
-/** The account's file storage: `used_bytes` of `quota_bytes` (FILE_QUOTA_BYTES). */
-export interface FileQuota {
-  used_bytes: number;
-  quota_bytes: number;
-}
-
-export interface ListFilesParams {
-  /** 1..100, the gateway's default is 20. */
-  limit?: number;
-  cursor?: string;
-}
-
-/**
- * What files.upload() takes: a local path (Node only; streamed from disk), a Blob or File
- * (browsers and Node), or bytes (a Uint8Array; Node's buffers are Uint8Arrays too).
- */
-export type UploadSource = string | Blob | Uint8Array;
-
-export interface UploadOptions extends RequestOptions {
-  /**
-   * The file name sent as `?filename=`. Defaults to the path's last segment, or a File's
-   * `name`; without one the gateway names it `upload.<extension of its type>`.
-   */
-  filename?: string;
-  /**
-   * The Content-Type sent. Defaults to the Blob's `type`, else the type of the file name's
-   * extension, else `application/octet-stream` (the gateway then takes the type it reads
-   * from the bytes; a declared type that names another format is refused with 415).
-   */
-  contentType?: string;
 }
