@@ -114,7 +114,7 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
       verdict.violations.push(`unnamed run ${id}: made for Idempotency-Key ${key}, which was answered ${answered || 'nothing'}; its attempts: ${tries}`);
     }
     if (process.env.CHAOS_DEBUG) {
-      for (const g of cluster.gateways) for (const l of g?.lines ?? []) if ((l.level ?? 0) >= 40 || (l.status ?? 0) >= 400 || /artifact|upload/.test(JSON.stringify(l))) log(`gateway: ${JSON.stringify(l).slice(0, 400)}`);
+      for (const g of cluster.gateways) for (const l of g?.lines ?? []) if ((l.level ?? 0) >= 40 || (l.status ?? 0) >= 400) log(`gateway: ${JSON.stringify(l).slice(0, 400)}`);
     }
     const outcomes: Record<string, number> = {};
     for (const r of final.runs.values()) {

@@ -80,11 +80,12 @@ export const SABOTAGES: Sabotage[] = [
     scenario: 'worker-kill-storm',
     caughtBy: 'lost',
     async duringFault(cluster, redis) {
-      // The jobs of the runs running now are deleted, then every worker is killed: each of
+      // The jobs of the runs running or queued now are deleted, then every worker is killed: each of
       // those runs is lost and needs its job back in a queue, which it no longer has. (What a
       // requeue that silently did nothing would leave.)
-      const running = await runsWithStatus(cluster, 'running');
-      const victims = (running.length ? running : await runsWithStatus(cluster, 'queued')).slice(0, 3);
+      // Every run running or queued now: one may finish between the listing and the delete,
+      // but not all of them.
+      const victims = [...(await runsWithStatus(cluster, 'running')), ...(await runsWithStatus(cluster, 'queued'))].slice(0, 10);
       if (!victims.length) throw new Error('skip-requeue: no running or queued run to plant it on');
       let removed = 0;
       for (const id of victims) removed += await deleteJob(redis, id);
