@@ -8,6 +8,7 @@ import type { Dispatcher } from '../../dispatch/dispatcher.js';
 import { FsArtifactStore } from '../../models/fs-artifact-store.js';
 import { ApiError } from '../../models/errors.js';
 import { createApp } from '../http/app.js';
+import { errorStyleOf } from '../http/route-spec.js';
 import { bullBoard } from '../http/middleware/bull-board.js';
 import type { SseStreams } from '../http/sse-streams.js';
 import type { Config } from '../main/config.js';
@@ -155,7 +156,8 @@ export class Gateway {
       socketConnections: () => ({ caller: callers.callerServer.size, worker: fleet.workerServer.size, bot: bots.botServer.size }),
       log: this.log,
     });
-    const app = createApp({ routes: routeSpecs(services), config: c, auth: core.auth, gate: core.gate, metrics: core.metrics }, this.log);
+    const routes = routeSpecs(services);
+    const app = createApp({ routes, config: c, auth: core.auth, gate: core.gate, metrics: core.metrics }, this.log);
     // After the router: no route lives under /admin/queues, so its requests fall through to the board.
     app.use(bullBoard({ adminToken: c.adminToken, queues: async () => [...(await core.queues.known()), outbound.webhookQueue.queue] }));
     const http = new HttpListener({
@@ -164,6 +166,7 @@ export class Gateway {
       handler: app.callback(),
       upgrades: [fleet.workerServer, callers.callerServer, bots.botServer],
       stopping: () => this.shuttingDown,
+      errorStyleOf: errorStyleOf(routes),
     });
     this.parts = { core, services, dispatcher: fleet.dispatcher, sse: callers.sse };
 

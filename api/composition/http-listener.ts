@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ApiError } from '../../models/errors.js';
 import { rawErrorAnswer } from '../http/middleware/error-handler.js';
+import type { ErrorStyle } from '../http/route-spec.js';
 import { ConfigError } from '../main/config.js';
 
 /** At shutdown, how long in-flight requests may take before their connections are cut. */
@@ -22,10 +23,23 @@ export interface HttpListenerOptions {
   upgrades: UpgradeHandler[];
   /** True once the gateway is stopping: answers then close their connection. */
   stopping: () => boolean;
+  /** The error style of a path's route, so a request the parser refused is answered in it too. */
+  errorStyleOf?: (path: string) => ErrorStyle;
+}
+
+/**
+ * The path on the request line of a request Node's parser refused, when that line is there: the
+ * route it names decides the shape of the error (raw bytes past ASCII in the path are refused
+ * there, before any route sees them).
+ */
+function refusedPath(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): string | null {
+  const line = err.rawPacket?.subarray(0, 8192).toString('latin1').split('\r\n', 1)[0] ?? '';
+  const target = /^[A-Z]+ (\S+)/.exec(line)?.[1];
+  return target?.startsWith('/') ? target.split('?', 1)[0] : null;
 }
 
 /** Answers malformed HTTP (bad headers, oversize headers) with the error envelope instead of a bare 400. */
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, styleOf: (path: string) => ErrorStyle): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -34,7 +48,8 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     err.code === 'HPE_HEADER_OVERFLOW'
       ? new ApiError('headers_too_large', 'the request line and headers are too large')
       : new ApiError('invalid_request', 'the HTTP request is malformed');
-  socket.end(rawErrorAnswer(answer, { 'X-Request-Id': randomUUID() }));
+  const path = refusedPath(err);
+  socket.end(rawErrorAnswer(answer, { 'X-Request-Id': randomUUID() }, path === null ? 'contract' : styleOf(path)));
 }
 
 /** The process's HTTP server: requests to the app, upgrades to the socket servers, and a stop that cannot hang. */
@@ -47,7 +62,7 @@ export class HttpListener {
   constructor(private readonly opts: HttpListenerOptions) {
     const server = this.server;
     server.setTimeout(120_000);
-    server.on('clientError', answerClientError);
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, opts.errorStyleOf ?? (() => 'contract')));
     // Answers given while stopping close their connection, so keep-alive clients open their
     // next one through the load balancer to another instance.
     server.on('request', (req, res) => {

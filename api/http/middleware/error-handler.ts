@@ -29,8 +29,8 @@ export function renderError(
  * socket because no request reached the app (a malformed or oversize request, a refused
  * WebSocket upgrade): the same status, headers and envelope as `renderError` gives.
  */
-export function rawErrorAnswer(err: ApiError, headers: Record<string, string> = {}): string {
-  const body = JSON.stringify(envelope(err));
+export function rawErrorAnswer(err: ApiError, headers: Record<string, string> = {}, style: ErrorStyle = 'contract'): string {
+  const body = JSON.stringify(style === 'openai' ? openAiErrorBody(err) : envelope(err));
   const fields = Object.entries({ ...err.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return (
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
