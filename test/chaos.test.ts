@@ -11,6 +11,15 @@ import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
  * then every sabotage planted, each of which the checker must catch. The long runs are
  * `npm run chaos` (docs/reliability.md, "Chaos").
  */
+/**
+ * Scenarios that find a bug still open (docs/reliability.md, "Open"), with the bug. CI reports
+ * them pending with that reason, so a red CI means something new broke; `npm run chaos` still
+ * runs them and fails on them until the bug is fixed, and its entry goes.
+ */
+const OPEN_BUGS: Record<string, string> = {
+  'redis-pause': 'open bug: an Idempotency-Key can make two runs when Redis freezes mid-submission (docs/reliability.md, "Open")',
+};
+
 describe('chaos, short pass (npm run chaos -- --short)', function () {
   this.timeout(120_000);
   let redisBin = '';
@@ -27,6 +36,10 @@ describe('chaos, short pass (npm run chaos -- --short)', function () {
 
   for (const scenario of SCENARIOS) {
     it(`${scenario.name}: ${scenario.promise}`, async function () {
+      if (OPEN_BUGS[scenario.name]) {
+        console.log(`      ${scenario.name}: ${OPEN_BUGS[scenario.name]}`);
+        this.skip();
+      }
       const why = unavailableReason(scenario);
       if (why) {
         // CI runs as root and can mount; a machine that cannot is told why rather than passing.
