@@ -8,6 +8,12 @@ import { newArtifactId } from './ids.js';
 
 export { newArtifactId } from './ids.js';
 
+/** ENOSPC (no space left) or EDQUOT (quota exceeded): a write that may work once space is freed. */
+function isStorageFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 /**
  * Records of run uploads kept for their settlement. A lease settles within seconds of its
  * uploads, so the bound only matters for leases that never settle (lost workers): the oldest go.
@@ -193,6 +199,11 @@ export class FsArtifactStore implements ArtifactStore {
       return meta;
     } catch (err) {
       await unlinkQuietly(p.file).catch(() => {});
+      // A full disk is the gateway's trouble, not the uploader's, and it passes: 503 tells the
+      // worker to try again (its upload retries, then a retryable failure that requeues the run).
+      // Left as it was, the route took the consumed request for an interrupted upload: a 400,
+      // and the run failed for good with upload_failed (found by npm run chaos, disk-full).
+      if (isStorageFull(err)) throw new ApiError('unavailable', 'the artifact storage is full; retry later', { headers: { 'Retry-After': '5' }, cause: err });
       throw err;
     }
   }

@@ -132,4 +132,46 @@ describe('RunEventHub fan-out', function () {
       stopThird();
     });
   });
+
+  describe('a reconnect of the subscriber', function () {
+    const sub = createRedis(REDIS_URL, { name: 'test-hub-sub-reconnect', blocking: true });
+    const readerRedis = createRedis(REDIS_URL, { name: 'test-hub-reader' });
+    const reader = new RunEventLog({ redis: readerRedis, prefix, maxLength: 1000, ttlMs: 60_000 });
+    const reconnecting = new RunEventHub({ subscriber: sub, log: reader, logger: pino({ level: 'silent' }) });
+
+    before(async () => {
+      reconnecting.start();
+      await until('the subscriber connected', async () => sub.status === 'ready');
+    });
+    after(() => {
+      reconnecting.stop();
+      sub.disconnect();
+      readerRedis.disconnect();
+    });
+
+    // Found by npm run chaos (redis-kill): a follower that had replayed the log itself (so the
+    // hub had delivered it nothing yet) missed the events published while the subscriber was
+    // reconnecting, when the read-back at 'ready' failed (the log's connection, which fails
+    // fast, was still reconnecting) or ran before they were logged: the next live event went
+    // out with a gap before it, which a client resuming from it would never fill.
+    it('reads back what it missed before the first live event after it, even when the read-back at ready failed', async () => {
+      const subId = await sub.client('ID');
+      const got: number[] = [];
+      const stop = await reconnecting.subscribe('run_reconnect_gap', (e) => got.push(e.id));
+      // Reconnect only after the events below are published, and with the log unreadable.
+      sub.options.retryStrategy = () => 300;
+      readerRedis.disconnect();
+      const ready = new Promise((resolve) => sub.once('ready', resolve));
+      await redis.client('KILL', 'ID', String(subId));
+      await log.append('run_reconnect_gap', [{ event: 'log', data: { line: 'one' } }]);
+      await log.append('run_reconnect_gap', [{ event: 'log', data: { line: 'two' } }]);
+      await ready;
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the read-back at ready fails now
+      await readerRedis.connect();
+      await log.append('run_reconnect_gap', [{ event: 'log', data: { line: 'three' } }]);
+      await until('the live event', async () => got.includes(3));
+      assert.deepEqual(got, [1, 2, 3]);
+      stop();
+    });
+  });
 });

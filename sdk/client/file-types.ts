@@ -1,5 +1,3 @@
-import type { RequestOptions } from './types.js';
-
 /** The Files API's shapes as the client library sees them (docs/files.md). */
 /** A file of the account (POST /v1/files, docs/files.md). */
 export interface SwitchyardFile {
@@ -43,17 +41,3 @@ export interface ListFilesParams {
  * (browsers and Node), or bytes (a Uint8Array; Node's buffers are Uint8Arrays too).
  */
 export type UploadSource = string | Blob | Uint8Array;
-
-export interface UploadOptions extends RequestOptions {
-  /**
-   * The file name sent as `?filename=`. Defaults to the path's last segment, or a File's
-   * `name`; without one the gateway names it `upload.<extension of its type>`.
-   */
-  filename?: string;
-  /**
-   * The Content-Type sent. Defaults to the Blob's `type`, else the type of the file name's
-   * extension, else `application/octet-stream` (the gateway then takes the type it reads
-   * from the bytes; a declared type that names another format is refused with 415).
-   */
-  contentType?: string;
-}

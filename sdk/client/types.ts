@@ -2,7 +2,7 @@ import type { RunErrorCode } from './run-error-codes.js';
 import type { JobCost, JobUsage } from './cost-types.js';
 export type { JobCost, JobUsage };
 import type { SwitchyardFile } from './file-types.js';
-export type { FilePage, FileQuota, ListFilesParams, SwitchyardFile, UploadOptions, UploadSource } from './file-types.js';
+export type { FilePage, FileQuota, ListFilesParams, SwitchyardFile, UploadSource } from './file-types.js';
 
 /**
  * The wire shapes of the Switchyard API as the client library sees them (docs/api.md).
@@ -343,4 +343,18 @@ export interface Bot extends BotInput {
   wsUrl: string;
   flow: { id: string; status: string; version: number };
   created_at: string;
+}
+
+export interface UploadOptions extends RequestOptions {
+  /**
+   * The file name sent as `?filename=`. Defaults to the path's last segment, or a File's
+   * `name`; without one the gateway names it `upload.<extension of its type>`.
+   */
+  filename?: string;
+  /**
+   * The Content-Type sent. Defaults to the Blob's `type`, else the type of the file name's
+   * extension, else `application/octet-stream` (the gateway then takes the type it reads
+   * from the bytes; a declared type that names another format is refused with 415).
+   */
+  contentType?: string;
 }

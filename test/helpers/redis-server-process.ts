@@ -66,6 +66,12 @@ export class RedisServerProcess {
     }
   }
 
+  /** Sends a signal that does not end it (SIGSTOP/SIGCONT: a server frozen, then thawed). */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    if (!this.child) throw new Error('redis-server is not running');
+    this.child.kill(signal);
+  }
+
   /** SIGKILL, as a crash: resolves once the process is gone. */
   async kill(): Promise<void> {
     const child = this.child;

@@ -14,6 +14,12 @@ interface RunGroup {
   lastId: number;
   /** Highest event number received or queued for delivery: a jump past it means missed messages. */
   seenId: number;
+  /**
+   * Set at each reconnect: the subscriber may have missed messages the hub cannot number (a
+   * follower that replayed the log itself leaves `seenId` at 0), so the first message after it
+   * reads the log back first. Set again while a read-back fails.
+   */
+  unsure: boolean;
   /** Delivery is serialized per run, so a gap refill from the log cannot reorder events. */
   chain: Promise<void>;
   subscribed: Promise<unknown>;
@@ -62,6 +68,7 @@ export class RunEventHub {
   // back from the log for every run still followed here.
   private readonly onReady = () => {
     for (const [runId, group] of this.runs) {
+      group.unsure = true;
       group.chain = group.chain.then(() => this.refill(runId, group, Number.MAX_SAFE_INTEGER));
     }
   };
@@ -94,7 +101,7 @@ export class RunEventHub {
   async subscribe(runId: string, listener: RunEventListener): Promise<() => void> {
     let group = this.runs.get(runId);
     if (!group) {
-      group = { listeners: new Set(), lastId: 0, seenId: 0, chain: Promise.resolve(), subscribed: this.channels.get(runId) ?? this.subscribeThisTurn(runId) };
+      group = { listeners: new Set(), lastId: 0, seenId: 0, unsure: false, chain: Promise.resolve(), subscribed: this.channels.get(runId) ?? this.subscribeThisTurn(runId) };
       this.runs.set(runId, group);
     }
     group.listeners.add(listener);
@@ -170,7 +177,10 @@ export class RunEventHub {
     if (events.length === 0) return;
     // Compared with what is already queued, not delivered: several messages of one run often
     // arrive in one read, and only a real jump in the numbering needs the log.
-    if (group.seenId > 0 && events[0].id > group.seenId + 1) {
+    // After a reconnect the first message reads back first, whatever the numbering says: the
+    // read-back at 'ready' may have failed, or run before the missed events were logged.
+    if (group.unsure || (group.seenId > 0 && events[0].id > group.seenId + 1)) {
+      group.unsure = false;
       group.chain = group.chain.then(() => this.refill(runId, group, events[0].id));
     }
     group.seenId = Math.max(group.seenId, events[events.length - 1].id);
@@ -192,6 +202,7 @@ export class RunEventHub {
         if (page.length < REFILL_PAGE) return;
       }
     } catch (err) {
+      group.unsure = true;
       this.opts.logger.warn({ err, runId }, 'could not read missed run events back from the log');
     }
   }

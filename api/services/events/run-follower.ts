@@ -1,4 +1,6 @@
-import type { RunEventLog } from '../../../models/run-event-log.js';
+import type { LoggedRunEvent, RunEventLog } from '../../../models/run-event-log.js';
+
+type LoggedPage = LoggedRunEvent[];
 import type { RunStore } from '../../../models/stores.js';
 import { isTerminal, type RunRecord } from '../../../models/types.js';
 import { jobView } from '../../contract/presenters.js';
@@ -102,6 +104,18 @@ export class RunFollower {
   private async replay(runId: string, after: number, pass: (e: LiveEvent) => void, sink: RunEventSink, ended: () => boolean): Promise<void> {
     let cursor = after;
     let first = true;
+    /** Highest id passed on from the log; `done` passed returns at once. */
+    let read = after;
+    const passAll = async (page: LoggedPage): Promise<boolean> => {
+      for (const e of page) {
+        if (ended()) return true;
+        pass(new LiveEvent(e.id, e.event, e.data));
+        read = e.id;
+        if (e.event === 'done') return true;
+        await sink.drained?.();
+      }
+      return false;
+    };
     for (;;) {
       const page = await this.opts.log.after(runId, cursor, PAGE);
       if (first && page.length && page[0].id > after + 1) {
@@ -110,24 +124,29 @@ export class RunFollower {
         if (!isTerminal(run.status)) pass(LiveEvent.of(page[0].id - 1, 'status', jobView(run, await this.opts.queueState(run))));
       }
       first = false;
-      for (const e of page) {
-        if (ended()) return;
-        pass(new LiveEvent(e.id, e.event, e.data));
-        if (e.event === 'done') return;
-        await sink.drained?.();
-      }
+      if (await passAll(page)) return;
       if (page.length < PAGE) break;
       cursor = page[page.length - 1].id;
     }
+    const run = await this.current(runId);
+    if (!isTerminal(run.status)) return;
+    // The run may have ended between the log read above and this record read: its terminal
+    // `status` and `done` are in the log by now (the status in the same step as the change).
+    // Without this read they were made up past the log's end and the logged ones, held as
+    // live events meanwhile, were dropped as older: a gap (found by npm run chaos, redis-kill).
+    if (await passAll(await this.opts.log.after(runId, read, PAGE))) return;
+    const job = jobView(run);
+    const last = await this.opts.log.last(runId);
+    // Its status logged, its `done` not yet: that comes live, numbered next.
+    if (last && last.id === read && read > after && last.event === 'status' && (JSON.parse(last.data) as { terminal?: boolean }).terminal) {
+      pass(LiveEvent.of(read + 1, 'done', job));
+      return;
+    }
     // Ended without a logged `done` (the log expired, or the process that ended it died
     // before logging): the record is the truth.
-    const run = await this.current(runId);
-    if (isTerminal(run.status)) {
-      const job = jobView(run);
-      const base = Math.max(cursor, (await this.opts.log.last(runId))?.id ?? 0);
-      pass(LiveEvent.of(base + 1, 'status', job));
-      pass(LiveEvent.of(base + 2, 'done', job));
-    }
+    const base = Math.max(read, last?.id ?? 0);
+    pass(LiveEvent.of(base + 1, 'status', job));
+    pass(LiveEvent.of(base + 2, 'done', job));
   }
 
   private async current(runId: string): Promise<RunRecord> {
