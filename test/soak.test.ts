@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
 import { judgeGrowth, type Sample } from './soak/growth-detector.js';
 import { SERIES } from './soak/soak-sampler.js';
 
@@ -73,6 +74,8 @@ describe('soak', () => {
 
   it('a one-minute soak of the real gateway passes and prints its figures', async function () {
     this.timeout(240_000);
+    // The soak runs its own redis-server (test/soak/soak-environment.ts says why).
+    requireProgram(this, REDIS_SERVER);
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/soak/run.ts', '--minutes', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
