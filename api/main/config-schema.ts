@@ -137,6 +137,30 @@ export const settings = {
   mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
   adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),
   dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
+  storage: setting({
+    env: 'STORAGE', schema: { enum: ['fs', 's3'] }, default: 'fs', read: (v: 'fs' | 's3') => v,
+    doc: 'where artifacts and uploaded files are kept: `fs`, files under `DATA_DIR/artifacts`; `s3`, an S3-compatible bucket (`S3_*`, credentials from the standard AWS variables: docs/deploy.md, "Object storage")',
+  }),
+  s3: {
+    bucket: setting({
+      env: 'S3_BUCKET', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' }, doc: 'the bucket of `STORAGE=s3`; required with it',
+      read: (v: string | undefined, ctx) => {
+        if (ctx.env.STORAGE === 's3' && !v) ctx.problem('STORAGE=s3 needs S3_BUCKET');
+        return v ?? '';
+      },
+    }),
+    endpoint: optionalText('S3_ENDPOINT', { pattern: '^https?://[^/]+/?$' }, "an S3-compatible server's URL (MinIO, R2: `https://ACCOUNT.r2.cloudflarestorage.com`); unset, AWS's endpoint of `S3_REGION`"),
+    region: text('S3_REGION', { pattern: '^[a-z0-9-]{1,40}$' }, 'us-east-1', 'the bucket\'s region (`auto` for R2)'),
+    forcePathStyle: setting({
+      env: 'S3_FORCE_PATH_STYLE', schema: { type: 'boolean' }, default: false, read: (v: boolean) => v,
+      doc: 'address the bucket as `ENDPOINT/BUCKET/key` rather than `BUCKET.ENDPOINT/key` (MinIO and most self-hosted servers want `true`)',
+    }),
+    prefix: setting({
+      env: 'S3_PREFIX', schema: { type: 'string', pattern: "^[A-Za-z0-9!_.*'()/-]*$" }, default: '', docDefault: 'none',
+      doc: 'prefix of every key the gateway writes in the bucket, so deployments can share one; gateways serving the same artifacts share it',
+      read: (v: string) => (v === '' || v.endsWith('/') ? v : `${v}/`),
+    }),
+  },
   artifactMaxBytes: bytes('ARTIFACT_MAX_BYTES', 'b|kb|mb|gb', '512mb', 'largest artifact a worker may upload (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
   artifactRetentionSeconds: setting({
     env: 'ARTIFACT_RETENTION_DAYS', schema: days, default: 30, doc: 'how long an artifact URL serves its file; expired files are swept every 10 minutes',
