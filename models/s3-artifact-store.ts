@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PresignedResponse, type PutArtifact } from './artifact-store.js';
 import { ApiError, NotFoundError } from './errors.js';
 import { newArtifactId } from './ids.js';
 import { UploadedRecords } from './uploaded-records.js';
@@ -202,6 +203,18 @@ export class S3ArtifactStore implements ArtifactStore {
       if (err instanceof S3ServiceException && err.name === 'InvalidRange') return Readable.from([]);
       throw unavailable(err);
     }
+  }
+
+  /** A presigned GetObject: no credential needed, the headers given as `response-*` overrides (signed too). */
+  async presignedGet(id: string, response: PresignedResponse, expiresInSeconds: number): Promise<string> {
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.dataKey(id),
+      ResponseContentType: response.contentType,
+      ResponseContentDisposition: response.contentDisposition,
+      ResponseCacheControl: response.cacheControl,
+    });
+    return getSignedUrl(this.client, command, { expiresIn: expiresInSeconds });
   }
 
   private async removeKeys(keys: string[]): Promise<void> {

@@ -196,6 +196,43 @@ describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () 
     assert.deepEqual((await keys()).filter((k) => k.includes(id)), []);
   });
 
+  it('S3_PRESIGNED_REDIRECT=true: a GET is sent to a presigned URL of the bucket, which serves the bytes, their type and Range; HEAD and 304 stay with the gateway', async () => {
+    const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sy-artifacts-s3-redirect-'));
+    dirs.push(dataDir);
+    const redirecting = await new TestGateway(prefix, { DATA_DIR: dataDir, S3_PRESIGNED_REDIRECT: 'true', ...s3.env(keyPrefix) }).start();
+    try {
+      const bytes = randomBytes(50_000);
+      const up = await upload(gw.url, 'clip.wav', bytes);
+      assert.equal(up.status, 201);
+      const url = `${redirecting.url}${new URL(up.body.url).pathname}`;
+      const hop = await fetch(url, { redirect: 'manual' });
+      assert.equal(hop.status, 307);
+      assert.equal(hop.headers.get('etag'), `"${sha256(bytes)}"`);
+      assert.equal(hop.headers.get('cache-control'), 'no-store');
+      const location = hop.headers.get('location')!;
+      assert.ok(location.startsWith(`${s3.endpoint}/${s3.bucket}/${keyPrefix}data/`), location);
+      assert.match(location, /X-Amz-Signature=/);
+      // Followed, as browsers and fetch do: the bucket serves the bytes with the gateway's headers.
+      const whole = await fetch(url);
+      assert.equal(whole.status, 200);
+      assert.ok(Buffer.from(await whole.arrayBuffer()).equals(bytes));
+      assert.equal(whole.headers.get('content-type'), 'audio/wav');
+      assert.equal(whole.headers.get('content-length'), String(bytes.length));
+      assert.match(whole.headers.get('content-disposition') ?? '', /filename="clip\.wav"/);
+      const part = await fetch(url, { headers: { range: 'bytes=100-199' } });
+      assert.equal(part.status, 206);
+      assert.ok(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(100, 200)));
+      const head = await fetch(url, { method: 'HEAD', redirect: 'manual' });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers.get('etag'), `"${sha256(bytes)}"`);
+      assert.equal((await fetch(url, { redirect: 'manual', headers: { 'if-none-match': `"${sha256(bytes)}"` } })).status, 304);
+      // Without the setting, the same artifact streams through the gateway.
+      assert.equal((await fetch(up.body.url, { redirect: 'manual' })).status, 200);
+    } finally {
+      await redirecting.stop();
+    }
+  });
+
   describe('two gateway processes on one bucket', function () {
     let a: GatewayProcess;
     let b: GatewayProcess;

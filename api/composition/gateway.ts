@@ -128,6 +128,7 @@ export class Gateway {
         maxBytes: c.artifactMaxBytes,
         retentionSeconds: c.artifactRetentionSeconds,
         publicUrl: core.publicUrl.get,
+        redirectDownloads: c.storage === 's3' && c.s3.presignedRedirect,
       }),
       files,
       attestation: fleet.attestation,

@@ -155,10 +155,14 @@ export const settings = {
       env: 'S3_FORCE_PATH_STYLE', schema: { type: 'boolean' }, default: false, read: (v: boolean) => v,
       doc: 'address the bucket as `ENDPOINT/BUCKET/key` rather than `BUCKET.ENDPOINT/key` (MinIO and most self-hosted servers want `true`)',
     }),
+    presignedRedirect: setting({
+      env: 'S3_PRESIGNED_REDIRECT', schema: { type: 'boolean' }, default: false, read: (v: boolean) => v,
+      doc: 'answer an artifact download (GET) with 307 to a presigned URL of the bucket instead of streaming it through the gateway: less gateway bandwidth, but the bytes come from the bucket\'s origin with its ETag and CORS (docs/deploy.md, "Object storage")',
+    }),
     prefix: setting({
-      env: 'S3_PREFIX', schema: { type: 'string', pattern: "^[A-Za-z0-9!_.*'()/-]*$" }, default: '', docDefault: 'none',
-      doc: 'prefix of every key the gateway writes in the bucket, so deployments can share one; gateways serving the same artifacts share it',
-      read: (v: string) => (v === '' || v.endsWith('/') ? v : `${v}/`),
+      env: 'S3_PREFIX', schema: { type: 'string', pattern: "^[A-Za-z0-9!_.*'()/-]+$" },
+      doc: 'prefix of every key the gateway writes in the bucket (a `/` is added), so deployments can share one; the gateways that serve the same artifacts share it',
+      read: (v: string | undefined) => (v === undefined ? '' : v.endsWith('/') ? v : `${v}/`),
     }),
   },
   artifactMaxBytes: bytes('ARTIFACT_MAX_BYTES', 'b|kb|mb|gb', '512mb', 'largest artifact a worker may upload (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
