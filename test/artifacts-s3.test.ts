@@ -23,7 +23,7 @@ const peakRss = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/
  * STORAGE=s3 end to end: gateways storing artifacts and account files in a bucket, here on
  * s3rver standing in for Amazon S3, MinIO or Cloudflare R2 (the S3 REST API:
  * https://docs.aws.amazon.com/AmazonS3/latest/API/Welcome.html). Artifact URLs keep their
- * promises (docs/artifacts.md): absolute, plain GET, Content-Type, Content-Length, the sha256
+ * promises (docs/worker-protocol.md, "Artifacts"): absolute, plain GET, Content-Type, Content-Length, the sha256
  * as ETag, Range; any gateway sharing the bucket serves them.
  */
 describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () {

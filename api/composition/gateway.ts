@@ -93,7 +93,7 @@ export class Gateway {
     const c = this.config;
     const core = await openCore(c, this.log, this.gatewayId, this.lifecycle);
     const toolKey = loadToolSecretKey(c.agents.toolSecretKey, c.dataDir);
-    const artifacts = openArtifactStore(c);
+    const artifacts = await openArtifactStore(c);
     const files = new FileService({
       store: core.stores.files,
       artifacts,
