@@ -28,6 +28,9 @@ export interface S3ArtifactStoreOptions {
 const PART_BYTES = 5 * 1024 * 1024;
 const PART_QUEUE = 1;
 
+/** How long connecting to the bucket may take. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** A marker older than this whose record is missing is an abandoned upload (a gateway that crashed mid-upload). */
 const ABANDONED_MS = 24 * 3600 * 1000;
 /** Expiry markers are named by 13-digit epoch milliseconds, so that their keys sort by time. */
@@ -77,6 +80,15 @@ export class S3ArtifactStore implements ArtifactStore {
       // (CRC32, aws-chunked bodies) are refused by several S3-compatible servers.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: {
+        // A download holds its connection to the bucket for as long as the caller reads: one per
+        // caller's connection, which the process's file descriptors already bound. The SDK's
+        // default of 50 had the 51st slow download, and every record read, wait for a socket.
+        httpAgent: { keepAlive: true, maxSockets: Infinity },
+        httpsAgent: { keepAlive: true, maxSockets: Infinity },
+        // An unreachable endpoint fails the request (503) rather than waiting out TCP's retries.
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+      },
     });
   }
 

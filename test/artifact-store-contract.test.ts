@@ -117,6 +117,24 @@ describe('artifact store contract', function () {
         assert.deepEqual(await t.leftovers(), []);
       });
 
+      it('serves more downloads at once than a connection pool holds (200 held open), and frees what a download held when it is dropped', async () => {
+        // A download read slowly holds its connection to the storage for as long as it lasts:
+        // those held must not stop others starting, nor the record reads every request makes
+        // (the AWS SDK's default pool is 50 sockets, past which requests wait for a free one).
+        const bytes = randomBytes(100_000);
+        const meta = await t.store.put(chunked(bytes), opts());
+        const held = await Promise.all(Array.from({ length: 200 }, () => t.store.open(meta.id)));
+        assert.deepEqual(await t.store.get(meta.id), meta);
+        assert.ok((await read(t.store, meta.id, { start: 0, end: 99 })).equals(bytes.subarray(0, 100)));
+        // A caller gone mid-download destroys its stream (Koa does): the connection goes back.
+        for (const stream of held) stream.destroy();
+        for (let round = 0; round < 3; round++) {
+          const again = await Promise.all(Array.from({ length: 200 }, () => t.store.open(meta.id)));
+          for (const stream of again) stream.destroy();
+        }
+        assert.ok((await read(t.store, meta.id)).equals(bytes));
+      });
+
       it('hands a run upload\'s record over once, and never an account upload\'s', async () => {
         const run = await t.store.put(chunked(Buffer.from('run')), opts());
         const own = await t.store.put(chunked(Buffer.from('own')), opts({ runId: undefined, leaseId: undefined }));
