@@ -136,7 +136,7 @@ export const settings = {
   mongoUrl: optionalText('MONGO_URL', { pattern: '^mongodb(\\+srv)?://' }, 'keep accounts, keys, runs and idempotency records in MongoDB (a replica set: runs are created and settled in transactions)'),
   mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
   adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),
-  dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
+  dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and, with `STORAGE=fs`, the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
   storage: setting({
     env: 'STORAGE', schema: { enum: ['fs', 's3'] }, default: 'fs', read: (v: 'fs' | 's3') => v,
     doc: 'where artifacts and uploaded files are kept: `fs`, files under `DATA_DIR/artifacts`; `s3`, an S3-compatible bucket (`S3_*`, credentials from the standard AWS variables: docs/deploy.md, "Object storage")',
