@@ -22,8 +22,9 @@ export interface S3ArtifactStoreOptions {
 }
 
 /**
- * Bytes of one multipart part, and how many parts are in flight at once: the upload holds about
- * PART_BYTES * (PART_QUEUE + 1) in memory whatever the artifact's size (S3's minimum part is 5 MiB).
+ * Bytes of one multipart part, and how many parts are sent at once: an upload holds about twice
+ * PART_BYTES * PART_QUEUE in memory (a part and the chunks it is assembled from), whatever the
+ * artifact's size. S3's minimum part is 5 MiB; more parts at once would go faster and hold more.
  */
 const PART_BYTES = 5 * 1024 * 1024;
 const PART_QUEUE = 1;
@@ -55,7 +56,7 @@ function unavailable(err: unknown): unknown {
  *   size are known. An artifact exists exactly when its record does: every reader starts there.
  *   A sidecar object rather than S3 user metadata, which is set when the upload starts (before
  *   the hash is known) and could only be changed by copying the whole object.
- * - `expires/<epoch ms>/<id>`: an empty marker, written before the bytes, named by the time the
+ * - `expires/<epoch ms>/<id>`: an empty marker, written beside the bytes, named by the time the
  *   artifact expires. The sweeper lists this prefix up to now (keys sort by time) instead of
  *   reading every record; a marker whose record never came is an upload abandoned mid-way,
  *   whose bytes go once the marker is a day old.
@@ -140,8 +141,10 @@ export class S3ArtifactStore implements ArtifactStore {
         throw err;
       }
     }
+    // The marker goes up beside the bytes rather than before them: one round trip fewer per
+    // upload. Both are awaited before the record, so an artifact always has its marker.
+    const marked = this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.expiryKey(expiresMs, id), Body: new Uint8Array(0), ContentLength: 0 }));
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.expiryKey(expiresMs, id), Body: new Uint8Array(0), ContentLength: 0 }));
       const upload = new Upload({
         client: this.client,
         params: { Bucket: this.bucket, Key: this.dataKey(id), Body: Readable.from(counted(), { objectMode: false }), ContentType: opts.contentType },
@@ -149,7 +152,9 @@ export class S3ArtifactStore implements ArtifactStore {
         queueSize: PART_QUEUE,
         leavePartsOnError: false,
       });
-      await upload.done();
+      const [bytes, marker] = await Promise.allSettled([upload.done(), marked]);
+      if (bytes.status === 'rejected') throw bytes.reason;
+      if (marker.status === 'rejected') throw marker.reason;
       const meta: ArtifactMeta = {
         id,
         name: opts.name,
@@ -166,7 +171,9 @@ export class S3ArtifactStore implements ArtifactStore {
       if (meta.run_id) this.uploaded.remember(meta);
       return meta;
     } catch (err) {
-      // A small upload goes as one PutObject, which may have landed before a later step failed.
+      // A small upload goes as one PutObject, which may have landed before a later step failed;
+      // the marker's request has settled (allSettled), so its removal cannot overtake it.
+      await marked.catch(() => {});
       await this.removeKeys([this.dataKey(id), this.metaKey(id), this.expiryKey(expiresMs, id)]).catch(() => {});
       throw bodyError ?? unavailable(err);
     }
