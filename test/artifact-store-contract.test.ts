@@ -3,7 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { ArtifactStore, ByteRange, PutArtifact } from '../models/artifact-store.js';
 import { newArtifactId } from '../models/ids.js';
+import { S3ArtifactStore } from '../models/s3-artifact-store.js';
 import { artifactTargets, s3StandIn } from './helpers/artifact-store-targets.js';
+import { freePort } from './helpers/ports.js';
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
@@ -159,6 +161,20 @@ describe('artifact store contract', function () {
       });
     });
   }
+
+  it('the S3 store answers 503 unavailable (never a 500) while the bucket cannot be reached, and refuses to start', async () => {
+    const closed = await freePort();
+    const store = new S3ArtifactStore({ ...s3StandIn.storeOptions('down/'), endpoint: `http://127.0.0.1:${closed}` });
+    try {
+      await assert.rejects(store.init(), /cannot be read/);
+      await assert.rejects(store.put(chunked(Buffer.from('x')), opts()), { code: 'unavailable', status: 503 });
+      await assert.rejects(store.get(newArtifactId()), { code: 'unavailable' });
+      await assert.rejects(store.open(newArtifactId()), { code: 'unavailable' });
+      await assert.rejects(store.delete(newArtifactId()), { code: 'unavailable' });
+    } finally {
+      store.client.destroy();
+    }
+  });
 
   it('the S3 store asks the server to abort a multipart upload that went past maxBytes', async () => {
     // s3rver answers AbortMultipartUpload 405 (it keeps the parts, in no object), so that the

@@ -4,11 +4,11 @@ import fsp from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { ArtifactSweeper } from '../api/services/artifacts/artifact-sweeper.js';
 import { LeaseStore } from '../dispatch/lease-store.js';
 import { hashSecret } from '../models/credentials.js';
-import { newRunId } from '../models/ids.js';
+import { newArtifactId, newRunId } from '../models/ids.js';
 import { S3ArtifactStore } from '../models/s3-artifact-store.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { TestGateway, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
@@ -193,6 +193,22 @@ describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () 
     const later = new Date(Date.parse(up.body.expires_at) + 1000);
     assert.ok((await sweeper.sweep(later)) >= 1);
     assert.equal((await fetch(up.body.url)).status, 404);
+    assert.deepEqual((await keys()).filter((k) => k.includes(id)), []);
+  });
+
+  it('sweeps the bytes and marker of an upload cut by a crash (no record) a day after their expiry, not before', async () => {
+    // What a gateway killed between the bytes and the record leaves: S3 keeps no record of
+    // uploads under way otherwise (an incomplete multipart upload is no object).
+    const id = newArtifactId();
+    const expired = Date.now() - 3600_000;
+    const marker = `expires/${String(expired).padStart(13, '0')}/${id}`;
+    for (const key of [marker, `data/${id}`]) {
+      await bucket.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${keyPrefix}${key}`, Body: Buffer.from(key === marker ? '' : 'cut short'), ContentLength: key === marker ? 0 : 9 }));
+    }
+    assert.equal(await gw.services.artifacts.get(id), null, 'no record, no artifact');
+    await gw.services.artifacts.deleteExpired(new Date());
+    assert.deepEqual((await keys()).filter((k) => k.includes(id)).sort(), [`data/${id}`, marker], 'an upload may still be under way');
+    assert.equal(await gw.services.artifacts.deleteExpired(new Date(expired + 24 * 3600_000 + 1000)), 0, 'no artifact is counted');
     assert.deepEqual((await keys()).filter((k) => k.includes(id)), []);
   });
 
