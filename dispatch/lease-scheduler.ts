@@ -17,6 +17,7 @@ import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { DispatchObserver } from './dispatch-observer.js';
 import type { LeaseSettlement } from './lease-settlement.js';
 import type { LeaseTable } from './lease-table.js';
+import { ReadyWorkers } from './ready-workers.js';
 import type { RunDeadlines } from './run-deadlines.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
@@ -83,7 +84,8 @@ export interface LeaseSchedulerOptions {
  * any instance announces a job, and by a slow safety sweep; nothing polls Redis in a loop.
  */
 export class LeaseScheduler {
-  private wakeTurn = 0;
+  /** Whom an announcement of each queue wakes. */
+  private readonly ready = new ReadyWorkers();
   private readonly alias: (workerId: string) => string;
   private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
 
@@ -124,21 +126,22 @@ export class LeaseScheduler {
    * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
    * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
    * Each woken worker is told its share of the jobs, so that once it has leased them it does
-   * not fetch once more only to find the queue empty (one BullMQ script per job saved).
+   * not fetch once more only to find the queue empty (one BullMQ script per job saved). The
+   * candidates come from the queue's ready set: a wake costs what it wakes, not the fleet.
    */
   wake(queue: string, count: number): void {
     this.ctx.woke?.(queue);
     const now = Date.now();
-    const candidates = [...this.ctx.workers()].filter(
-      (w) => offersLeases(w) && w.leases.size < w.info.slots && w.served?.has(queue) && !coolingOff(w, queue, now) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
+    // One job to each candidate first, as many candidates as jobs.
+    const candidates = this.ready.take(queue, count, (w) =>
+      this.ctx.attached(w.info.worker_id) === w && offersLeases(w) && w.leases.size < w.info.slots && !coolingOff(w, queue, now) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
-    // One job at a time to each candidate in turn, up to its free slots.
-    const shares = candidates.map(() => 0);
-    let left = count;
+    // Then the jobs left over go one at a time to each candidate in turn, up to its free slots.
+    const shares = candidates.map(() => 1);
+    let left = count - candidates.length;
     for (let progressed = true; left > 0 && progressed; ) {
       progressed = false;
-      for (let i = 0; i < candidates.length && left > 0; i++) {
-        const k = (this.wakeTurn + i) % candidates.length;
+      for (let k = 0; k < candidates.length && left > 0; k++) {
         if (shares[k] < candidates[k].info.slots - candidates[k].leases.size) {
           shares[k]++;
           left--;
@@ -146,12 +149,12 @@ export class LeaseScheduler {
         }
       }
     }
-    const start = this.wakeTurn;
-    this.wakeTurn += Math.min(count, candidates.length);
-    for (let i = 0; i < candidates.length; i++) {
-      const k = (start + i) % candidates.length;
-      if (shares[k] > 0) void this.fill(candidates[k], { queue, count: shares[k] });
-    }
+    candidates.forEach((w, k) => void this.fill(w, { queue, count: shares[k] }));
+  }
+
+  /** The worker left this instance: no announcement wakes it any more. */
+  forget(worker: ConnectedWorker): void {
+    this.ready.remove(worker);
   }
 
   /** Announces `queue` once a job put back delayed until `at` is due (another instance's sweep finds it if this one dies first). */
@@ -165,8 +168,28 @@ export class LeaseScheduler {
     setTimeout(() => void this.fill(worker), ms + 1).unref();
   }
 
-  wakeAll(): void {
-    for (const w of this.ctx.workers()) void this.fill(w);
+  /**
+   * The safety sweep, and the catch-up after the subscriber reconnected: every queue a worker
+   * here could take a job from is looked at once, in one round trip, and the queues holding
+   * work are woken as an announcement of that many jobs would. Looking per queue rather than
+   * per worker keeps an idle fleet's sweep at three reads per queue served, whatever the
+   * number of workers (a look per worker was 0.3 Redis commands per idle worker per second).
+   * The ready sets are pruned of workers gone or routed away meanwhile, and hold every worker
+   * with a free slot again (a CPU pass over the workers, no Redis command).
+   */
+  async sweep(): Promise<void> {
+    const queues = new Set<string>();
+    this.ready.prune((w) => this.ctx.attached(w.info.worker_id) === w);
+    for (const w of this.ctx.workers()) {
+      if (!offersLeases(w) || w.leases.size >= w.info.slots) continue;
+      // The safety net: a worker with free slots is in its queues' ready sets, however it got here.
+      this.ready.add(w);
+      for (const q of w.served ?? []) queues.add(q);
+    }
+    if (queues.size === 0) return;
+    const list = [...queues];
+    const waiting = await this.opts.bull.waiting(list);
+    list.forEach((queue, i) => waiting[i] > 0 && this.wake(queue, waiting[i]));
   }
 
   /**
@@ -199,6 +222,8 @@ export class LeaseScheduler {
       this.opts.log.warn({ err, workerId: worker.info.worker_id }, 'filling a worker failed; the safety sweep retries');
     } finally {
       worker.filling = false;
+      // Free slots left (no queue had work): the next announcement of one of its queues wakes it.
+      if (offersLeases(worker) && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id) === worker) this.ready.add(worker);
     }
   }
 

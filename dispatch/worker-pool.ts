@@ -15,7 +15,7 @@ import type { WorkerInfo } from './worker-info.js';
 /** What the pool needs from the rest of the dispatcher: the pieces built before it, passed in by the facade. */
 export interface PoolContext {
   /** Offers work to a worker that joined or may take private work again. */
-  scheduler: Pick<LeaseScheduler, 'fill'>;
+  scheduler: Pick<LeaseScheduler, 'fill' | 'forget'>;
   /** The leases a worker holds: looked up when it joins, handed over when it moves. */
   table: Pick<LeaseTable, 'get' | 'handOver'>;
   /** Loses the leases of a worker that leaves. */
@@ -121,6 +121,7 @@ export class WorkerPool {
 
   async detach(worker: ConnectedWorker, code: number, reason: string, loss: LeaseLossReason): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
+    this.ctx.scheduler.forget(worker);
     // Gone from the fleet's counts now, before its leases are settled.
     this.opts.fleet.changed();
     worker.draining = true;
