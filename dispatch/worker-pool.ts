@@ -80,7 +80,7 @@ export class WorkerPool {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
-    this.opts.fleet.changed();
+    this.opts.fleet.joined(worker);
     void this.ctx.scheduler.fill(worker);
   }
 
@@ -123,7 +123,7 @@ export class WorkerPool {
     if (!this.workers.delete(worker.info.worker_id)) return;
     this.ctx.scheduler.forget(worker);
     // Gone from the fleet's counts now, before its leases are settled.
-    this.opts.fleet.changed();
+    this.opts.fleet.left(worker);
     worker.draining = true;
     worker.attestation?.close();
     try {
