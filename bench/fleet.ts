@@ -257,6 +257,12 @@ export default async function fleet(args: string[]): Promise<number> {
   }
   const stoppers: Array<() => Promise<void>> = [];
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-bench-fleet-'));
+  const cleanup = async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop().catch(() => {});
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  // Ctrl-C stops the children (gateways, worker processes, the private Redis) too.
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
   try {
     const privateRedis = await startPrivateRedis();
     stoppers.push(() => privateRedis.stop());
@@ -312,7 +318,6 @@ export default async function fleet(args: string[]): Promise<number> {
       );
     return 0;
   } finally {
-    for (const stop of stoppers.splice(0).reverse()) await stop().catch(() => {});
-    await rm(dataDir, { recursive: true, force: true });
+    await cleanup();
   }
 }

@@ -185,7 +185,7 @@ export class Dispatcher {
       channel: this.channels.workers,
       gatewayId: opts.gatewayId,
       fleet: this.fleet,
-      workers: () => this.pool.all(),
+      withIdentity: (identity) => this.pool.withIdentity(identity),
       detach: (w, code, reason) => this.pool.detach(w, code, reason, 'disconnect'),
       log: opts.log,
     });

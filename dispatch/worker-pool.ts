@@ -33,6 +33,8 @@ export interface WorkerPoolOptions {
  */
 export class WorkerPool {
   private readonly workers = new Map<string, ConnectedWorker>();
+  /** Protocol 5: the attached connections of each worker identity (one, but for a moment two). */
+  private readonly byIdentity = new Map<string, Set<ConnectedWorker>>();
   private stopping = false;
 
   constructor(
@@ -76,6 +78,11 @@ export class WorkerPool {
     worker.tiers = tiers;
     route(worker);
     this.workers.set(info.worker_id, worker);
+    if (worker.identity) {
+      let same = this.byIdentity.get(worker.identity);
+      if (!same) this.byIdentity.set(worker.identity, (same = new Set()));
+      same.add(worker);
+    }
     if (worker.attestation) {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
@@ -115,12 +122,18 @@ export class WorkerPool {
     return [...this.workers.values()].map((w) => w.info);
   }
 
+  withIdentity(identity: string): Iterable<ConnectedWorker> {
+    return this.byIdentity.get(identity) ?? [];
+  }
+
   workersOf(owner: WorkerInfo['owner']): ConnectedWorker[] {
     return [...this.workers.values()].filter((w) => w.info.owner.type === owner.type && w.info.owner.id === owner.id);
   }
 
   async detach(worker: ConnectedWorker, code: number, reason: string, loss: LeaseLossReason): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
+    const same = worker.identity ? this.byIdentity.get(worker.identity) : undefined;
+    if (same?.delete(worker) && same.size === 0) this.byIdentity.delete(worker.identity!);
     this.ctx.scheduler.forget(worker);
     // Gone from the fleet's counts now, before its leases are settled.
     this.opts.fleet.left(worker);
