@@ -49,8 +49,6 @@ export class FleetCounters {
   private readonly dirty = new Set<ConnectedWorker>();
   /** Workers detached since the last write, whose shares and fields come off. */
   private readonly removed = new Set<ConnectedWorker>();
-  /** Workers detached from here: a late change of theirs (a lease released after) counts nothing. */
-  private readonly departed = new WeakSet<ConnectedWorker>();
   private recountAll = true;
   /** The share and identity fields of this instance's hash, as last written (all but `total`). */
   private readonly written = new Map<string, string>();
@@ -96,10 +94,11 @@ export class FleetCounters {
   changed(worker?: ConnectedWorker): void {
     if (this.stopped) return;
     this.generation++;
-    // A worker that left counts for nothing any more (its leases are released after it left).
-    if (worker && this.departed.has(worker)) return;
-    if (worker && (this.parts.has(worker) || this.dirty.has(worker)) && !this.recountAll) this.dirty.add(worker);
-    else this.recountAll = true;
+    if (!worker || this.recountAll) this.recountAll = true;
+    else if (!this.removed.has(worker) && (this.parts.has(worker) || this.dirty.has(worker))) this.dirty.add(worker);
+    // Else it is not attached here: not yet (it is counted whole when it joins), or no longer
+    // (its leases are released after it left): its change counts nothing.
+    else return;
     this.flushSoon();
   }
 
@@ -120,7 +119,6 @@ export class FleetCounters {
   /** A worker detached from here: its share and fields are taken off (see `joined`). */
   left(worker: ConnectedWorker): void {
     if (this.stopped) return;
-    this.departed.add(worker);
     if (worker.info.tier === 'private') return this.changed();
     this.generation++;
     this.dirty.delete(worker);

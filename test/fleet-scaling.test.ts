@@ -70,6 +70,24 @@ describe('fleet scaling: costs that do not grow with the fleet', function () {
       assert.deepEqual(reads(thirty), reads(one), 'three reads of the one queue thirty workers serve');
     });
 
+    it('counts a registering or leaving worker alone in the fleet counts, never every worker again', async () => {
+      const opts = (gw.dispatcher.fleet as unknown as { opts: { workers: () => Iterable<ConnectedWorker> } }).opts;
+      const all = opts.workers;
+      let fullCounts = 0;
+      opts.workers = () => (fullCounts++, all());
+      try {
+        const more = await Promise.all(Array.from({ length: 5 }, (_, i) => new RawWorker(gw.url, token).connect({ kinds: [KIND], slots: 2, protocol: [1, 2, 3, 4, 5], identity: `scaling-${i}` })));
+        await until('all are attached', async () => gw.dispatcher.localWorkers().length === 35);
+        assert.equal((await gw.dispatcher.fleet.read()).workers, 35);
+        for (const w of more) w.close();
+        await until('they are gone', async () => gw.dispatcher.localWorkers().length === 30);
+        assert.equal((await gw.dispatcher.fleet.read()).workers, 30);
+      } finally {
+        opts.workers = all;
+      }
+      assert.equal(fullCounts, 0);
+    });
+
     it('still leases a job the sweep finds waiting, to one worker', async () => {
       const { key } = await gw.account();
       // Every worker leaves the ready sets as if no announcement would reach it: only the sweep can.

@@ -55,7 +55,9 @@ export async function startPrivateRedis(bin = 'redis-server'): Promise<PrivateRe
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
       child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
+      clearTimeout(timer);
     },
   };
 }
