@@ -12,6 +12,16 @@ async function post<T>(url: string, token: string, body: unknown): Promise<T> {
   return (await res.json()) as T;
 }
 
+/** A window of a gateway's event loop (bench/lib/memory-probe.ts). */
+export interface LoopFigures {
+  delayP50Ms: number;
+  delayP99Ms: number;
+  delayMaxMs: number;
+  gcCount: number;
+  gcTotalMs: number;
+  gcMaxMs: number;
+}
+
 /**
  * `count` real gateway instances (bench/servers/gateway-server.ts) on one store, each on a port
  * of its own that it keeps across a restart (as behind a load balancer, workers dial the same
@@ -77,6 +87,18 @@ export class FleetGateways {
   /** RSS of each instance after two full GCs, in bytes. */
   async rss(): Promise<number[]> {
     return Promise.all(this.children.map(async (c) => (await c.request<{ rss: number }>('memory', { gc: true })).rss));
+  }
+
+  /** Starts watching each instance's event loop (delay and GC pauses) until `loopStop`. */
+  async loopStart(): Promise<void> {
+    await Promise.all(this.children.map((c) => c.request('loop-start')));
+  }
+
+  /** The window's event-loop delay and GC pauses, the worst instance's of each figure. */
+  async loopStop(): Promise<LoopFigures> {
+    const all = await Promise.all(this.children.map((c) => c.request<LoopFigures>('loop-stop')));
+    const worst = (k: keyof LoopFigures) => Math.max(...all.map((f) => f[k]));
+    return { delayP50Ms: worst('delayP50Ms'), delayP99Ms: worst('delayP99Ms'), delayMaxMs: worst('delayMaxMs'), gcCount: worst('gcCount'), gcTotalMs: worst('gcTotalMs'), gcMaxMs: worst('gcMaxMs') };
   }
 
   async stop(): Promise<void> {

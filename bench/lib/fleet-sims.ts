@@ -59,6 +59,12 @@ export class FleetSims {
     return new Map(all.flatMap((a) => a.leases));
   }
 
+  /** The worst event-loop delay of the worker processes since the last call (p99 and max, ms). */
+  async loop(): Promise<{ p99Ms: number; maxMs: number }> {
+    const all = await Promise.all(this.children.map((c) => c.request<{ p99Ms: number; maxMs: number }>('loop')));
+    return { p99Ms: Math.max(...all.map((a) => a.p99Ms)), maxMs: Math.max(...all.map((a) => a.maxMs)) };
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.children.map((c) => c.request('close').catch(() => {})));
     await Promise.all(this.children.map((c) => c.stop()));

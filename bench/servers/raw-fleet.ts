@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { PROTOCOL_VERSIONS, workerSocketUrl } from '../../sdk/protocol/index.js';
 import { reconnectDelay } from '../../sdk/worker/reconnect-backoff.js';
@@ -19,6 +20,8 @@ import { answerRequests } from '../lib/ipc-child.js';
  *   status   {registered, byGateway, lastRegisteredAt, refusals, connectErrors}
  *   leases   the lease arrival times since the last ask, [run_id, ms][] (ms: performance.timeOrigin
  *            + performance.now(), the parent's clock)
+ *   loop     this process's event-loop delay since the last ask ({p99Ms, maxMs}): a lease is
+ *            stamped when its message is handled, so a late loop here would count as dispatch
  *   close    closes every socket, reconnecting none
  */
 const BACKOFF = { initialDelayMs: 250, maxDelayMs: 15_000, factor: 2 };
@@ -49,6 +52,8 @@ let leases: Array<[string, number]> = [];
 /** Called at each registration while a `connect` request waits. */
 let onRegistered: (() => void) | undefined;
 const identityBase = `fleet-${process.pid}`;
+const delay = monitorEventLoopDelay({ resolution: 5 });
+delay.enable();
 
 function open(sim: Sim): void {
   if (closing) return;
@@ -132,6 +137,11 @@ answerRequests({
     const taken = leases;
     leases = [];
     return { leases: taken };
+  },
+  loop() {
+    const figures = { p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6 };
+    delay.reset();
+    return figures;
   },
   close() {
     closing = true;
