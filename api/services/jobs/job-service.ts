@@ -55,6 +55,8 @@ export { CLASS_PRIORITY };
 
 /** Idempotency keys are honoured for 24 hours (docs/api.md "Jobs"). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** How many times a keyed submission starts over after its claim was released under it (each needs another request to fail meanwhile). */
+export const CLAIM_ROUNDS = 3;
 
 export interface JobServiceOptions {
   runs: RunStore;
@@ -139,7 +141,7 @@ export class JobService {
    * being fetched is cut, and a submission whose caller left before its run was recorded makes
    * nothing: no run, no reservation, no file, and its Idempotency-Key stays free.
    */
-  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal, keyId?: string): Promise<Submission> {
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal, keyId?: string, round = 1): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
@@ -219,6 +221,14 @@ export class JobService {
       ...(keyId ? { api_key_id: keyId } : gate ? { api_key_id: `key_${gate.check.lookupId}` } : {}),
     };
     const { result, queued } = await this.create(newRun, fused);
+    if (result.outcome === 'claim_lost') {
+      // This request read the key's claim, and the request that made it failed and released it
+      // before this create: nothing was made. Starting over from the claim finds the run another
+      // retry made meanwhile, or claims the key afresh (already admitted: no gate this time).
+      await this.opts.inputFiles.discard(accountId, staged);
+      if (round >= CLAIM_ROUNDS) throw new ApiError('idempotency_conflict', 'requests with this Idempotency-Key kept failing while this one ran; nothing was created: send it again');
+      return this.submit(accountId, body, idempotencyKey, undefined, signal, keyId, round + 1);
+    }
 
     // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
     // or every refused (or replayed) submission would leave a file the caller never asked to keep.
