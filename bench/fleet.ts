@@ -97,6 +97,8 @@ interface FleetRow {
   topCommands: Array<{ name: string; perSec: number }>;
   gatewayCpuUsPerWorkerSec: number;
   redisCpuPct: number;
+  /** Redis used_memory over the floor's, per worker (fleet counts: each identity's share and name). */
+  redisBytesPerWorker: number;
   dispatchP50Ms: number;
   dispatchP99Ms: number;
   dispatchMaxMs: number;
@@ -128,17 +130,19 @@ interface Storm {
   peakRedisCmdsPerSec: number;
   peakTop: Array<{ name: string; perSec: number }>;
   meanRedisCmdsPerSec: number;
+  /** Redis commands from listening to the last registration, per worker registered. */
+  redisCmdsPerRegistration: number;
   redisCpuPct: number;
   peakRedisCpuPct: number;
   redisMaxClients: number;
 }
 
 async function redisCounters(redis: Redis) {
-  const info = await redis.info('stats', 'cpu', 'clients', 'commandstats');
+  const info = await redis.info('stats', 'cpu', 'clients', 'memory', 'commandstats');
   const field = (k: string) => Number(new RegExp(`^${k}:(\\S+)`, 'm').exec(info)?.[1]);
   const commands: Record<string, number> = {};
   for (const [, name, calls] of info.matchAll(/^cmdstat_(\S+?):calls=(\d+)/gm)) commands[name] = Number(calls);
-  return { total: field('total_commands_processed'), cpuUs: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6, clients: field('connected_clients'), commands };
+  return { total: field('total_commands_processed'), cpuUs: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6, clients: field('connected_clients'), usedMemory: field('used_memory'), commands };
 }
 
 /** Idle window: Redis commands and CPU, gateway CPU; `dt` seconds. */
@@ -157,7 +161,7 @@ async function idleWindow(redis: Redis, gateways: FleetGateways, seconds: number
     .filter((c) => c.name !== 'info' && c.perSec > 0)
     .sort((x, y) => y.perSec - x.perSec)
     .slice(0, 6);
-  return { cmds, topCommands, gatewayUsPerSec: gatewayUs / dt, redisCpuPct: ((b.cpuUs - a.cpuUs) / (dt * 1e6)) * 100 };
+  return { cmds, topCommands, gatewayUsPerSec: gatewayUs / dt, redisCpuPct: ((b.cpuUs - a.cpuUs) / (dt * 1e6)) * 100, usedMemory: b.usedMemory };
 }
 
 /** Open loop at `rate` for `seconds`, submissions spread over the instances; submit -> lease. */
@@ -198,7 +202,7 @@ async function dispatch(gateways: FleetGateways, sims: FleetSims, rate: number, 
   return { jobs: sent.size, missing: sent.size - ms.length, p50: percentile(ms, 0.5), p99: percentile(ms, 0.99), max: ms.at(-1) ?? NaN, loop, simLoop, load };
 }
 
-async function measureSize(name: string, o: FleetOptions, ctx: { redis: Redis; gateways: FleetGateways; sims: FleetSims; floorRss: number[]; floorCmds: number }, from: number, to: number, log: (m: string) => void): Promise<FleetRow> {
+async function measureSize(name: string, o: FleetOptions, ctx: { redis: Redis; gateways: FleetGateways; sims: FleetSims; floorRss: number[]; floorCmds: number; floorMemory: number }, from: number, to: number, log: (m: string) => void): Promise<FleetRow> {
   const { redis, gateways, sims } = ctx;
   log(`${name}: connecting workers ${from}..${to - 1} (${o.inFlight} registrations in flight)`);
   const c = await sims.connect({ gateways: gateways.urls, token: gateways.workerToken, kind: KIND, from, count: to - from, inFlight: o.inFlight });
@@ -223,6 +227,7 @@ async function measureSize(name: string, o: FleetOptions, ctx: { redis: Redis; g
     topCommands: idle.topCommands,
     gatewayCpuUsPerWorkerSec: idle.gatewayUsPerSec / to,
     redisCpuPct: idle.redisCpuPct,
+    redisBytesPerWorker: (idle.usedMemory - ctx.floorMemory) / to,
     dispatchP50Ms: d.p50,
     dispatchP99Ms: d.p99,
     dispatchMaxMs: d.max,
@@ -290,6 +295,7 @@ async function storm(redis: Redis, gateways: FleetGateways, sims: FleetSims, wor
     peakRedisCmdsPerSec: peak.cmds,
     peakTop: peak.top,
     meanRedisCmdsPerSec: (last.total - a.total) / dt,
+    redisCmdsPerRegistration: (last.total - a.total) / workers,
     redisCpuPct: ((last.cpuUs - a.cpuUs) / (dt * 1e6)) * 100,
     peakRedisCpuPct: peak.cpuPct,
     redisMaxClients: maxClients,
@@ -328,7 +334,7 @@ export default async function fleet(args: string[]): Promise<number> {
     log(`no worker: idle window ${o.idle} s`);
     const floor = await idleWindow(redis, gateways, o.idle);
     const floorRss = await gateways.rss();
-    const ctx = { redis, gateways, sims, floorRss, floorCmds: floor.cmds };
+    const ctx = { redis, gateways, sims, floorRss, floorCmds: floor.cmds, floorMemory: floor.usedMemory };
     const rows = [await measureSize('baseline', o, ctx, 0, o.baseline, log), await measureSize('fleet', o, ctx, o.baseline, o.workers, log)];
     const s = o.storm ? await storm(redis, gateways, sims, o.workers, log) : null;
 
@@ -352,8 +358,8 @@ export default async function fleet(args: string[]): Promise<number> {
     const d = (v: number, k = 2) => (Number.isFinite(v) ? fmt(v, k) : '-');
     console.log(
       table(
-        ['fleet', 'workers', 'registered/s', 'RSS KB/worker', 'Redis cmd/s', 'cmd/s/worker', 'above floor', 'gw CPU µs/s/worker', 'Redis CPU %', 'dispatch p50', 'p99 ms', 'max ms', 'jobs', 'no lease'],
-        rows.map((r) => [r.name, fmt(r.workers), fmt(r.registrationsPerSec), d(r.rssKbPerWorker, 1), fmt(r.redisCmdsPerSec, 1), d(r.redisCmdsPerWorkerSec, 4), d(r.redisCmdsPerWorkerSecAboveFloor, 4), d(r.gatewayCpuUsPerWorkerSec, 1), d(r.redisCpuPct, 1), d(r.dispatchP50Ms), d(r.dispatchP99Ms), d(r.dispatchMaxMs), fmt(r.jobs), fmt(r.missingLeases)]),
+        ['fleet', 'workers', 'registered/s', 'RSS KB/worker', 'Redis cmd/s', 'cmd/s/worker', 'above floor', 'gw CPU µs/s/worker', 'Redis CPU %', 'Redis B/worker', 'dispatch p50', 'p99 ms', 'max ms', 'jobs', 'no lease'],
+        rows.map((r) => [r.name, fmt(r.workers), fmt(r.registrationsPerSec), d(r.rssKbPerWorker, 1), fmt(r.redisCmdsPerSec, 1), d(r.redisCmdsPerWorkerSec, 4), d(r.redisCmdsPerWorkerSecAboveFloor, 4), d(r.gatewayCpuUsPerWorkerSec, 1), d(r.redisCpuPct, 1), fmt(r.redisBytesPerWorker), d(r.dispatchP50Ms), d(r.dispatchP99Ms), d(r.dispatchMaxMs), fmt(r.jobs), fmt(r.missingLeases)]),
       ),
     );
     for (const r of rows) console.log(`Redis commands/s while idle, ${r.name}: ${r.topCommands.map((c) => `${c.name} ${fmt(c.perSec, 1)}`).join(', ')}`);
@@ -372,7 +378,7 @@ export default async function fleet(args: string[]): Promise<number> {
       console.log(
         `reconnect storm: ${fmt(s.workers)} workers registered again ${d(s.allRegisteredS, 1)} s after the SIGKILL  goal <= ${STORM_GOAL_S} s: ${met(goals.stormMet)}\n` +
           `  the gateways listened again after ${d(s.restartS, 1)} s (their start-up sent Redis ${fmt(s.startupRedisCmds)} commands); from then, half the workers were registered after ${d(s.halfS, 1)} s, 90% after ${d(s.ninetyS, 1)} s, 99% after ${d(s.ninetyNineS, 1)} s, all after ${d(s.afterListeningS, 1)} s; at most ${fmt(s.peakRegistrationsPerSec)} registrations/s\n` +
-          `  Redis meanwhile: ${fmt(s.meanRedisCmdsPerSec)} commands/s on average, at most ${fmt(s.peakRedisCmdsPerSec)} (${s.peakTop.map((c) => `${c.name} ${fmt(c.perSec)}`).join(', ')}); CPU ${d(s.redisCpuPct, 1)}% on average, at most ${d(s.peakRedisCpuPct, 1)}% over 250 ms; ${fmt(s.redisMaxClients)} clients at most`,
+          `  Redis meanwhile: ${fmt(s.redisCmdsPerRegistration, 1)} commands per registration, ${fmt(s.meanRedisCmdsPerSec)} commands/s on average, at most ${fmt(s.peakRedisCmdsPerSec)} (${s.peakTop.map((c) => `${c.name} ${fmt(c.perSec)}`).join(', ')}); CPU ${d(s.redisCpuPct, 1)}% on average, at most ${d(s.peakRedisCpuPct, 1)}% over 250 ms; ${fmt(s.redisMaxClients)} clients at most`,
       );
     return 0;
   } finally {

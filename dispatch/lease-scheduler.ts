@@ -17,7 +17,7 @@ import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { DispatchObserver } from './dispatch-observer.js';
 import type { LeaseSettlement } from './lease-settlement.js';
 import type { LeaseTable } from './lease-table.js';
-import { ReadyWorkers } from './ready-workers.js';
+import { ReadyWorkers, shareOut } from './ready-workers.js';
 import type { RunDeadlines } from './run-deadlines.js';
 
 /** How far a lease got before it went out: what a failed hand-over must undo. */
@@ -84,8 +84,7 @@ export interface LeaseSchedulerOptions {
  * any instance announces a job, and by a slow safety sweep; nothing polls Redis in a loop.
  */
 export class LeaseScheduler {
-  /** Whom an announcement of each queue wakes. */
-  private readonly ready = new ReadyWorkers();
+  private readonly ready = new ReadyWorkers(); // whom an announcement of each queue wakes
   private readonly alias: (workerId: string) => string;
   private readonly pendingAnnouncements = new Map<string, { count: number; sent: Promise<void> }>();
 
@@ -123,32 +122,18 @@ export class LeaseScheduler {
   }
 
   /**
-   * `count` announced jobs wake up to `count` local workers that can take them (taking turns),
-   * not all of them: waking every worker would cost a fetch each, most finding the queue empty.
-   * Each woken worker is told its share of the jobs, so that once it has leased them it does
-   * not fetch once more only to find the queue empty (one BullMQ script per job saved). The
-   * candidates come from the queue's ready set: a wake costs what it wakes, not the fleet.
+   * `count` announced jobs wake up to `count` local workers that can take them, from the queue's
+   * ready set (taking turns; a wake costs what it wakes, not the fleet): waking every worker would
+   * cost a fetch each, most finding the queue empty. Each is told its share of the jobs, so once
+   * it has leased them it does not fetch again to find the queue empty (a BullMQ script saved).
    */
   wake(queue: string, count: number): void {
     this.ctx.woke?.(queue);
     const now = Date.now();
-    // One job to each candidate first, as many candidates as jobs.
     const candidates = this.ready.take(queue, count, (w) =>
       this.ctx.attached(w.info.worker_id) === w && offersLeases(w) && w.leases.size < w.info.slots && !coolingOff(w, queue, now) && (queueTier(queue) !== 'private' || attestedAt(w, now)),
     );
-    // Then the jobs left over go one at a time to each candidate in turn, up to its free slots.
-    const shares = candidates.map(() => 1);
-    let left = count - candidates.length;
-    for (let progressed = true; left > 0 && progressed; ) {
-      progressed = false;
-      for (let k = 0; k < candidates.length && left > 0; k++) {
-        if (shares[k] < candidates[k].info.slots - candidates[k].leases.size) {
-          shares[k]++;
-          left--;
-          progressed = true;
-        }
-      }
-    }
+    const shares = shareOut(candidates, count);
     candidates.forEach((w, k) => void this.fill(w, { queue, count: shares[k] }));
   }
 
@@ -169,27 +154,18 @@ export class LeaseScheduler {
   }
 
   /**
-   * The safety sweep, and the catch-up after the subscriber reconnected: every queue a worker
-   * here could take a job from is looked at once, in one round trip, and the queues holding
-   * work are woken as an announcement of that many jobs would. Looking per queue rather than
-   * per worker keeps an idle fleet's sweep at three reads per queue served, whatever the
-   * number of workers (a look per worker was 0.3 Redis commands per idle worker per second).
-   * The ready sets are pruned of workers gone or routed away meanwhile, and hold every worker
-   * with a free slot again (a CPU pass over the workers, no Redis command).
+   * The safety sweep, and the catch-up after a subscriber reconnect: each queue a worker here
+   * could take a job from is looked at once (one round trip), and those holding work are woken
+   * as an announcement of that many jobs would: three reads per queue whatever the number of
+   * workers (a look per worker was 0.3 Redis commands/s per idle worker). The ready sets are
+   * pruned, and every worker with a free slot is put back in them, however it got out (a safety
+   * net, a CPU pass with no Redis command).
    */
   async sweep(): Promise<void> {
-    const queues = new Set<string>();
-    this.ready.prune((w) => this.ctx.attached(w.info.worker_id) === w);
-    for (const w of this.ctx.workers()) {
-      if (!offersLeases(w) || w.leases.size >= w.info.slots) continue;
-      // The safety net: a worker with free slots is in its queues' ready sets, however it got here.
-      this.ready.add(w);
-      for (const q of w.served ?? []) queues.add(q);
-    }
-    if (queues.size === 0) return;
-    const list = [...queues];
-    const waiting = await this.opts.bull.waiting(list);
-    list.forEach((queue, i) => waiting[i] > 0 && this.wake(queue, waiting[i]));
+    const queues = this.ready.resync(this.ctx.workers(), (w) => this.ctx.attached(w.info.worker_id) === w, (w) => offersLeases(w) && w.leases.size < w.info.slots);
+    if (queues.length === 0) return;
+    const waiting = await this.opts.bull.waiting(queues);
+    queues.forEach((queue, i) => waiting[i] > 0 && this.wake(queue, waiting[i]));
   }
 
   /**

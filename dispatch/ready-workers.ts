@@ -56,4 +56,40 @@ export class ReadyWorkers {
       if (ready.size === 0) this.byQueue.delete(queue);
     }
   }
+
+  /**
+   * The sweep's pass: prunes the sets to the workers `attached`, puts back every worker that
+   * `mayTake` more work, however it got out of them, and returns the queues those serve.
+   */
+  resync(workers: Iterable<ConnectedWorker>, attached: (w: ConnectedWorker) => boolean, mayTake: (w: ConnectedWorker) => boolean): string[] {
+    this.prune(attached);
+    const queues = new Set<string>();
+    for (const w of workers) {
+      if (!mayTake(w)) continue;
+      this.add(w);
+      for (const q of w.served ?? []) queues.add(q);
+    }
+    return [...queues];
+  }
+}
+
+/**
+ * How many of `count` announced jobs each woken worker is told to take: one each first (there
+ * are no more candidates than jobs), then the rest one at a time to each in turn, up to its
+ * free slots, so a burst spreads over workers before it fills any one.
+ */
+export function shareOut(candidates: readonly ConnectedWorker[], count: number): number[] {
+  const shares = candidates.map(() => 1);
+  let left = count - candidates.length;
+  for (let progressed = true; left > 0 && progressed; ) {
+    progressed = false;
+    for (let k = 0; k < candidates.length && left > 0; k++) {
+      if (shares[k] < candidates[k].info.slots - candidates[k].leases.size) {
+        shares[k]++;
+        left--;
+        progressed = true;
+      }
+    }
+  }
+  return shares;
 }
