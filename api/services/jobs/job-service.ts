@@ -17,7 +17,10 @@ import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
 import { runAttempts, type AttemptLimits } from './job-attempts.js';
 import { CLASS_PRIORITY } from '../../../models/fair-share.js';
-import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
+import type { ModelGate } from './model-gate.js';
+import { QueueStateReader, type QueueState } from './queue-state-reader.js';
+
+export type { QueueState };
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 
 export interface SubmitJobBody {
@@ -89,14 +92,6 @@ export interface JobServiceOptions {
   fleet?: Pick<FleetCounters, 'read'>;
 }
 
-/** Where a queued run stands: its place in its queue, and why it waits when the fleet says why. */
-export interface QueueState {
-  position: number | null;
-  waiting_reason: WaitingReason | null;
-  /** With `no_worker_for_rank`: the ranks no worker could hold now, 0-based, ascending; null otherwise. */
-  waiting_ranks: number[] | null;
-}
-
 /**
  * The request gate of the key a submission came with (revocation, rate limit), left to the
  * submission so a plain one can run it in the same Redis script as its create. Exactly one of
@@ -130,7 +125,10 @@ export class JobService {
   /** The clock submissions are stamped by, which sets the month a budget is judged in; replaceable (tests move it a month on). */
   clock: () => number = Date.now;
 
+  private readonly queueStateReader: QueueStateReader;
+
   constructor(private readonly opts: JobServiceOptions) {
+    this.queueStateReader = new QueueStateReader(opts);
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
   }
@@ -333,40 +331,9 @@ export class JobService {
     return (await this.queueStates([run]))[0];
   }
 
-  /**
-   * `queueState` of each run (a page of a listing): the places of its queued runs in one round
-   * trip (JobQueues.places), the fleet read once, and each ranked model's catalogue entry from
-   * the gate's cache. Nothing is read for a page with no queued run.
-   */
-  async queueStates(runs: RunRecord[]): Promise<Array<QueueState | null>> {
-    const queued = runs.filter((r) => r.status === 'queued');
-    if (queued.length === 0) return runs.map(() => null);
-    // The catalogue entry (cached by the gate) says whether the run waits for a pipeline of ranks.
-    const [places, fleet, ranked, parked] = await Promise.all([
-      this.opts.queues.places(queued),
-      this.opts.fleet?.read(),
-      Promise.all(queued.map((r) => this.opts.models.ranked(r))),
-      this.opts.dispatch?.gate?.parked(queued.map((r) => r.run_id)),
-    ]);
-    const now = Date.now();
-    const states = new Map<RunRecord, QueueState>();
-    queued.forEach((run, i) => {
-      const place = places[i];
-      // Parked at a concurrency limit (dispatch/concurrency-gate.ts): it waits for a run of its account, key or kind to end.
-      if (parked?.[i]) {
-        states.set(run, { position: null, waiting_reason: 'concurrency_limit', waiting_ranks: null });
-        return;
-      }
-      // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
-      // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
-      if (place.delayedUntil !== null && place.delayedUntil > now) {
-        states.set(run, { position: null, waiting_reason: 'retry_backoff', waiting_ranks: null });
-        return;
-      }
-      const waiting = fleet ? waitingReason(run, fleet, ranked[i]) : { reason: null, ranks: null };
-      states.set(run, { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks });
-    });
-    return runs.map((r) => states.get(r) ?? null);
+  /** `queueState` of each run of a page of a listing (QueueStateReader). */
+  queueStates(runs: RunRecord[]): Promise<Array<QueueState | null>> {
+    return this.queueStateReader.read(runs);
   }
 
   /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */
