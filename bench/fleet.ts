@@ -366,7 +366,7 @@ export default async function fleet(args: string[]): Promise<number> {
     for (const r of rows) {
       const l = r.loop;
       console.log(
-        `during dispatch, ${r.name}: gateway event-loop delay p99 ${d(l.delayP99Ms)} ms, max ${d(l.delayMaxMs)} ms; ${fmt(l.gcCount)} GC pauses, ${d(l.gcTotalMs, 1)} ms in all, longest ${d(l.gcMaxMs, 1)} ms; ` +
+        `during dispatch, ${r.name}: gateway event-loop delay p99 ${d(l.delayP99Ms)} ms, max ${d(l.delayMaxMs)} ms; ${fmt(l.gcCount)} GC pauses (${fmt(l.gcMarkCompacts)} mark-compact), ${d(l.gcTotalMs, 1)} ms in all, longest ${d(l.gcMaxMs, 1)} ms (${l.gcMaxKind}); ` +
           `worker processes' delay p99 ${d(r.simLoop.p99Ms)} ms, max ${d(r.simLoop.maxMs)} ms; load average ${d(r.load)} on ${os.availableParallelism()} cores`,
       );
     }

@@ -20,6 +20,9 @@ export interface LoopFigures {
   gcCount: number;
   gcTotalMs: number;
   gcMaxMs: number;
+  /** Of the longest pause: scavenge, mark-compact, ... */
+  gcMaxKind: string;
+  gcMarkCompacts: number;
 }
 
 /**
@@ -97,8 +100,9 @@ export class FleetGateways {
   /** The window's event-loop delay and GC pauses, the worst instance's of each figure. */
   async loopStop(): Promise<LoopFigures> {
     const all = await Promise.all(this.children.map((c) => c.request<LoopFigures>('loop-stop')));
-    const worst = (k: keyof LoopFigures) => Math.max(...all.map((f) => f[k]));
-    return { delayP50Ms: worst('delayP50Ms'), delayP99Ms: worst('delayP99Ms'), delayMaxMs: worst('delayMaxMs'), gcCount: worst('gcCount'), gcTotalMs: worst('gcTotalMs'), gcMaxMs: worst('gcMaxMs') };
+    const worst = (k: Exclude<keyof LoopFigures, 'gcMaxKind'>) => Math.max(...all.map((f) => f[k]));
+    const longest = all.reduce((a, b) => (b.gcMaxMs > a.gcMaxMs ? b : a));
+    return { delayP50Ms: worst('delayP50Ms'), delayP99Ms: worst('delayP99Ms'), delayMaxMs: worst('delayMaxMs'), gcCount: worst('gcCount'), gcMarkCompacts: worst('gcMarkCompacts'), gcTotalMs: worst('gcTotalMs'), gcMaxMs: longest.gcMaxMs, gcMaxKind: longest.gcMaxKind };
   }
 
   async stop(): Promise<void> {

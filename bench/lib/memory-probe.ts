@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
 import { answerRequests } from './ipc-child.js';
@@ -13,15 +13,22 @@ import { answerRequests } from './ipc-child.js';
  */
 const gc = (globalThis as { gc?: () => void }).gc;
 
-let loop: { delay: IntervalHistogram; gc: PerformanceObserver; pauses: number[] } | undefined;
+let loop: { delay: IntervalHistogram; gc: PerformanceObserver; pauses: Array<{ ms: number; kind: string }> } | undefined;
+
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+};
 
 answerRequests({
   'loop-start'() {
     loop?.delay.disable();
     loop?.gc.disconnect();
-    const pauses: number[] = [];
+    const pauses: Array<{ ms: number; kind: string }> = [];
     const gc = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) pauses.push(e.duration);
+      for (const e of list.getEntries()) pauses.push({ ms: e.duration, kind: GC_KINDS[(e as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other' });
     });
     gc.observe({ entryTypes: ['gc'] });
     const delay = monitorEventLoopDelay({ resolution: 5 });
@@ -41,8 +48,10 @@ answerRequests({
       delayP99Ms: ms(delay.percentile(99)),
       delayMaxMs: ms(delay.max),
       gcCount: pauses.length,
-      gcTotalMs: pauses.reduce((a, b) => a + b, 0),
-      gcMaxMs: Math.max(0, ...pauses),
+      gcTotalMs: pauses.reduce((a, b) => a + b.ms, 0),
+      gcMaxMs: Math.max(0, ...pauses.map((p) => p.ms)),
+      gcMaxKind: pauses.reduce((a, b) => (b.ms > a.ms ? b : a), { ms: -1, kind: '-' }).kind,
+      gcMarkCompacts: pauses.filter((p) => p.kind === 'mark-compact').length,
     };
   },
   async memory(req) {
