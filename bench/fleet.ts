@@ -1,3 +1,4 @@
+import { execSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -306,7 +307,8 @@ export default async function fleet(args: string[]): Promise<number> {
   const o = parseFleetOptions(args);
   const log = (m: string) => o.json || console.error(m);
   const perProcess = Math.ceil(o.workers / Math.min(o.processes, o.gateways));
-  const nofile = Number((await import('node:child_process')).execSync('ulimit -n', { shell: '/bin/sh', encoding: 'utf8' }).trim());
+  // The children inherit this process's limit; Node has no getrlimit, so ask the shell.
+  const nofile = Number(execSync('ulimit -n', { shell: '/bin/sh', encoding: 'utf8' }).trim());
   if (Number.isFinite(nofile) && nofile < perProcess + 1000) {
     console.error(`fleet: ulimit -n is ${nofile}: each gateway and worker process holds up to ${perProcess} sockets; run \`ulimit -n ${perProcess * 2 + 1000}\` first, or pass fewer --workers`);
     return 2;
