@@ -23,10 +23,11 @@ export class ReadyWorkers {
   }
 
   /**
-   * Takes up to `count` workers of the queue for which `usable` holds, oldest first. Every entry
-   * walked leaves the set, usable or not: a taken worker comes back when its fill ends, and
-   * whatever made one unusable (full slots, a drain, a cool-off, a lapsed attestation) ends
-   * with a fill too.
+   * Takes up to `count` workers of the queue for which `usable` holds, oldest first, and moves
+   * them to the end of the set: the next announcement goes to others first, but may still come
+   * back to one while it fills (another job announced meanwhile must not wait for the sweep).
+   * An unusable entry walked leaves the set: whatever made it so (full slots, a drain, a
+   * cool-off, a lapsed attestation) ends with a fill, whose end puts it back.
    */
   take(queue: string, count: number, usable: (w: ConnectedWorker) => boolean): ConnectedWorker[] {
     const ready = this.byQueue.get(queue);
@@ -37,6 +38,8 @@ export class ReadyWorkers {
       ready.delete(w);
       if (w.served?.has(queue) && usable(w)) taken.push(w);
     }
+    // Added after the walk: a Set's iteration would visit an entry re-added during it.
+    for (const w of taken) ready.add(w);
     if (ready.size === 0) this.byQueue.delete(queue);
     return taken;
   }
