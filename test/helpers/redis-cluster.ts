@@ -1,0 +1,125 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './ports.js';
+
+const run = promisify(execFile);
+
+/** One node of the cluster: its client port and the process serving it. */
+export interface ClusterNode {
+  port: number;
+  child: ChildProcess;
+}
+
+/**
+ * A real Redis Cluster of private redis-server processes on loopback: 3 primaries, each with one
+ * replica (Redis's own minimum for a cluster that survives a primary's loss), made the way an
+ * operator makes one, with `redis-cli --cluster create`. Each node has its own directory under
+ * one temporary directory, its own client port and an explicit cluster bus port (the default,
+ * port + 10000, may be taken or above 65535 for the ephemeral ports the OS hands out).
+ */
+export class RedisCluster {
+  private constructor(
+    private readonly cli: string,
+    readonly dir: string,
+    readonly nodes: ClusterNode[],
+  ) {}
+
+  /** `host:port` of every node, primaries and replicas: what REDIS_CLUSTER_NODES takes. */
+  get nodeList(): string[] {
+    return this.nodes.map((n) => `127.0.0.1:${n.port}`);
+  }
+
+  /** REDIS_CLUSTER_NODES's value for this cluster. */
+  get setting(): string {
+    return this.nodeList.join(',');
+  }
+
+  /**
+   * Starts `primaries * (1 + replicasEach)` nodes, joins them into a cluster and resolves once
+   * every node reports `cluster_state:ok` and agrees on all 16384 slots being served.
+   */
+  static async start(bins: { server: string; cli: string }, opts: { primaries?: number; replicasEach?: number } = {}): Promise<RedisCluster> {
+    const primaries = opts.primaries ?? 3;
+    const replicasEach = opts.replicasEach ?? 1;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-cluster-'));
+    const nodes: ClusterNode[] = [];
+    const cluster = new RedisCluster(bins.cli, dir, nodes);
+    try {
+      const used = new Set<number>();
+      const port = async (): Promise<number> => {
+        for (;;) {
+          const p = await freePort();
+          if (!used.has(p)) return used.add(p), p;
+        }
+      };
+      for (let i = 0; i < primaries * (1 + replicasEach); i++) {
+        const [client, bus] = [await port(), await port()];
+        const nodeDir = path.join(dir, String(client));
+        mkdirSync(nodeDir);
+        const args = [
+          '--port', String(client), '--cluster-port', String(bus), '--bind', '127.0.0.1', '--dir', nodeDir,
+          '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000',
+          // Tests want speed, not durability: no AOF, no RDB snapshots.
+          '--appendonly', 'no', '--save', '',
+        ];
+        const child = spawn(bins.server, args, { stdio: 'ignore' });
+        nodes.push({ port: client, child });
+      }
+      await cluster.until(async () => (await Promise.all(nodes.map((n) => cluster.ask(n.port, 'PING')))).every((r) => r === 'PONG'), 'every node to answer PING');
+      await run(bins.cli, ['--cluster', 'create', ...cluster.nodeList, '--cluster-replicas', String(replicasEach), '--cluster-yes'], { timeout: 30_000 });
+      await cluster.until(() => cluster.allOk(), 'cluster_state:ok on every node');
+      return cluster;
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+  }
+
+  /** One command through redis-cli to a node; its reply's text, or '' where the node does not answer. */
+  async ask(port: number, ...command: string[]): Promise<string> {
+    try {
+      const { stdout } = await run(this.cli, ['-h', '127.0.0.1', '-p', String(port), ...command], { timeout: 5_000 });
+      return stdout.trim();
+    } catch {
+      return '';
+    }
+  }
+
+  /** Whether every node says the cluster is up with every slot assigned and served. */
+  async allOk(): Promise<boolean> {
+    const infos = await Promise.all(this.nodes.map((n) => this.ask(n.port, 'CLUSTER', 'INFO')));
+    return infos.every((info) => /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info) && /cluster_known_nodes:(\d+)/.exec(info)?.[1] === String(this.nodes.length));
+  }
+
+  /** The ports of the nodes that are primaries now. */
+  async primaries(): Promise<number[]> {
+    const roles = await Promise.all(this.nodes.map(async (n) => ((await this.ask(n.port, 'ROLE')).split('\n')[0] === 'master' ? n.port : 0)));
+    return roles.filter((p) => p !== 0);
+  }
+
+  private async until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (this.nodes.some((n) => n.child.exitCode !== null || n.child.signalCode !== null)) throw new Error(`a redis-server of the cluster exited while waiting for ${what}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Kills every node and removes their directories. */
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.nodes.map(async (n) => {
+        if (n.child.exitCode !== null || n.child.signalCode !== null) return;
+        const exited = once(n.child, 'exit');
+        n.child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
