@@ -79,7 +79,7 @@ describe('a run created and queued in one round trip', function () {
       monitor.disconnect();
       client.disconnect();
     }
-    const queues = gw.gateway.core.queueConnection.stream;
+    const queues = (gw.gateway.core.queueConnection as Redis).stream;
     for (const id of ids) {
       const create = seen.findIndex((c) => c.args.includes(`${prefix}:run:${id}`));
       assert.ok(create >= 0, `the create of ${id} was seen`);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { RunEventHub } from '../api/services/events/run-event-hub.js';
+import type { Redis } from 'ioredis';
 import { createRedis } from '../models/redis-connection.js';
 import { RunEventLog } from '../models/run-event-log.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
@@ -134,7 +135,7 @@ describe('RunEventHub fan-out', function () {
   });
 
   describe('a reconnect of the subscriber', function () {
-    const sub = createRedis(REDIS_URL, { name: 'test-hub-sub-reconnect', blocking: true });
+    const sub = createRedis(REDIS_URL, { name: 'test-hub-sub-reconnect', blocking: true }) as Redis;
     const readerRedis = createRedis(REDIS_URL, { name: 'test-hub-reader' });
     const reader = new RunEventLog({ redis: readerRedis, prefix, maxLength: 1000, ttlMs: 60_000 });
     const reconnecting = new RunEventHub({ subscriber: sub, log: reader, logger: pino({ level: 'silent' }) });

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
 export class RedisIdempotencyStore implements IdempotencyStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   private key(accountId: string, key: string): string {
     return this.keys.idempotency(accountId, createHash('sha256').update(key).digest('hex'));

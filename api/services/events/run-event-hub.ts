@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { RunEventLog, type LoggedRunEvent } from '../../../models/run-event-log.js';
 import { LiveEvent } from './live-event.js';
@@ -27,7 +27,7 @@ interface RunGroup {
 
 export interface RunEventHubOptions {
   /** The process's one subscriber connection (shared with the dispatcher's channels). */
-  subscriber: Redis;
+  subscriber: RedisClient;
   log: RunEventLog;
   logger: Logger;
 }
