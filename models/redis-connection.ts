@@ -81,8 +81,18 @@ export function isCluster(client: RedisClient): client is Cluster {
 
 /**
  * The connections to send a per-node command to: every primary of a cluster (SCAN and KEYS see
- * only the keys of the node they reach), or the one server.
+ * only the keys of the node they reach), or the one server. A cluster client knows its primaries
+ * only once it is ready (before, it holds the nodes it was given, which it drops on learning the
+ * topology), so this waits for that.
  */
-export function primariesOf(client: RedisClient): Redis[] {
-  return isCluster(client) ? client.nodes('master') : [client];
+export async function primariesOf(client: RedisClient): Promise<Redis[]> {
+  if (!isCluster(client)) return [client];
+  if (client.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const ready = () => (client.off('end', ended), resolve());
+      const ended = () => (client.off('ready', ready), reject(new Error('the Redis Cluster connection ended before it was ready')));
+      client.once('ready', ready).once('end', ended);
+    });
+  }
+  return client.nodes('master');
 }

@@ -45,7 +45,7 @@ export class RedisToolStore implements ToolStore {
     // A scan of the tool keys, but only on a store without a key check: once, at the first start.
     const match = this.keys.tool('*').replace(/[?[\]\\]|\*(?=.)/g, '\\$&');
     // SCAN sees one node's keys: on a cluster, each primary's in turn.
-    for (const node of primariesOf(this.redis)) {
+    for (const node of await primariesOf(this.redis)) {
       let cursor = '0';
       do {
         const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);

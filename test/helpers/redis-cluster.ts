@@ -110,6 +110,18 @@ export class RedisCluster {
     }
   }
 
+  /**
+   * Lets the process exit with the nodes still running (a cluster shared by a whole test run),
+   * and kills them, synchronously, when it does.
+   */
+  unrefUntilExit(): void {
+    for (const n of this.nodes) n.child.unref();
+    process.once('exit', () => {
+      for (const n of this.nodes) if (n.child.exitCode === null && n.child.signalCode === null) n.child.kill('SIGKILL');
+      rmSync(this.dir, { recursive: true, force: true });
+    });
+  }
+
   /** Kills every node and removes their directories. */
   async stop(): Promise<void> {
     await Promise.all(
@@ -122,4 +134,18 @@ export class RedisCluster {
     );
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+let shared: Promise<RedisCluster> | undefined;
+
+/**
+ * One cluster for every test file of a run that wants one (the store contract's cluster target),
+ * started on first use and ended with the process: a cluster takes seconds to form.
+ */
+export function sharedCluster(bins: { server: string; cli: string }): Promise<RedisCluster> {
+  shared ??= RedisCluster.start(bins).then((cluster) => {
+    cluster.unrefUntilExit();
+    return cluster;
+  });
+  return shared;
 }
