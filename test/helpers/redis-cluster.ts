@@ -4,6 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { Context } from 'mocha';
+import { REDIS_CLI, REDIS_SERVER, requireProgram } from './optional-program.js';
 import { freePort } from './ports.js';
 
 const run = promisify(execFile);
@@ -148,4 +150,16 @@ export function sharedCluster(bins: { server: string; cli: string }): Promise<Re
     return cluster;
   });
   return shared;
+}
+
+/**
+ * For a `before` hook (mocha's `this`): REDIS_CLUSTER_NODES of the cluster a test runs on: the
+ * run's own (`npm run test:cluster`), else the shared one of this process, started on first use;
+ * pending with the install command (failing under CI=true) without redis-server or redis-cli.
+ */
+export async function clusterNodes(ctx: Context): Promise<string> {
+  if (process.env.REDIS_CLUSTER_NODES) return process.env.REDIS_CLUSTER_NODES;
+  const bins = { server: requireProgram(ctx, REDIS_SERVER), cli: requireProgram(ctx, REDIS_CLI) };
+  ctx.timeout(Math.max(ctx.timeout(), 60_000));
+  return (await sharedCluster(bins)).setting;
 }

@@ -5,9 +5,8 @@ import { RedisStores } from '../../models/redis/redis-stores.js';
 import type { Stores } from '../../models/stores.js';
 import type { RedisClient } from '../../models/redis-connection.js';
 import { redisTarget, type RedisTarget } from '../../models/redis-target.js';
-import { REDIS_CLUSTER_NODES, REDIS_URL, TEST_REDIS, cleanupPrefix, testRedis, uniquePrefix } from './harness.js';
-import { REDIS_CLI, REDIS_SERVER, requireProgram } from './optional-program.js';
-import { sharedCluster } from './redis-cluster.js';
+import { REDIS_URL, cleanupPrefix, testRedis, uniquePrefix } from './harness.js';
+import { clusterNodes } from './redis-cluster.js';
 
 /**
  * One contract, every store: Redis always (one server, and a Redis Cluster wherever redis-server and
@@ -43,7 +42,7 @@ async function openRedis(target: RedisTarget, cluster: boolean): ReturnType<Targ
   };
 }
 
-/** The cluster the cluster target runs on: the one the run was given (REDIS_CLUSTER_NODES), else one of its own. */
+/** The cluster the cluster target runs on: the one the run was given (REDIS_CLUSTER_NODES), else the process's shared one. */
 let clusterTarget: RedisTarget | undefined;
 
 export const storeTargets: Target[] = [
@@ -54,13 +53,7 @@ export const storeTargets: Target[] = [
     // the stores must keep to one slot, or the cluster refuses it (CROSSSLOT).
     name: 'redis cluster',
     async prepare(ctx) {
-      if (clusterTarget) return;
-      if (REDIS_CLUSTER_NODES) clusterTarget = TEST_REDIS;
-      else {
-        const bins = { server: requireProgram(ctx, REDIS_SERVER), cli: requireProgram(ctx, REDIS_CLI) };
-        ctx.timeout(60_000);
-        clusterTarget = redisTarget(REDIS_URL, (await sharedCluster(bins)).setting);
-      }
+      clusterTarget ??= redisTarget(REDIS_URL, await clusterNodes(ctx));
     },
     open: () => openRedis(clusterTarget!, true),
   },
