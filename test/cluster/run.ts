@@ -5,7 +5,7 @@ import { REDIS_CLI, REDIS_SERVER, findProgram } from '../helpers/optional-progra
 import { RedisCluster } from '../helpers/redis-cluster.js';
 
 /**
- * `npm run test:cluster [-- test/x.test.ts ...]`: the test files below (or those given) run
+ * `npm run test:cluster [-- test/<name>.test.ts ...]`: the test files below (or those given) run
  * against a real Redis Cluster of 3 primaries and 3 replicas this script starts on loopback
  * (test/helpers/redis-cluster.ts): mocha runs with REDIS_CLUSTER_NODES set, which the harness
  * hands to every gateway, gateway process and client it makes (test/helpers/harness.ts), under
@@ -13,17 +13,18 @@ import { RedisCluster } from '../helpers/redis-cluster.js';
  */
 export const CLUSTER_FILES = [
   // The store contract's cluster target runs in `npm test` too (on a cluster of its own).
-  'test/store-contract.test.ts',
-  'test/redis-cluster-gateway.test.ts',
-  'test/jobs.test.ts',
-  'test/dispatch.test.ts',
-  'test/events-sse.test.ts',
-  'test/run-status-events.test.ts',
-  'test/webhooks.test.ts',
-  'test/webhook-stream-events.test.ts',
-  'test/files.test.ts',
-  'test/crash-recovery.test.ts',
-];
+  'store-contract',
+  'redis-cluster-gateway',
+  // Jobs: submission, listing, files, attempts, deadlines, cost, credits, batches, limits.
+  'jobs', 'jobs-listing', 'jobs-include-input', 'create-and-enqueue', 'credits-and-idempotency', 'batches',
+  'job-attempts', 'job-deadlines', 'job-cost', 'job-file-inputs', 'job-file-fetch', 'job-file-refusals', 'concurrency-limits',
+  // Dispatch: leases, fleet counters, worker identities, trust, tiers, model routing, pipelines.
+  'dispatch', 'lease-table', 'lease-hand-back', 'lease-handover', 'lease-retry', 'lease-scheduler-wake', 'lease-settlement-free',
+  'fleet-counters', 'worker-identity', 'operator-trust', 'private-tier', 'model-routing', 'pipeline-instances',
+  // Events, webhooks, files, rate limits, bots, logs, a gateway killed mid-run.
+  'events-sse', 'run-status-events', 'webhooks', 'webhook-stream-events', 'files', 'rate-limit', 'auth-and-account', 'bots', 'logs',
+  'crash-recovery',
+].map((name) => `test/${name}.test.ts`);
 
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : CLUSTER_FILES;
 const server = findProgram(REDIS_SERVER);
