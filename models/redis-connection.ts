@@ -52,10 +52,10 @@ function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options
   const { retryStrategy, enableAutoPipelining, lazyConnect, ...perNode } = options;
   return new Cluster(where.nodes, {
     // The same outage behaviour as one server's: the cluster's own reconnects back off alike.
+    // Its per-node connections keep ioredis's default of not reconnecting: a node that drops
+    // is forgotten and the slot map asked again, which is how a failover's new primary is
+    // found (a node connection retrying a dead primary held the gateway's slot there).
     clusterRetryStrategy: retryStrategy,
-    // The per-node connections reconnect too, as one server's connection does (ioredis's
-    // default leaves a node that dropped to the next MOVED to find).
-    clusterNodeRetryStrategy: retryStrategy,
     enableAutoPipelining,
     lazyConnect,
     redisOptions: {

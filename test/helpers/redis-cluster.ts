@@ -67,13 +67,18 @@ export class RedisCluster {
           '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000',
           // Tests want speed, not durability: no AOF, no RDB snapshots.
           '--appendonly', 'no', '--save', '',
+          // A replica's first sync starts at once (Redis waits 5 s for more replicas by default).
+          '--repl-diskless-sync-delay', '0',
         ];
         const child = spawn(bins.server, args, { stdio: 'ignore' });
         nodes.push({ port: client, child });
       }
-      await cluster.until(async () => (await Promise.all(nodes.map((n) => cluster.ask(n.port, 'PING')))).every((r) => r === 'PONG'), 'every node to answer PING');
+      await cluster.forming(async () => (await Promise.all(nodes.map((n) => cluster.ask(n.port, 'PING')))).every((r) => r === 'PONG'), 'every node to answer PING');
       await run(bins.cli, ['--cluster', 'create', ...cluster.nodeList, '--cluster-replicas', String(replicasEach), '--cluster-yes'], { timeout: 30_000 });
-      await cluster.until(() => cluster.allOk(), 'cluster_state:ok on every node');
+      await cluster.forming(() => cluster.allOk(), 'cluster_state:ok on every node');
+      // A replica that has not synced with its primary yet would not take its place (its data
+      // too old to be elected), so the cluster is ready only once every replica is in sync.
+      await cluster.forming(async () => (await cluster.replicasInSync()) === primaries * replicasEach, 'every replica in sync with its primary');
       return cluster;
     } catch (err) {
       await cluster.stop();
@@ -97,13 +102,57 @@ export class RedisCluster {
     return infos.every((info) => /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info) && /cluster_known_nodes:(\d+)/.exec(info)?.[1] === String(this.nodes.length));
   }
 
+  /** How many nodes are replicas whose link to their primary is up. */
+  async replicasInSync(): Promise<number> {
+    const infos = await Promise.all(this.nodes.map((n) => this.ask(n.port, 'INFO', 'replication')));
+    return infos.filter((info) => /role:slave/.test(info) && /master_link_status:up/.test(info)).length;
+  }
+
+  /** Whether every node still running says the cluster is up with every slot served (after a failover, say). */
+  async liveOk(): Promise<boolean> {
+    const live = this.nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+    const infos = await Promise.all(live.map((n) => this.ask(n.port, 'CLUSTER', 'INFO')));
+    return infos.every((info) => /cluster_state:ok/.test(info) && /cluster_slots_ok:16384/.test(info));
+  }
+
+  /** The port of the primary serving `key`'s slot now, as the node on `via` sees it. */
+  async primaryOf(key: string, via = this.nodes[0]!.port): Promise<number> {
+    const slot = Number(await this.ask(via, 'CLUSTER', 'KEYSLOT', key));
+    // CLUSTER SHARDS is Redis 7's; CLUSTER SLOTS answers on every version: start end host port id ...
+    const lines = (await this.ask(via, 'CLUSTER', 'SLOTS')).split('\n');
+    for (let i = 0; i + 3 < lines.length; i++) {
+      const [start, end, , port] = lines.slice(i, i + 4);
+      if (/^\d+$/.test(start!) && /^\d+$/.test(end!) && Number(start) <= slot && slot <= Number(end) && /^\d+$/.test(port!)) return Number(port);
+    }
+    throw new Error(`no primary found for slot ${slot}`);
+  }
+
+  /** SIGKILLs the node on `port`, as a crash; resolves once it is gone. */
+  async kill(port: number): Promise<void> {
+    const node = this.nodes.find((n) => n.port === port);
+    if (!node) throw new Error(`no node on port ${port}`);
+    if (node.child.exitCode !== null || node.child.signalCode !== null) return;
+    const exited = once(node.child, 'exit');
+    node.child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Waits until `check` holds (polled; a deadline, not a timing assertion). */
+  async until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** The ports of the nodes that are primaries now. */
   async primaries(): Promise<number[]> {
     const roles = await Promise.all(this.nodes.map(async (n) => ((await this.ask(n.port, 'ROLE')).split('\n')[0] === 'master' ? n.port : 0)));
     return roles.filter((p) => p !== 0);
   }
 
-  private async until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  private async forming(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!(await check())) {
       if (this.nodes.some((n) => n.child.exitCode !== null || n.child.signalCode !== null)) throw new Error(`a redis-server of the cluster exited while waiting for ${what}`);
