@@ -41,6 +41,13 @@ export interface ByteRange {
   end: number;
 }
 
+/** The response headers a presigned download answers with, as the gateway would have sent them. */
+export interface PresignedResponse {
+  contentType: string;
+  contentDisposition: string;
+  cacheControl: string;
+}
+
 export interface ArtifactStore {
   /** Creates whatever the store needs (directories); idempotent. */
   init(): Promise<void>;
@@ -61,6 +68,12 @@ export interface ArtifactStore {
    * the record back (issue 17). Null for any other upload: the caller falls back to `get`.
    */
   takeUploaded?(id: string): ArtifactMeta | null;
+  /**
+   * A URL, valid `expiresInSeconds`, from which the storage itself serves the artifact's bytes
+   * (Range included) with these headers: for a gateway that redirects downloads rather than
+   * streaming them (S3_PRESIGNED_REDIRECT). Stores that cannot leave it out.
+   */
+  presignedGet?(id: string, response: PresignedResponse, expiresInSeconds: number): Promise<string>;
   /** Deletes every artifact that expired before `now` and any abandoned partial upload; returns how many artifacts went. */
   deleteExpired(now: Date): Promise<number>;
 }

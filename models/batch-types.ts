@@ -27,7 +27,9 @@ export type CreateBatchResult =
   | { outcome: 'insufficient_credits'; available: number }
   /** The account's monthly budget refused the batch's total (docs/jobs.md, "Cost"): nothing was created. */
   | { outcome: 'budget_exceeded'; budget: number; spent: number; reserved: number }
-  | { outcome: 'no_account' };
+  | { outcome: 'no_account' }
+  /** The batch's Idempotency-Key no longer names it (as a run's create, models/stores.ts): nothing was created. */
+  | { outcome: 'claim_lost' };
 
 /** A run of a batch as far as its counts need it. */
 export type BatchMember = Pick<RunRecord, 'run_id' | 'status'>;

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
 import { NotFoundError, ApiError } from './errors.js';
 import { newArtifactId } from './ids.js';
+import { UploadedRecords } from './uploaded-records.js';
 
 export { newArtifactId } from './ids.js';
 
@@ -13,12 +14,6 @@ function isStorageFull(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT';
 }
-
-/**
- * Records of run uploads kept for their settlement. A lease settles within seconds of its
- * uploads, so the bound only matters for leases that never settle (lost workers): the oldest go.
- */
-const MAX_UPLOADED = 4096;
 
 /**
  * The end of an artifact file: its metadata as JSON, then the JSON's byte length (uint32 BE)
@@ -135,7 +130,7 @@ export interface FsArtifactStoreOptions {
 export class FsArtifactStore implements ArtifactStore {
   readonly root: string;
   private readonly dirs = new Set<string>();
-  private readonly uploaded = new Map<string, ArtifactMeta>();
+  private readonly uploaded = new UploadedRecords();
   /** Whether bytes must be synced before their record (see LOCAL_FILESYSTEMS); found once. */
   private syncBeforeRecord?: Promise<boolean>;
 
@@ -195,7 +190,7 @@ export class FsArtifactStore implements ArtifactStore {
       } finally {
         await handle.close();
       }
-      if (meta.run_id) this.remember(meta);
+      if (meta.run_id) this.uploaded.remember(meta);
       return meta;
     } catch (err) {
       await unlinkQuietly(p.file).catch(() => {});
@@ -251,16 +246,8 @@ export class FsArtifactStore implements ArtifactStore {
     return meta;
   }
 
-  private remember(meta: ArtifactMeta): void {
-    if (this.uploaded.size >= MAX_UPLOADED) this.uploaded.delete(this.uploaded.keys().next().value!);
-    this.uploaded.set(meta.id, meta);
-  }
-
   takeUploaded(id: string): ArtifactMeta | null {
-    const meta = this.uploaded.get(id);
-    if (!meta) return null;
-    this.uploaded.delete(id);
-    return Date.parse(meta.expires_at) > Date.now() ? meta : null;
+    return this.uploaded.take(id);
   }
 
   /** The artifact's file, open, with its record; the old layout's (bytes and record apart) when it has no `.art`. */
@@ -334,7 +321,7 @@ export class FsArtifactStore implements ArtifactStore {
   async delete(id: string): Promise<void> {
     if (!ARTIFACT_ID_PATTERN.test(id)) return;
     const p = this.paths(id);
-    this.uploaded.delete(id);
+    this.uploaded.forget(id);
     await unlinkQuietly(p.file);
     await unlinkQuietly(p.meta);
     await unlinkQuietly(p.data);

@@ -63,7 +63,13 @@ export type CreateRunResult =
   | { outcome: 'insufficient_credits'; available: number }
   /** The account's monthly budget refused it: what it spent in the run's period and holds reserved. */
   | { outcome: 'budget_exceeded'; budget: number; spent: number; reserved: number }
-  | { outcome: 'no_account' };
+  | { outcome: 'no_account' }
+  /**
+   * The run's Idempotency-Key no longer names it (the request that claimed it failed and
+   * released it, and maybe another took it): nothing was made. The caller starts over from
+   * the claim. Only a create with an `idempotency_key` answers this.
+   */
+  | { outcome: 'claim_lost' };
 
 interface RunTransitionBase {
   /** The transition applies only if the run's status is one of these. */
@@ -188,7 +194,12 @@ export interface IdempotencyClaim {
 export interface IdempotencyStore {
   /** Atomically claims (accountId, key) for `runId`, or returns the claim that exists. */
   claim(accountId: string, key: string, fingerprint: string, runId: string, ttlMs: number): Promise<IdempotencyClaim>;
-  /** Drops the claim if it still names `runId` (the request that made it failed). */
+  /**
+   * Drops the claim if it still names `runId` and no run or batch of that id was created (the
+   * request that made it failed). Exclusive with a create of that id: a create carrying the key
+   * (`idempotency_key`) makes its record only while the claim names it, and a claim whose record
+   * exists is never released, so a key can never end up naming two runs.
+   */
   release(accountId: string, key: string, runId: string): Promise<void>;
 }
 

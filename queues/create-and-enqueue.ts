@@ -100,7 +100,7 @@ export class CreateAndEnqueue {
         return { ran: true, queued: false, ...piped };
       }
       const { result } = piped;
-      if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded') {
+      if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded' || result.outcome === 'claim_lost') {
         this.forecast.refused(run.account_id);
         await this.drop(run);
         return { ran: true, queued: false, ...piped };

@@ -16,9 +16,7 @@ import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
  * them pending with that reason, so a red CI means something new broke; `npm run chaos` still
  * runs them and fails on them until the bug is fixed, and its entry goes.
  */
-const OPEN_BUGS: Record<string, string> = {
-  'redis-pause': 'open bug: an Idempotency-Key can make two runs when Redis freezes mid-submission (docs/reliability.md, "Open")',
-};
+const OPEN_BUGS: Record<string, string> = {};
 
 describe('chaos, short pass (npm run chaos -- --short)', function () {
   this.timeout(120_000);

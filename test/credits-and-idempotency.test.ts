@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { IDEMPOTENCY_TTL_MS } from '../api/services/jobs/job-service.js';
+import { fingerprint } from '../api/services/jobs/canonical-json.js';
+import { newRunId } from '../models/ids.js';
 import { TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
 
 const body = (prompt = 'a cat') => ({ kind: 'inference:image:generate', input: { prompt } });
@@ -138,6 +141,43 @@ describe('credits and idempotency', () => {
       const retried = await gw.submit(key, body('later'), { 'idempotency-key': 'k-402' });
       assert.equal(retried.status, 202);
       assert.equal(retried.headers.get('idempotent-replayed'), null);
+    });
+
+    // The interleaving `npm run chaos -- --scenario redis-pause` found (docs/reliability.md):
+    // request A claims the key for run X and fails before creating it, releasing the key; its
+    // retry B, which read A's claim, is on its way to create X; retry C claims the freed key and
+    // makes run Y. B's create must not make X beside Y: two charged runs for one key.
+    it('makes one run when the claimer releases the key under a retry that read its claim', async () => {
+      const { id, key } = await gw.account(100);
+      const idemKey = 'k-released';
+      const runX = newRunId();
+      // A's claim, as its request made it before staging its files.
+      await gw.stores.idempotency.claim(id, idemKey, fingerprint(body('lost')), runX, IDEMPOTENCY_TTL_MS);
+      const store = gw.stores.runs;
+      const create = store.create.bind(store);
+      let c: Awaited<ReturnType<typeof gw.submit>> | undefined;
+      // Just before B's create of X: A fails (its claim released) and C comes and goes.
+      store.create = async (run) => {
+        if (run.run_id === runX && c === undefined) {
+          await gw.stores.idempotency.release(id, idemKey, runX);
+          c = await gw.submit(key, body('lost'), { 'idempotency-key': idemKey });
+        }
+        return create(run);
+      };
+      try {
+        const b = await gw.submit(key, body('lost'), { 'idempotency-key': idemKey });
+        assert.equal(c?.status, 202);
+        assert.equal(b.status, 202);
+        assert.notEqual(c!.body.run_id, runX, 'C claimed the freed key afresh');
+        assert.equal(b.body.run_id, c!.body.run_id, 'B answers with the run C made');
+        assert.equal(b.headers.get('idempotent-replayed'), 'true');
+      } finally {
+        store.create = create;
+      }
+      assert.equal(await store.get(runX), null, 'no run X was made');
+      const listed = await gw.request('GET', '/v1/jobs', { key });
+      assert.equal(listed.body.data.length, 1);
+      assert.equal((await balance(key)).credits, 100 - PRICE, 'charged once');
     });
   });
 });

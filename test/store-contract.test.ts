@@ -378,37 +378,6 @@ describe('store contract', () => {
       });
     });
 
-    describe('idempotency', () => {
-      it('claims a key once and returns the first claim afterwards', async () => {
-        const first = await stores.idempotency.claim('acct_1', 'key-1', 'fp-a', 'run_A', 60_000);
-        assert.deepEqual(first, { runId: 'run_A', fingerprint: 'fp-a', claimed: true });
-        const second = await stores.idempotency.claim('acct_1', 'key-1', 'fp-b', 'run_B', 60_000);
-        assert.deepEqual(second, { runId: 'run_A', fingerprint: 'fp-a', claimed: false });
-        const otherAccount = await stores.idempotency.claim('acct_2', 'key-1', 'fp-b', 'run_C', 60_000);
-        assert.equal(otherAccount.claimed, true, 'keys are per account');
-      });
-
-      it('gives exactly one winner among concurrent claims', async () => {
-        const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => stores.idempotency.claim('acct_1', 'race', 'fp', `run_${i}`, 60_000)));
-        assert.equal(claims.filter((c) => c.claimed).length, 1);
-        assert.equal(new Set(claims.map((c) => c.runId)).size, 1);
-      });
-
-      it('releases only a claim that still names the run', async () => {
-        await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_A', 60_000);
-        await stores.idempotency.release('acct_1', 'rel', 'run_B');
-        assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).runId, 'run_A');
-        await stores.idempotency.release('acct_1', 'rel', 'run_A');
-        assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).claimed, true);
-      });
-
-      it('forgets a claim after its time to live', async () => {
-        await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_A', 50);
-        await new Promise((r) => setTimeout(r, 120));
-        assert.equal((await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_B', 60_000)).claimed, true);
-      });
-    });
-
     describe('bots', () => {
       /** A bot and its flow as BotService makes them. */
       const botPair = (accountId: string): [BotRecord, FlowRecord] => {

@@ -87,7 +87,7 @@ describe('a caller that hangs up while an https input is fetched', function () {
 
   /** No run, credits whole, nothing queued, no file or partial bytes; resolves once the submission let go of `idempotencyKey`. */
   async function assertNothingCreated(acct: { id: string; key: string }, idempotencyKey: string): Promise<void> {
-    const claim = gw.gateway.core.keys.idempotency(acct.id, createHash('sha256').update(idempotencyKey).digest('hex'));
+    const claim = gw.gateway.core.keys.idempotency(acct.id, idempotencyKey);
     await until('the Idempotency-Key released', async () => (await gw.redis.exists(claim)) === 0);
     assert.deepEqual((await gw.request('GET', '/v1/jobs', { key: acct.key })).body.data, []);
     const account = (await gw.request('GET', '/v1/account', { key: acct.key })).body;

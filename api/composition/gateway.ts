@@ -5,7 +5,6 @@ import type { ObservedRunStore } from '../../models/observed-run-store.js';
 import type { Stores } from '../../models/stores.js';
 import type { JobQueues } from '../../queues/job-queues.js';
 import type { Dispatcher } from '../../dispatch/dispatcher.js';
-import { FsArtifactStore } from '../../models/fs-artifact-store.js';
 import { ApiError } from '../../models/errors.js';
 import { createApp } from '../http/app.js';
 import { errorStyleOf } from '../http/route-spec.js';
@@ -24,6 +23,7 @@ import { ModelCatalogue } from '../services/fleet/model-catalogue.js';
 import { OperatorService } from '../services/fleet/operator-service.js';
 import type { GatewayMetrics } from '../services/metrics/gateway-metrics.js';
 import { loadToolSecretKey, verifyToolSecretKey } from '../services/tools/tool-secret-key.js';
+import { openArtifactStore } from './artifact-storage.js';
 import { buildBots } from './bots.js';
 import { buildCallers } from './callers.js';
 import { openCore, type Core } from './core.js';
@@ -93,7 +93,7 @@ export class Gateway {
     const c = this.config;
     const core = await openCore(c, this.log, this.gatewayId, this.lifecycle);
     const toolKey = loadToolSecretKey(c.agents.toolSecretKey, c.dataDir);
-    const artifacts = new FsArtifactStore({ root: `${c.dataDir}/artifacts` });
+    const artifacts = await openArtifactStore(c);
     const files = new FileService({
       store: core.stores.files,
       artifacts,
@@ -128,6 +128,7 @@ export class Gateway {
         maxBytes: c.artifactMaxBytes,
         retentionSeconds: c.artifactRetentionSeconds,
         publicUrl: core.publicUrl.get,
+        redirectDownloads: c.storage === 's3' && c.s3.presignedRedirect,
       }),
       files,
       attestation: fleet.attestation,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { ArtifactMeta, ByteRange } from '../../models/artifact-store.js';
+import type { ArtifactMeta, ByteRange, PresignedResponse } from '../../models/artifact-store.js';
 import { ApiError } from '../../models/errors.js';
 import type { Ctx } from './context.js';
 import type { ResponseSpec } from './route-spec.js';
@@ -75,24 +75,33 @@ export async function* requestBody(req: IncomingMessage): AsyncGenerator<Uint8Ar
 /**
  * Answers a GET or HEAD with stored bytes, which `open` streams (from the service that owns
  * them). `public`: anyone holding the URL (artifacts; cached for a year, any origin may fetch);
- * `private`: behind a credential (account files; never cached).
+ * `private`: behind a credential (account files; never cached). `redirect`, when it gives a
+ * URL, answers a GET with 307 to it (the storage serves the bytes, Range included); HEAD and
+ * conditional requests are still answered here, with the sha256 ETag.
  */
-export async function sendStored(ctx: Ctx, meta: ArtifactMeta, access: 'public' | 'private', open: (range?: ByteRange) => Promise<Readable>): Promise<void> {
+export async function sendStored(
+  ctx: Ctx,
+  meta: ArtifactMeta,
+  access: 'public' | 'private',
+  open: (range?: ByteRange) => Promise<Readable>,
+  redirect?: (response: PresignedResponse) => Promise<string | null>,
+): Promise<void> {
   const etag = `"${meta.sha256}"`;
   const lastModified = new Date(meta.created_at).toUTCString();
+  const cacheControl = access === 'public' ? 'public, max-age=31536000, immutable' : 'private, no-store';
   const validators = () => {
     ctx.set('ETag', etag);
     ctx.set('Last-Modified', lastModified);
     ctx.set('Accept-Ranges', 'bytes');
     if (access === 'public') {
-      ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+      ctx.set('Cache-Control', cacheControl);
       // Public by URL: any page may embed or fetch it (three.js loaders, <video>, canvas).
       ctx.set('Access-Control-Allow-Origin', '*');
       ctx.set('Access-Control-Expose-Headers', 'Content-Length, Content-Range, ETag, Accept-Ranges');
       ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     } else {
       // Behind a credential: no shared cache may keep it.
-      ctx.set('Cache-Control', 'private, no-store');
+      ctx.set('Cache-Control', cacheControl);
     }
   };
 
@@ -102,6 +111,17 @@ export async function sendStored(ctx: Ctx, meta: ArtifactMeta, access: 'public' 
   if (notModified) {
     validators();
     ctx.status = 304;
+    return;
+  }
+
+  const location = ctx.method === 'GET' && redirect ? await redirect({ contentType: meta.content_type, contentDisposition: contentDisposition(meta.name), cacheControl }) : null;
+  if (location) {
+    validators();
+    // The URL expires (within the hour): no cache may keep the redirect longer than the request.
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 307;
+    ctx.set('Location', location);
+    ctx.body = '';
     return;
   }
 

@@ -158,7 +158,35 @@ export const settings = {
   mongoUrl: optionalText('MONGO_URL', { pattern: '^mongodb(\\+srv)?://' }, 'keep accounts, keys, runs and idempotency records in MongoDB (a replica set: runs are created and settled in transactions)'),
   mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
   adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),
-  dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
+  dataDir: text('DATA_DIR', { minLength: 1 }, './.data', 'local data (the dev Redis, the dev API key) and, with `STORAGE=fs`, the artifacts (`DATA_DIR/artifacts`; share it between gateway instances)'),
+  storage: setting({
+    env: 'STORAGE', schema: { enum: ['fs', 's3'] }, default: 'fs', read: (v: 'fs' | 's3') => v,
+    doc: 'where artifacts and uploaded files are kept: `fs`, files under `DATA_DIR/artifacts`; `s3`, an S3-compatible bucket (`S3_*`, credentials from the standard AWS variables: docs/deploy.md, "Object storage")',
+  }),
+  s3: {
+    bucket: setting({
+      env: 'S3_BUCKET', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' }, doc: 'the bucket of `STORAGE=s3`; required with it',
+      read: (v: string | undefined, ctx) => {
+        if (ctx.env.STORAGE === 's3' && !v) ctx.problem('STORAGE=s3 needs S3_BUCKET');
+        return v ?? '';
+      },
+    }),
+    endpoint: optionalText('S3_ENDPOINT', { pattern: '^https?://[^/]+/?$' }, "an S3-compatible server's URL (MinIO, R2: `https://ACCOUNT.r2.cloudflarestorage.com`); unset, AWS's endpoint of `S3_REGION`"),
+    region: text('S3_REGION', { pattern: '^[a-z0-9-]{1,40}$' }, 'us-east-1', 'the bucket\'s region (`auto` for R2)'),
+    forcePathStyle: setting({
+      env: 'S3_FORCE_PATH_STYLE', schema: { type: 'boolean' }, default: false, read: (v: boolean) => v,
+      doc: 'address the bucket as `ENDPOINT/BUCKET/key` rather than `BUCKET.ENDPOINT/key` (MinIO and most self-hosted servers want `true`)',
+    }),
+    presignedRedirect: setting({
+      env: 'S3_PRESIGNED_REDIRECT', schema: { type: 'boolean' }, default: false, read: (v: boolean) => v,
+      doc: 'answer an artifact download (GET) with 307 to a presigned URL of the bucket instead of streaming it through the gateway: less gateway bandwidth, but the bytes come from the bucket\'s origin with its ETag and CORS (docs/deploy.md, "Object storage")',
+    }),
+    prefix: setting({
+      env: 'S3_PREFIX', schema: { type: 'string', pattern: "^[A-Za-z0-9!_.*'()/-]+$" },
+      doc: 'prefix of every key the gateway writes in the bucket (a `/` is added), so deployments can share one; the gateways that serve the same artifacts share it',
+      read: (v: string | undefined) => (v === undefined ? '' : v.endsWith('/') ? v : `${v}/`),
+    }),
+  },
   artifactMaxBytes: bytes('ARTIFACT_MAX_BYTES', 'b|kb|mb|gb', '512mb', 'largest artifact a worker may upload (`b`, `kb`, `mb`, `gb`); larger ones get 413'),
   artifactRetentionSeconds: setting({
     env: 'ARTIFACT_RETENTION_DAYS', schema: days, default: 30, doc: 'how long an artifact URL serves its file; expired files are swept every 10 minutes',

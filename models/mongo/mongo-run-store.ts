@@ -7,6 +7,7 @@ import { NEW_RUN_DEFAULTS, isTerminal, type NewRun, type RunRecord } from '../ty
 import type { AccountDoc } from './mongo-account-store.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
 import { isDuplicateKey } from './mongo-errors.js';
+import { ClaimLostError, markClaimCreated, type IdempotencyDoc } from './mongo-idempotency-store.js';
 
 export interface MongoRunStoreOptions {
   /** Seconds a terminal run is kept. */
@@ -102,7 +103,16 @@ export class MongoRunStore implements RunStore {
     private readonly opts: MongoRunStoreOptions,
     /** The batches (docs/jobs.md, "Batches"), `_id` the batch id. */
     private readonly batches?: Collection<BatchDoc>,
+    /** The Idempotency-Key claims (mongo-idempotency-store.ts) a keyed create marks. */
+    private readonly claims?: Collection<IdempotencyDoc>,
   ) {}
+
+  /** Inside a create's transaction: aborts it (ClaimLostError) unless the key's claim still names `id`. */
+  private async holdClaim(session: ClientSession, accountId: string, key: string | null, id: string): Promise<void> {
+    if (key === null) return;
+    if (!this.claims) throw new Error('MongoRunStore was built without the idempotency claims collection');
+    if (!(await markClaimCreated(this.claims, session, accountId, key, id))) throw new ClaimLostError();
+  }
 
   /** Runs `fn` in a transaction; the driver retries it on transient errors (write conflicts). */
   private inTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
@@ -113,6 +123,7 @@ export class MongoRunStore implements RunStore {
     try {
       return await this.inTransaction((session) => this.createIn(session, run));
     } catch (err) {
+      if (err instanceof ClaimLostError) return { outcome: 'claim_lost' };
       // A concurrent create of the same run id committed first; ours was rolled back whole.
       if (!isDuplicateKey(err)) throw err;
       const existing = await this.runs.findOne({ _id: run.run_id });
@@ -157,11 +168,13 @@ export class MongoRunStore implements RunStore {
           ofKind[run.kind] = n + 1;
           return this.newDoc({ ...run, batch_id }, run.priorityBase + fairRank(n, this.opts.fairShareStep, before.weight ?? 1));
         });
+        await this.holdClaim(session, batch.account_id, batch.idempotency_key, batch_id);
         await batches.insertOne({ _id: batch_id, ...rest }, { session });
         await this.runs.insertMany(docs, { session });
         return { outcome: 'created', batch, runs: docs.map(toRun) };
       });
     } catch (err) {
+      if (err instanceof ClaimLostError) return { outcome: 'claim_lost' };
       // A concurrent create of the same batch committed first; ours was rolled back whole.
       if (!isDuplicateKey(err)) throw err;
       const existing = await batches.findOne({ _id: batch_id });
@@ -208,6 +221,7 @@ export class MongoRunStore implements RunStore {
     }
     const rank = fairRank(Math.max(0, before.in_flight_by_kind?.[run.kind] ?? 0), this.opts.fairShareStep, before.weight ?? 1);
     const doc = this.newDoc(run, run.priorityBase + rank);
+    await this.holdClaim(session, run.account_id, run.idempotency_key, run.run_id);
     await this.runs.insertOne(doc, { session });
     return { outcome: 'created', run: toRun(doc) };
   }

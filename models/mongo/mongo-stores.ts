@@ -35,7 +35,7 @@ export class MongoStores implements Stores {
     this.apiKeys = new MongoApiKeyStore(db.collection<ApiKeyDoc>('api_keys'));
     this.operators = new MongoOperatorStore(db.collection<OperatorDoc>('operators'));
     this.workerTokens = new MongoWorkerTokenStore(db.collection<WorkerTokenDoc>('worker_tokens'));
-    this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts, db.collection<BatchDoc>('batches'));
+    this.runs = new MongoRunStore(client, db.collection<RunDoc>('runs'), accounts, opts, db.collection<BatchDoc>('batches'), db.collection<IdempotencyDoc>('idempotency'));
     this.idempotency = new MongoIdempotencyStore(db.collection<IdempotencyDoc>('idempotency'));
     this.bots = new MongoBotStore(db.collection<BotDoc>('bots'), db.collection<FlowDoc>('flows'), db.collection<BotSessionDoc>('bot_sessions'));
     this.conversations = new MongoConversationStore(db.collection<ConversationDoc>('conversations'));

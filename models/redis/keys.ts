@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** Every Redis key the stores use, in one place. */
 export class RedisKeys {
   constructor(readonly prefix: string) {}
@@ -36,7 +38,8 @@ export class RedisKeys {
   runsExpiring = () => `${this.prefix}:runs:expiring`;
   /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
   unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
-  idempotency = (accountId: string, keyDigest: string) => `${this.prefix}:idem:${accountId}:${keyDigest}`;
+  /** An Idempotency-Key's claim: JSON of the run (or batch) id it names and the request's fingerprint. */
+  idempotency = (accountId: string, key: string) => `${this.prefix}:idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
   /** A custom tool: a hash of `account_id`, `name` and the record as JSON (`doc`). */
   tool = (id: string) => `${this.prefix}:tool:${id}`;
   /** An account's tools by name (name -> tool id): the name is unique per account, HLEN counts them. */

@@ -2,7 +2,7 @@ import type { RedisClient } from '../redis-connection.js';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
-import { CREATE_BATCH_RUN_ARGS } from './scripts/create-batch.js';
+import { CREATE_BATCH_FIXED_ARGS, CREATE_BATCH_RUN_ARGS } from './scripts/create-batch.js';
 import { isTerminal, NEW_RUN_DEFAULTS, type GateCheck, type GateVerdict, type NewRun, type RunRecord } from '../types.js';
 import { gateCall, gateVerdict } from './gate-codec.js';
 import type { RedisKeys } from './keys.js';
@@ -43,6 +43,7 @@ const inFlightOf = (reply: Reply): { inFlight?: number; share?: number } => (rep
 function createdFrom(reply: Reply, doc: ImmutableRunFields, rate?: NewRun['rate']): CreateRunResult {
   const [tag, ...rest] = reply;
   if (tag === 'no_account') return { outcome: 'no_account' };
+  if (tag === 'claim_lost') return { outcome: 'claim_lost' };
   if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
   if (tag === 'budget') return { outcome: 'budget_exceeded', budget: Number(rest[0]), spent: Number(rest[1]), reserved: Number(rest[2]) };
   if (tag === 'exists') return { outcome: 'exists', run: decodeRun(pairsToHash(rest))! };
@@ -63,6 +64,11 @@ function gatedFrom(reply: Reply | [number, number, number], doc: ImmutableRunFie
   return { gate: { outcome: 'allowed', remaining, nextMs }, result: createdFrom(rest.slice(0, -2) as Reply, doc, rate) };
 }
 
+/** The gated and pipelined creates skip the claim check `create` makes: a keyed run never goes their way. */
+function assertUnkeyed(run: NewRun): void {
+  if (run.idempotency_key !== null) throw new Error('a run with an Idempotency-Key is made by create(), which checks its claim');
+}
+
 export class RedisRunStore implements RunStore {
   constructor(
     private readonly redis: RedisClient,
@@ -77,10 +83,16 @@ export class RedisRunStore implements RunStore {
 
   async create(run: NewRun): Promise<CreateRunResult> {
     const { keys, args, doc } = this.createCall(run);
+    // A keyed run is made only while its key's claim names it (scripts/create-claimed-run.ts).
+    if (run.idempotency_key !== null) {
+      const claim = this.keys.idempotency(run.account_id, run.idempotency_key);
+      return createdFrom(await redisScripts.run(this.redis, 'createClaimedRun', [...keys, claim], args), doc, run.rate);
+    }
     return createdFrom(await redisScripts.run(this.redis, 'createRun', keys, args), doc, run.rate);
   }
 
   async createGated(run: NewRun, gate: GateCheck): Promise<GatedCreateResult> {
+    assertUnkeyed(run);
     const { keys, args, doc } = this.createCall(run);
     const call = gateCall(this.keys, gate);
     return gatedFrom(await redisScripts.run(this.redis, 'gatedCreateRun', [...keys, ...call.keys], [...args, ...call.args]), doc, run.rate);
@@ -98,6 +110,7 @@ export class RedisRunStore implements RunStore {
    * the create's error, a NOSCRIPT included (`isNoScript`: the create did not run).
    */
   sendCreate(redis: RedisClient, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
+    assertUnkeyed(run);
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {
       return redisScripts.send(redis, 'createRun', keys, args).then((reply) => ({ result: createdFrom(reply, doc, run.rate), ...inFlightOf(reply) }));
@@ -150,17 +163,19 @@ export class RedisRunStore implements RunStore {
    */
   async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
     const calls = runs.map((run) => this.createCall({ ...run, batch_id: batch.batch_id }));
-    const keys = [this.keys.account(batch.account_id), this.keys.accountRuns(batch.account_id), this.keys.unconfirmed(), this.keys.batch(batch.batch_id), this.keys.batchRuns(batch.batch_id)];
+    const claim = batch.idempotency_key === null ? this.keys.batch(batch.batch_id) : this.keys.idempotency(batch.account_id, batch.idempotency_key);
+    const keys = [this.keys.account(batch.account_id), this.keys.accountRuns(batch.account_id), this.keys.unconfirmed(), this.keys.batch(batch.batch_id), this.keys.batchRuns(batch.batch_id), claim];
     const created = Date.parse(batch.created_at);
-    const args: Array<string | number> = [batch.batch_id, batch.account_id, batch.price, created, this.opts.fairShareStep, this.indexFloor(), JSON.stringify(batch)];
+    const args: Array<string | number> = [batch.batch_id, batch.account_id, batch.price, created, this.opts.fairShareStep, this.indexFloor(), JSON.stringify(batch), batch.idempotency_key === null ? '' : '1'];
     for (const { keys: runKeys, args: a } of calls) {
       keys.push(runKeys[0]);
       // createCall's own order: run_id, account_id, price, doc, created, step, base, kind, floor, view, period, rate.
       args.push(a[0], a[2], a[3], a[6], a[7], a[9], a[10], a[11]);
     }
-    if (args.length !== 7 + runs.length * CREATE_BATCH_RUN_ARGS) throw new Error('createBatch arguments out of step');
+    if (args.length !== CREATE_BATCH_FIXED_ARGS + runs.length * CREATE_BATCH_RUN_ARGS) throw new Error('createBatch arguments out of step');
     const [tag, ...rest] = await redisScripts.run(this.redis, 'createBatch', keys, args);
     if (tag === 'no_account') return { outcome: 'no_account' };
+    if (tag === 'claim_lost') return { outcome: 'claim_lost' };
     if (tag === 'insufficient') return { outcome: 'insufficient_credits', available: Number(rest[0]) };
     if (tag === 'budget') return { outcome: 'budget_exceeded', budget: Number(rest[0]), spent: Number(rest[1]), reserved: Number(rest[2]) };
     if (tag === 'exists') return { outcome: 'exists', batch: JSON.parse(rest[0]) as BatchRecord };

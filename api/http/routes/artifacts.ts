@@ -129,12 +129,13 @@ export function artifactRoutes({ artifacts }: ArtifactRoutesOptions): RouteSpec[
         200: { description: 'The artifact', mediaType: '*/*', headers: downloadHeaders },
         206: { description: 'The requested byte range', mediaType: '*/*', headers: { ...downloadHeaders, 'Content-Range': 'bytes start-end/size' } },
         304: { description: 'Not modified (If-None-Match / If-Modified-Since)', mediaType: 'none', headers: { ETag: downloadHeaders.ETag } },
+        307: { description: 'With STORAGE=s3 and S3_PRESIGNED_REDIRECT=true, a GET: the bytes are at Location, a presigned URL of the bucket valid up to an hour (Range works there too)', mediaType: 'none', headers: { Location: 'the presigned URL', ETag: downloadHeaders.ETag } },
         404: { description: 'Unknown, or past its retention' },
         416: RANGE_NOT_SATISFIABLE,
       },
       async handler(ctx) {
         const meta = await artifacts.published(ctx.params.artifact_id, ctx.params.name);
-        await sendStored(ctx, meta, 'public', (range) => artifacts.open(meta, range));
+        await sendStored(ctx, meta, 'public', (range) => artifacts.open(meta, range), (response) => artifacts.redirect(meta, response));
       },
     },
   ];

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ArtifactStore, type ByteRange } from '../../../models/artifact-store.js';
+import { ARTIFACT_ID_PATTERN, artifactContentType, checkArtifactName, type ArtifactMeta, type ArtifactStore, type ByteRange, type PresignedResponse } from '../../../models/artifact-store.js';
 import { ApiError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
 import type { RunStore } from '../../../models/stores.js';
 import { artifactUrl } from '../../../sdk/protocol/index.js';
@@ -31,7 +31,12 @@ export interface ArtifactServiceOptions {
   maxBytes: number;
   retentionSeconds: number;
   publicUrl: () => string;
+  /** S3_PRESIGNED_REDIRECT: artifact downloads are redirected to the storage rather than streamed (when the store can). */
+  redirectDownloads?: boolean;
 }
+
+/** How long a presigned download URL lives: long enough for a slow download to start, short enough that a leaked one soon dies. */
+const PRESIGNED_TTL_S = 3600;
 
 /** What the worker says of an upload, as its request carried it. */
 export interface ArtifactUpload {
@@ -101,6 +106,17 @@ export class ArtifactService {
     const meta = ARTIFACT_ID_PATTERN.test(id) ? await this.opts.store.get(id) : null;
     if (!meta || meta.name !== name) throw new NotFoundError('artifact');
     return meta;
+  }
+
+  /**
+   * Where the storage serves this artifact itself, for a redirect (S3_PRESIGNED_REDIRECT), or
+   * null to stream it through the gateway. The URL never outlives the artifact's retention.
+   */
+  async redirect(meta: ArtifactMeta, response: PresignedResponse): Promise<string | null> {
+    const store = this.opts.store;
+    if (!this.opts.redirectDownloads || !store.presignedGet) return null;
+    const left = Math.floor((Date.parse(meta.expires_at) - Date.now()) / 1000);
+    return store.presignedGet(meta.id, response, Math.max(1, Math.min(PRESIGNED_TTL_S, left)));
   }
 
   /** The stored bytes (a range of them); `not_found` once they are gone. */

@@ -16,7 +16,7 @@ import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
 import { runAttempts, type AttemptLimits } from './job-attempts.js';
-import { CLASS_PRIORITY, IDEMPOTENCY_TTL_MS, type JobService, type SubmitJobBody } from './job-service.js';
+import { CLAIM_ROUNDS, CLASS_PRIORITY, IDEMPOTENCY_TTL_MS, type JobService, type SubmitJobBody } from './job-service.js';
 import type { ModelGate } from './model-gate.js';
 
 export interface SubmitBatchBody {
@@ -81,7 +81,7 @@ const validateItem = compile(submitJobBody);
 export class BatchService {
   constructor(private readonly opts: BatchServiceOptions) {}
 
-  async submit(accountId: string, body: SubmitBatchBody, idempotencyKey?: string, keyId?: string): Promise<BatchSubmission> {
+  async submit(accountId: string, body: SubmitBatchBody, idempotencyKey?: string, keyId?: string, round = 1): Promise<BatchSubmission> {
     const items = body.jobs;
     if (items.length > MAX_BATCH_JOBS) {
       throw new ApiError('invalid_request', `a batch holds at most ${MAX_BATCH_JOBS} jobs; this one has ${items.length}`, { details: { max: MAX_BATCH_JOBS, count: items.length } });
@@ -115,6 +115,12 @@ export class BatchService {
     const price = runs.reduce((sum, r) => sum + r.price, 0);
     const batch: BatchRecord = { batch_id: batchId, account_id: accountId, created_at: createdAt, run_ids: runs.map((r) => r.run_id), price, idempotency_key: idempotencyKey ?? null };
     const result = await this.opts.runs.createBatch(batch, runs);
+    if (result.outcome === 'claim_lost') {
+      // As a single job's (job-service.ts): the claimer failed and released the key under this
+      // retry; nothing was made, and starting over finds or makes the one batch of the key.
+      if (round >= CLAIM_ROUNDS) throw new ApiError('idempotency_conflict', 'requests with this Idempotency-Key kept failing while this one ran; nothing was created: send it again');
+      return this.submit(accountId, body, idempotencyKey, keyId, round + 1);
+    }
     if (result.outcome === 'insufficient_credits' || result.outcome === 'no_account' || result.outcome === 'budget_exceeded') {
       if (claimed && idempotencyKey !== undefined) await this.opts.idempotency.release(accountId, idempotencyKey, batchId);
       if (result.outcome === 'no_account') throw new UnauthorizedError('the account of this API key no longer exists');

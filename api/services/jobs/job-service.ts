@@ -17,7 +17,10 @@ import { fingerprint } from './canonical-json.js';
 import { runDeadlines, type KindDeadlines } from './job-deadlines.js';
 import { runAttempts, type AttemptLimits } from './job-attempts.js';
 import { CLASS_PRIORITY } from '../../../models/fair-share.js';
-import { waitingReason, type ModelGate, type WaitingReason } from './model-gate.js';
+import type { ModelGate } from './model-gate.js';
+import { QueueStateReader, type QueueState } from './queue-state-reader.js';
+
+export type { QueueState };
 import type { FleetCounters } from '../../../dispatch/fleet-counters.js';
 
 export interface SubmitJobBody {
@@ -55,6 +58,8 @@ export { CLASS_PRIORITY };
 
 /** Idempotency keys are honoured for 24 hours (docs/api.md "Jobs"). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** How many times a keyed submission starts over after its claim was released under it (each needs another request to fail meanwhile). */
+export const CLAIM_ROUNDS = 3;
 
 export interface JobServiceOptions {
   runs: RunStore;
@@ -85,14 +90,6 @@ export interface JobServiceOptions {
   models: Pick<ModelGate, 'check' | 'ranked'>;
   /** The fleet as it is now, to say why a queued run waits. */
   fleet?: Pick<FleetCounters, 'read'>;
-}
-
-/** Where a queued run stands: its place in its queue, and why it waits when the fleet says why. */
-export interface QueueState {
-  position: number | null;
-  waiting_reason: WaitingReason | null;
-  /** With `no_worker_for_rank`: the ranks no worker could hold now, 0-based, ascending; null otherwise. */
-  waiting_ranks: number[] | null;
 }
 
 /**
@@ -128,7 +125,10 @@ export class JobService {
   /** The clock submissions are stamped by, which sets the month a budget is judged in; replaceable (tests move it a month on). */
   clock: () => number = Date.now;
 
+  private readonly queueStateReader: QueueStateReader;
+
   constructor(private readonly opts: JobServiceOptions) {
+    this.queueStateReader = new QueueStateReader(opts);
     // Compile every input schema now: a broken one stops the boot, not a caller's request.
     for (const spec of KINDS) compile(spec.inputSchema);
   }
@@ -139,7 +139,7 @@ export class JobService {
    * being fetched is cut, and a submission whose caller left before its run was recorded makes
    * nothing: no run, no reservation, no file, and its Idempotency-Key stays free.
    */
-  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal, keyId?: string): Promise<Submission> {
+  async submit(accountId: string, body: SubmitJobBody, idempotencyKey?: string, gate?: SubmitGate, signal?: AbortSignal, keyId?: string, round = 1): Promise<Submission> {
     const spec = findKind(body.kind);
     if (!spec) {
       throw new ApiError('unknown_kind', `unknown kind ${JSON.stringify(body.kind)}`, { details: { kinds: KIND_NAMES } });
@@ -219,6 +219,14 @@ export class JobService {
       ...(keyId ? { api_key_id: keyId } : gate ? { api_key_id: `key_${gate.check.lookupId}` } : {}),
     };
     const { result, queued } = await this.create(newRun, fused);
+    if (result.outcome === 'claim_lost') {
+      // This request read the key's claim, and the request that made it failed and released it
+      // before this create: nothing was made. Starting over from the claim finds the run another
+      // retry made meanwhile, or claims the key afresh (already admitted: no gate this time).
+      await this.opts.inputFiles.discard(accountId, staged);
+      if (round >= CLAIM_ROUNDS) throw new ApiError('idempotency_conflict', 'requests with this Idempotency-Key kept failing while this one ran; nothing was created: send it again');
+      return this.submit(accountId, body, idempotencyKey, undefined, signal, keyId, round + 1);
+    }
 
     // No run was made with these files: the ones staged from https URLs and data: URIs for it go,
     // or every refused (or replayed) submission would leave a file the caller never asked to keep.
@@ -323,40 +331,9 @@ export class JobService {
     return (await this.queueStates([run]))[0];
   }
 
-  /**
-   * `queueState` of each run (a page of a listing): the places of its queued runs in one round
-   * trip (JobQueues.places), the fleet read once, and each ranked model's catalogue entry from
-   * the gate's cache. Nothing is read for a page with no queued run.
-   */
-  async queueStates(runs: RunRecord[]): Promise<Array<QueueState | null>> {
-    const queued = runs.filter((r) => r.status === 'queued');
-    if (queued.length === 0) return runs.map(() => null);
-    // The catalogue entry (cached by the gate) says whether the run waits for a pipeline of ranks.
-    const [places, fleet, ranked, parked] = await Promise.all([
-      this.opts.queues.places(queued),
-      this.opts.fleet?.read(),
-      Promise.all(queued.map((r) => this.opts.models.ranked(r))),
-      this.opts.dispatch?.gate?.parked(queued.map((r) => r.run_id)),
-    ]);
-    const now = Date.now();
-    const states = new Map<RunRecord, QueueState>();
-    queued.forEach((run, i) => {
-      const place = places[i];
-      // Parked at a concurrency limit (dispatch/concurrency-gate.ts): it waits for a run of its account, key or kind to end.
-      if (parked?.[i]) {
-        states.set(run, { position: null, waiting_reason: 'concurrency_limit', waiting_ranks: null });
-        return;
-      }
-      // A retry waiting out its backoff (docs/architecture.md, "Retries") has no place in the queue
-      // yet; once the backoff is over it waits for a worker like any job (the next fetch moves it).
-      if (place.delayedUntil !== null && place.delayedUntil > now) {
-        states.set(run, { position: null, waiting_reason: 'retry_backoff', waiting_ranks: null });
-        return;
-      }
-      const waiting = fleet ? waitingReason(run, fleet, ranked[i]) : { reason: null, ranks: null };
-      states.set(run, { position: place.position, waiting_reason: waiting.reason, waiting_ranks: waiting.ranks });
-    });
-    return runs.map((r) => states.get(r) ?? null);
+  /** `queueState` of each run of a page of a listing (QueueStateReader). */
+  queueStates(runs: RunRecord[]): Promise<Array<QueueState | null>> {
+    return this.queueStateReader.read(runs);
   }
 
   /** A page of the account's runs, newest first, with `next` the cursor of the next page (RunStore.list). */

@@ -15,6 +15,7 @@ export { claimRankSeats } from './claim-rank-seats.js';
 export { claimWebhookEvents } from './claim-webhook-events.js';
 export { createBatch } from './create-batch.js';
 export { createFile } from './create-file.js';
+export { createClaimedRun } from './create-claimed-run.js';
 export { createRun } from './create-run.js';
 export { createTool } from './create-tool.js';
 export { declareModel } from './declare-model.js';
