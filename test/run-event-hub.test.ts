@@ -48,6 +48,24 @@ describe('RunEventHub fan-out', function () {
     stop();
   });
 
+  it("reads back a first live message's lost predecessors, numbered from what its followers read themselves", async () => {
+    // A follower read the log up to event 1 itself; then the subscription is lost for a while
+    // without a 'ready' (as a cluster client's subscriber moving nodes): event 2 goes unheard.
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'read by the follower' } }]);
+    const got: number[] = [];
+    const stop = await hub.subscribe('run_first_gap', (e) => got.push(e.id));
+    hub.seen('run_first_gap', 1);
+    await subscriber.unsubscribe(log.channel('run_first_gap'));
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'unheard' } }]);
+    await subscriber.subscribe(log.channel('run_first_gap'));
+    const reads = log.reads;
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'heard' } }]);
+    await until('the heard event', async () => got.includes(3));
+    assert.deepEqual(got, [2, 3], 'the unheard event read back from the log, in order, and not the one the follower read');
+    assert.equal(log.reads - reads, 1, 'one read-back, from where the follower had read');
+    stop();
+  });
+
   it('one subscription per run serves every local follower, and ends with the last one', async () => {
     const a: number[] = [];
     const b: number[] = [];
