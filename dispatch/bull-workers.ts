@@ -67,7 +67,12 @@ export class BullWorkers {
    * worker serving many models does not run a fetch script on each empty queue.
    */
   async holding(queues: string[]): Promise<boolean[]> {
-    if (this.closed) return queues.map(() => false);
+    return (await this.waiting(queues)).map((n) => n > 0);
+  }
+
+  /** How many jobs each queue holds that a fetch could take now (waiting, prioritized, due delayed): three O(1)/O(log n) reads per queue in one round trip. */
+  async waiting(queues: string[]): Promise<number[]> {
+    if (this.closed) return queues.map(() => 0);
     // Made here, not at a first fetch: a queue's stalled checker runs from its Worker, and a
     // queue that looks empty may hold a lapsed lease only that checker brings back.
     const keys = queues.map((q) => this.worker(q).keys);
@@ -77,7 +82,7 @@ export class BullWorkers {
     // (timestamp * 0x1000 + a counter), the bound its promoteDelayedJobs.lua uses.
     const due = (Date.now() + 1) * 0x1000 - 1;
     const counts = await Promise.all(keys.flatMap((k) => [reads.llen(k.wait), reads.zcard(k.prioritized), reads.zcount(k.delayed, 0, due)]));
-    return queues.map((_, i) => counts[3 * i] + counts[3 * i + 1] + counts[3 * i + 2] > 0);
+    return queues.map((_, i) => counts[3 * i] + counts[3 * i + 1] + counts[3 * i + 2]);
   }
 
   /** A job of `queue` read back by id, bound to this process's worker so it can be completed here. */

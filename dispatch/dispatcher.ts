@@ -185,7 +185,7 @@ export class Dispatcher {
       channel: this.channels.workers,
       gatewayId: opts.gatewayId,
       fleet: this.fleet,
-      workers: () => this.pool.all(),
+      withIdentity: (identity) => this.pool.withIdentity(identity),
       detach: (w, code, reason) => this.pool.detach(w, code, reason, 'disconnect'),
       log: opts.log,
     });
@@ -238,8 +238,9 @@ export class Dispatcher {
       else if (channel === this.channels.workers) this.identities.heard(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
-    this.opts.subscriber.on('ready', () => this.scheduler.wakeAll());
-    const sweep = setInterval(() => (this.scheduler.wakeAll(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
+    const sweepQueues = () => void this.scheduler.sweep().catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
+    this.opts.subscriber.on('ready', sweepQueues);
+    const sweep = setInterval(() => (sweepQueues(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.
     const refresh = setInterval(() => void this.pool.refresh().catch((err: unknown) => this.opts.log.warn({ err }, 'could not refresh the fleet counts')), Math.max(100, Math.floor(this.fleetTtlMs / 4)));
     this.timers = [sweep, refresh];

@@ -47,6 +47,8 @@ export class FleetCounters {
   private total = emptySnapshot();
   /** Workers whose share changed since the last write; `recountAll`: count every worker again. */
   private readonly dirty = new Set<ConnectedWorker>();
+  /** Workers detached since the last write, whose shares and fields come off. */
+  private readonly removed = new Set<ConnectedWorker>();
   private recountAll = true;
   /** The share and identity fields of this instance's hash, as last written (all but `total`). */
   private readonly written = new Map<string, string>();
@@ -83,7 +85,8 @@ export class FleetCounters {
   /**
    * Writes this instance's counts. A lease or release names its worker: only that worker's
    * share is counted again (a recount of every worker and model on each lease grew with the
-   * fleet: 9–11% of the dispatcher's time with 100 models). Any other change recounts all.
+   * fleet: 9–11% of the dispatcher's time with 100 models); so do `joined` and `left`. Any
+   * other change recounts all.
    * The write waits for the end of this event-loop turn, so a burst of changes costs one;
    * `read()` on this instance issues a pending write first, so a read made after a change
    * sees it, as when every change was written at once.
@@ -91,8 +94,39 @@ export class FleetCounters {
   changed(worker?: ConnectedWorker): void {
     if (this.stopped) return;
     this.generation++;
-    if (worker && this.parts.has(worker) && !this.recountAll) this.dirty.add(worker);
-    else this.recountAll = true;
+    if (!worker || this.recountAll) this.recountAll = true;
+    else if (!this.removed.has(worker) && (this.parts.has(worker) || this.dirty.has(worker))) this.dirty.add(worker);
+    // Else it is not attached here: not yet (it is counted whole when it joins), or no longer
+    // (its leases are released after it left): its change counts nothing.
+    else return;
+    this.flushSoon();
+  }
+
+  /**
+   * A worker attached here: its share is added to the counts, not every worker counted again,
+   * so a registration costs the same with 5 workers attached or 5,000 (a full count per
+   * registration made a reconnect storm quadratic). A private worker is the exception: the
+   * full count is what times its evidence lapsing.
+   */
+  joined(worker: ConnectedWorker): void {
+    if (this.stopped) return;
+    if (worker.info.tier === 'private') return this.changed();
+    this.generation++;
+    if (!this.recountAll) this.dirty.add(worker);
+    this.flushSoon();
+  }
+
+  /** A worker detached from here: its share and fields are taken off (see `joined`). */
+  left(worker: ConnectedWorker): void {
+    if (this.stopped) return;
+    if (worker.info.tier === 'private') return this.changed();
+    this.generation++;
+    this.dirty.delete(worker);
+    if (!this.recountAll && this.parts.has(worker)) this.removed.add(worker);
+    this.flushSoon();
+  }
+
+  private flushSoon(): void {
     if (this.flushing) return;
     this.flushing = setImmediate(() => this.flush());
   }
@@ -105,7 +139,7 @@ export class FleetCounters {
     if (this.stopped) return;
     const now = Date.now();
     const set: string[] = [];
-    const gone: string[] = [];
+    let gone: string[] = [];
     if (this.recountAll) {
       this.total = this.local(now);
       const fields = new Map<string, string>();
@@ -117,19 +151,35 @@ export class FleetCounters {
       for (const [field, value] of fields) if (this.written.get(field) !== value) set.push(field, value);
       for (const field of this.written.keys()) if (!fields.has(field)) gone.push(field);
     } else {
+      for (const w of this.removed) {
+        const part = this.parts.get(w);
+        if (!part) continue;
+        addSnapshot(this.total, part, -1);
+        this.parts.delete(w);
+        if (!w.identity) continue;
+        if (this.written.has(`s:${w.info.worker_id}`)) gone.push(`s:${w.info.worker_id}`);
+        // Unless a newer connection of the same worker took the identity over meanwhile.
+        if (this.written.get(`i:${w.identity}`) === w.info.worker_id) gone.push(`i:${w.identity}`);
+      }
       for (const w of this.dirty) {
+        const prior = this.parts.get(w);
         const part = workerShare(w, now, this.opts.leasesOf);
-        addSnapshot(this.total, this.parts.get(w)!, -1);
+        if (prior) addSnapshot(this.total, prior, -1);
         addSnapshot(this.total, part, 1);
         this.parts.set(w, part);
         if (!w.identity) continue;
         const field = `s:${w.info.worker_id}`;
         const value = JSON.stringify(part);
         if (this.written.get(field) !== value) set.push(field, value);
+        if (this.written.get(`i:${w.identity}`) !== w.info.worker_id) set.push(`i:${w.identity}`, w.info.worker_id);
       }
+      // An identity that left and came back in one turn is rewritten, not deleted.
+      const rewritten = new Set(set.filter((_, i) => i % 2 === 0));
+      gone = gone.filter((f) => !rewritten.has(f));
     }
     this.recountAll = false;
     this.dirty.clear();
+    this.removed.clear();
     for (let i = 0; i < set.length; i += 2) this.written.set(set[i], set[i + 1]);
     for (const field of gone) this.written.delete(field);
     this.write(now, set, gone);

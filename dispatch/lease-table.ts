@@ -234,8 +234,9 @@ export class LeaseTable {
       this.opts.log.info({ runId: lease.runId, leaseId: lease.id, workerId: worker.info.worker_id }, 'lease adopted');
     }
     for (const claim of claims.slice(worker.info.slots)) lost.push(claim.lease_id);
-    // Counted once for the whole batch: one fleet write per registration, not per lease.
-    this.counted(worker);
+    // Not attached yet: its busy slots go into the fleet counts with its share when it attaches
+    // (`FleetCounters.joined`); a full recount here, at every registration, grew with the fleet.
+    worker.info.busy = worker.leases.size;
     return { resumed, lost };
   }
 

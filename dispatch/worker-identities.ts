@@ -11,8 +11,8 @@ export interface WorkerIdentitiesOptions {
   channel: string;
   gatewayId: string;
   fleet: Pick<FleetCounters, 'retireElsewhere'>;
-  /** The workers attached to this instance now. */
-  workers: () => Iterable<ConnectedWorker>;
+  /** The workers attached to this instance now under this identity (looked up, not scanned: every registration anywhere asks every instance). */
+  withIdentity: (identity: string) => Iterable<ConnectedWorker>;
   /** Detaches a worker (its leases lost, or handed over if it was moving). */
   detach: (worker: ConnectedWorker, code: number, reason: string) => Promise<void>;
   log: Logger;
@@ -52,7 +52,7 @@ export class WorkerIdentities {
 
   private async retireLocal(identity: string, newer: string, why: string): Promise<void> {
     // Worker ids are `wkr_<ULID>`: a later registration sorts after an earlier one.
-    const older = [...this.opts.workers()].filter((w) => w.identity === identity && w.info.worker_id < newer);
+    const older = [...this.opts.withIdentity(identity)].filter((w) => w.info.worker_id < newer);
     for (const w of older) {
       this.opts.log.info({ workerId: w.info.worker_id, supersededBy: newer, leases: w.leases.size }, 'worker connection superseded');
       w.send({ type: 'error', code: SUPERSEDED_CODE, message: `${why} (as ${newer}): this connection is retired; a worker seeing this on its current connection shares its identity with another process` });

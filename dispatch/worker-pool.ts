@@ -15,7 +15,7 @@ import type { WorkerInfo } from './worker-info.js';
 /** What the pool needs from the rest of the dispatcher: the pieces built before it, passed in by the facade. */
 export interface PoolContext {
   /** Offers work to a worker that joined or may take private work again. */
-  scheduler: Pick<LeaseScheduler, 'fill'>;
+  scheduler: Pick<LeaseScheduler, 'fill' | 'forget'>;
   /** The leases a worker holds: looked up when it joins, handed over when it moves. */
   table: Pick<LeaseTable, 'get' | 'handOver'>;
   /** Loses the leases of a worker that leaves. */
@@ -33,6 +33,8 @@ export interface WorkerPoolOptions {
  */
 export class WorkerPool {
   private readonly workers = new Map<string, ConnectedWorker>();
+  /** Protocol 5: the attached connections of each worker identity (one, but for a moment two). */
+  private readonly byIdentity = new Map<string, Set<ConnectedWorker>>();
   private stopping = false;
 
   constructor(
@@ -76,11 +78,16 @@ export class WorkerPool {
     worker.tiers = tiers;
     route(worker);
     this.workers.set(info.worker_id, worker);
+    if (worker.identity) {
+      let same = this.byIdentity.get(worker.identity);
+      if (!same) this.byIdentity.set(worker.identity, (same = new Set()));
+      same.add(worker);
+    }
     if (worker.attestation) {
       info.attested_until = worker.attestation.current?.expires_at ?? null;
       info.fallback_tier = tiers.find((t) => t !== 'private') ?? 'open';
     }
-    this.opts.fleet.changed();
+    this.opts.fleet.joined(worker);
     void this.ctx.scheduler.fill(worker);
   }
 
@@ -115,14 +122,21 @@ export class WorkerPool {
     return [...this.workers.values()].map((w) => w.info);
   }
 
+  withIdentity(identity: string): Iterable<ConnectedWorker> {
+    return this.byIdentity.get(identity) ?? [];
+  }
+
   workersOf(owner: WorkerInfo['owner']): ConnectedWorker[] {
     return [...this.workers.values()].filter((w) => w.info.owner.type === owner.type && w.info.owner.id === owner.id);
   }
 
   async detach(worker: ConnectedWorker, code: number, reason: string, loss: LeaseLossReason): Promise<void> {
     if (!this.workers.delete(worker.info.worker_id)) return;
+    const same = worker.identity ? this.byIdentity.get(worker.identity) : undefined;
+    if (same?.delete(worker) && same.size === 0) this.byIdentity.delete(worker.identity!);
+    this.ctx.scheduler.forget(worker);
     // Gone from the fleet's counts now, before its leases are settled.
-    this.opts.fleet.changed();
+    this.opts.fleet.left(worker);
     worker.draining = true;
     worker.attestation?.close();
     try {

@@ -263,3 +263,73 @@ describe('FleetCounters: a worker registering again under its identity', functio
     assert.equal(JSON.parse((await redis.hget(keys.fleetCounts('gw_lapsing'), 'total'))!).slots, 3);
   });
 });
+
+/**
+ * A registration or a departure adds or takes off one worker's share: the counts must be what a
+ * full count says, the identity fields too, without counting every attached worker again (a
+ * full count per registration made a reconnect storm quadratic: bench/fleet.ts).
+ */
+describe('FleetCounters: workers joining and leaving are counted one by one', function () {
+  const prefix = uniquePrefix('fleet-join');
+  const redis = createRedis(REDIS_URL, { name: 'test-fleet-join' });
+  const keys = new RedisKeys(prefix);
+  const attached: ConnectedWorker[] = [];
+  let fullCounts = 0;
+  const fleet = new FleetCounters({ redis, prefix, gatewayId: 'gw_j', ttlMs: 60_000, workers: () => (fullCounts++, attached), log: pino({ level: 'silent' }) });
+  const hash = async () => redis.hgetall(keys.fleetCounts('gw_j'));
+
+  after(async () => {
+    await fleet.stop();
+    await cleanupPrefix(prefix);
+    redis.disconnect();
+  });
+
+  it('adds and takes off shares and identity fields without a full count, and ends where a full count does', async () => {
+    const a = worker('wkr_A', 2, { [KIND]: [{ id: 'm1' }] as WorkerModels[string] }, 'operator:op:a');
+    attached.push(a);
+    fleet.changed(); // the first write counts all
+    await fleet.read();
+    fullCounts = 0;
+
+    const b = worker('wkr_B', 3, {}, 'operator:op:b');
+    const c = worker('wkr_C', 1);
+    attached.push(b, c);
+    fleet.joined(b);
+    fleet.joined(c);
+    b.leases.add('l_b'); // a lease in the same turn as its registration
+    fleet.changed(b);
+    let seen = await fleet.read();
+    assert.equal(seen.workers, 3);
+    assert.equal(seen.busy, 1);
+    assert.equal((await hash())['i:operator:op:b'], 'wkr_B');
+
+    // b leaves, and the same worker comes back on a new connection in the same turn: counted once.
+    attached.splice(attached.indexOf(b), 1);
+    fleet.left(b);
+    const b2 = worker('wkr_B2', 3, {}, 'operator:op:b');
+    attached.push(b2);
+    fleet.joined(b2);
+    b.leases.delete('l_b'); // its lease released after it left counts nothing
+    fleet.changed(b);
+    seen = await fleet.read();
+    assert.equal(seen.workers, 3);
+    assert.equal(seen.busy, 0);
+    const fields = await hash();
+    assert.equal(fields['i:operator:op:b'], 'wkr_B2');
+    assert.equal(fields['s:wkr_B'], undefined);
+    assert.ok(fields['s:wkr_B2']);
+
+    attached.splice(attached.indexOf(a), 1);
+    fleet.left(a);
+    seen = await fleet.read();
+    assert.equal(seen.kinds[KIND].models.m1, undefined);
+    assert.equal((await hash())['i:operator:op:a'], undefined);
+    assert.equal(fullCounts, 0, 'no join or departure counted every worker again');
+
+    const incremental = await hash();
+    fleet.changed();
+    await fleet.read();
+    assert.equal(fullCounts, 1);
+    assert.deepEqual(await hash(), incremental, 'a full count finds the same hash');
+  });
+});

@@ -24,6 +24,7 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
   const fetches: Array<{ queue: string; got: boolean }> = [];
   let looks = 0;
   let wakes = 0;
+  let sweeps = 0;
 
   before(async () => {
     await gw.start();
@@ -34,12 +35,14 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
       fetches.push({ queue, got: job !== undefined && job !== null });
       return job;
     };
-    const scheduler = (gw.dispatcher as unknown as { scheduler: { wake(queue: string, count: number): void } }).scheduler;
+    const scheduler = (gw.dispatcher as unknown as { scheduler: { wake(queue: string, count: number): void; sweep(): Promise<void> } }).scheduler;
     const wake = scheduler.wake.bind(scheduler);
     scheduler.wake = (queue, count) => {
       wakes++;
       wake(queue, count);
     };
+    const sweep = scheduler.sweep.bind(scheduler);
+    scheduler.sweep = () => (sweeps++, sweep());
     const holding = bull.holding.bind(bull);
     bull.holding = async (queues) => {
       looks++;
@@ -91,9 +94,12 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
   it('leases jobs announced together with a fetch each, and fills while it is filling until the queue is empty', async () => {
     const { key } = await gw.account();
     fetches.length = 0;
+    sweeps = 0;
     const submitted = await Promise.all(['two', 'three', 'four'].map((prompt) => gw.submit(key, { kind: 'inference:image:generate', input: { prompt } })));
     assert.deepEqual(submitted.map((r) => r.status), [202, 202, 202]);
     await until('the worker runs them', async () => started.length === 4);
+    // Announcements that came while it was filling for an earlier one reached it: none waited for the safety sweep.
+    assert.equal(sweeps, 0);
     await idle();
     assert.equal(fetches.filter((f) => f.got).length, 3);
     // Announcements heard while it filled ask for a fill to the end: at most one fetch finds nothing.

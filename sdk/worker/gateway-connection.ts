@@ -2,6 +2,7 @@ import WebSocket, { type RawData } from 'ws';
 import { MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, SUPERSEDED_CODE, type RegisterFrame, type WorkerFrame } from '../protocol/index.js';
 import { isRecord } from './is-record.js';
 import { WorkerRefusedError, type EmitWorkerEvent } from './worker-events.js';
+import { reconnectDelay } from './reconnect-backoff.js';
 import type { WorkerSettings } from './worker-options.js';
 
 // 4409: another live process registered with this worker's identity; reconnecting would retire it in turn.
@@ -262,10 +263,7 @@ export class GatewayConnection {
   }
 
   private nextDelay(): number {
-    const { initialDelayMs, maxDelayMs, factor } = this.settings.backoff;
-    const cap = Math.min(maxDelayMs, initialDelayMs * factor ** this.failedTries);
-    this.failedTries++;
-    // "Equal jitter": half fixed, half random, so a fleet does not reconnect in step.
-    return cap / 2 + Math.random() * (cap / 2);
+    // Full jitter (reconnect-backoff.ts), so a fleet does not reconnect in step.
+    return reconnectDelay(this.settings.backoff, this.failedTries++);
   }
 }

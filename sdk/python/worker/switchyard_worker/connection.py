@@ -9,12 +9,13 @@ import asyncio
 import json
 import random
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 from websockets.exceptions import ConnectionClosed
 
 from .errors import WorkerRefusedError
 from .protocol import MAX_HEARTBEAT_LEASES, SUPERSEDED_CLOSE, SUPERSEDED_CODE
+from .types import ReconnectOptions
 
 try:  # websockets >= 13
     from websockets.asyncio.client import connect as _ws_connect
@@ -34,6 +35,15 @@ FATAL_CLOSE_CODES = frozenset({4400, 4401, 4403, SUPERSEDED_CLOSE})
 TRANSIENT_ERROR_CODES = frozenset({"internal", "unavailable", "attestation_timeout"})
 #: A registration that lasted this long resets the reconnect backoff.
 STABLE_AFTER = 10.0
+
+
+def reconnect_delay(backoff: ReconnectOptions, failed_tries: int, rand: Callable[[], float] = random.random) -> float:
+    """The wait before the next connection try, after ``failed_tries`` tries that did not hold:
+    "full jitter", uniformly between 0 and min(max_delay, initial_delay * factor ** failed_tries).
+    A restarting gateway instance drops all its workers at once; drawing over the whole bound
+    (not its upper half) spreads their registrations over twice the time (bench/fleet.ts)."""
+    cap = min(backoff.max_delay, backoff.initial_delay * backoff.factor ** failed_tries)
+    return rand() * cap
 
 
 class _Binary:
@@ -353,8 +363,6 @@ class GatewayConnection:
             self.worker.check_stopped()
 
     def _next_delay(self) -> float:
-        b = self.worker.reconnect
-        cap = min(b.max_delay, b.initial_delay * b.factor ** self._failed_tries)
+        delay = reconnect_delay(self.worker.reconnect, self._failed_tries)
         self._failed_tries += 1
-        # "Equal jitter": half fixed, half random, so a fleet does not reconnect in step.
-        return cap / 2 + random.random() * cap / 2
+        return delay

@@ -63,7 +63,7 @@ class UploadedArtifact:
 
 @dataclass
 class ReconnectOptions:
-    """Backoff between connection tries, in seconds, with equal jitter."""
+    """Backoff between connection tries, in seconds, with full jitter (0 up to the bound)."""
 
     initial_delay: float = 0.25
     max_delay: float = 15.0

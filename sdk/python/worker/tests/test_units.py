@@ -90,7 +90,7 @@ def test_protocol_helpers():
     assert "".join(chunks("x" * (MAX_LOG_LINE * 2 + 5), MAX_LOG_LINE)) == "x" * (MAX_LOG_LINE * 2 + 5)
 
 
-def test_reconnect_backoff_grows_with_equal_jitter_up_to_its_cap():
+def test_reconnect_backoff_grows_with_full_jitter_up_to_its_cap():
     from types import SimpleNamespace
 
     from switchyard_worker import ReconnectOptions
@@ -99,5 +99,19 @@ def test_reconnect_backoff_grows_with_equal_jitter_up_to_its_cap():
     conn = GatewayConnection(SimpleNamespace(reconnect=ReconnectOptions(initial_delay=1, max_delay=8, factor=2)))  # type: ignore[arg-type]
     delays = [conn._next_delay() for _ in range(6)]
     for delay, cap in zip(delays, [1, 2, 4, 8, 8, 8]):
-        assert cap / 2 <= delay <= cap, (delays, cap)
+        assert 0 <= delay <= cap, (delays, cap)
     assert len({conn._next_delay() for _ in range(20)}) > 1, "jittered: a fleet does not reconnect in step"
+
+
+def test_reconnect_delay_is_full_jitter_over_a_capped_exponential_bound() -> None:
+    from switchyard_worker import ReconnectOptions
+    from switchyard_worker.connection import reconnect_delay
+
+    b = ReconnectOptions(initial_delay=0.25, max_delay=15.0, factor=2.0)
+    # The lowest draw waits nothing, the highest the whole bound; the bound doubles up to max_delay.
+    assert reconnect_delay(b, 0, lambda: 0.0) == 0.0
+    assert [reconnect_delay(b, tries, lambda: 1.0) for tries in range(8)] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0]
+    # A fleet dropped at once (evenly spaced draws) spreads over the whole bound, not its upper half.
+    draws = [reconnect_delay(b, 0, lambda i=i: i / 1000) for i in range(1000)]
+    assert all(0 <= d < 0.25 for d in draws)
+    assert sum(d < 0.125 for d in draws) == 500
