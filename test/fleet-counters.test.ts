@@ -271,7 +271,7 @@ describe('FleetCounters: a worker registering again under its identity', functio
  */
 describe('FleetCounters: workers joining and leaving are counted one by one', function () {
   const prefix = uniquePrefix('fleet-join');
-  const redis = createRedis(REDIS_URL, { name: 'test-fleet-join' });
+  const redis = testRedis('test-fleet-join');
   const keys = new RedisKeys(prefix);
   const attached: ConnectedWorker[] = [];
   let fullCounts = 0;
