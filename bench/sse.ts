@@ -3,8 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Redis } from 'ioredis';
-import { createRedis } from '../models/redis-connection.js';
+import { createRedis, type RedisClient } from '../models/redis-connection.js';
 import { CpuMeter, type CpuTotals } from './lib/cpu.js';
 import { startIpcChild, type IpcChild } from './lib/ipc-child.js';
 import { describeMachine } from './lib/machine.js';
@@ -169,7 +168,7 @@ async function openStreams(o: SseOptions, target: Target, clients: SseClientFlee
 }
 
 /** The latency window at `rate`, then the throughput window; the memory figures of `side`. */
-async function traffic(o: SseOptions, side: Side, settled: Memory & { seconds: number }, runIds: string[], redis: Redis, meter: CpuMeter, log: (m: string) => void): Promise<Phase> {
+async function traffic(o: SseOptions, side: Side, settled: Memory & { seconds: number }, runIds: string[], redis: RedisClient, meter: CpuMeter, log: (m: string) => void): Promise<Phase> {
   const { target: t, clients, streams, before, after } = side;
   const streamsPerRun = runIds.map((_, r) => Math.floor(o.connections / o.runs) + (r < o.connections % o.runs ? 1 : 0));
   const pub = new EventPublisher(redis, t.prefix, runIds, streamsPerRun);

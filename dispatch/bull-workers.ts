@@ -1,17 +1,17 @@
 import { createRedisBackend, Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { redisScripts } from '../models/redis/redis-scripts.js';
 import type { QueuedJobData } from '../queues/job-queues.js';
 
 export interface BullWorkersOptions {
   /** Connection for BullMQ workers (maxRetriesPerRequest: null), shared by all of them: nothing here blocks. */
-  connection: Redis;
+  connection: RedisClient;
   /**
    * An auto-pipelined connection with no scripts defined on it, for the look at which queues
    * hold jobs: a pipeline built on `connection` copies BullMQ's ~50 scripts into itself.
    */
-  reads: Redis;
+  reads: RedisClient;
   prefix: string;
   /** Lock duration of a lease; extended by heartbeats. */
   lockMs: number;

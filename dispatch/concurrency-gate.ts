@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { RedisKeys } from '../models/redis/keys.js';
 import { redisScripts } from '../models/redis/redis-scripts.js';
@@ -10,7 +10,7 @@ import type { QueuedJobData } from '../queues/job-queues.js';
 import type { BullWorkers } from './bull-workers.js';
 
 export interface ConcurrencyGateOptions {
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   bull: Pick<BullWorkers, 'park' | 'job'>;
   runs: Pick<RunStore, 'get'>;

@@ -1,5 +1,5 @@
 import { RedisKeys } from '../models/redis/keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { ArtifactStore } from '../models/artifact-store.js';
 import type { ModelStore, RankConflict, RunStore } from '../models/stores.js';
@@ -28,11 +28,11 @@ export type { WorkerReportSink } from './lease-settlement.js';
 
 export interface DispatcherOptions {
   /** Command connection (shared with the API). */
-  redis: Redis;
+  redis: RedisClient;
   /** A dedicated connection for the wake-up and cancel channels. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   /** Connection for BullMQ's workers (maxRetriesPerRequest: null). */
-  bullConnection: Redis;
+  bullConnection: RedisClient;
   prefix: string;
   queuePrefix: string;
   runs: RunStore;

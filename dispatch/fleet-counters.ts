@@ -1,6 +1,6 @@
 import { RedisKeys } from '../models/redis/keys.js';
 import { redisScripts } from '../models/redis/redis-scripts.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { ConnectedWorker } from './connected-worker.js';
 import { addSnapshot, emptySnapshot, workerShare, type FleetSnapshot } from './fleet-snapshot.js';
@@ -13,7 +13,7 @@ const INDEX_SKEW_MS = 60_000;
 
 export interface FleetCountersOptions {
   /** The connection the API reads with too: a write issued before a read on it is seen by that read. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   gatewayId: string;
   /** A dead instance's counts vanish this long after its last write or refresh (one heartbeat interval). */

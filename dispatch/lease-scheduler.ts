@@ -2,7 +2,7 @@ import { leaseFileUrl, leaseUploadUrl, type LeaseInputFile } from '../sdk/protoc
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { PriorRunFields, RunStore } from '../models/stores.js';
@@ -62,7 +62,7 @@ export interface SchedulerContext {
 
 export interface LeaseSchedulerOptions {
   /** Command connection: announcements are published on it. */
-  redis: Redis;
+  redis: RedisClient;
   /** The channel every instance's scheduler hears announcements on. */
   channel: string;
   runs: RunStore;

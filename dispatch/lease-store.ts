@@ -1,5 +1,5 @@
 import { RedisKeys } from '../models/redis/keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import { hashSecret, sameHash } from '../models/credentials.js';
 import { redisScripts } from '../models/redis/redis-scripts.js';
 
@@ -38,7 +38,7 @@ export class LeaseStore {
   private readonly keys: RedisKeys;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.keys = new RedisKeys(prefix);

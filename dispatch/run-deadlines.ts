@@ -1,5 +1,5 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RunStore } from '../models/stores.js';
@@ -20,7 +20,7 @@ export interface RunDeadlinesContext {
 
 export interface RunDeadlinesOptions {
   /** Command connection: the sorted set of expiring runs. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   runs: RunStore;
   bull: Pick<BullWorkers, 'job'>;

@@ -1,5 +1,5 @@
 import { RedisKeys } from '../models/redis/keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { OperatorStore } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
@@ -10,9 +10,9 @@ import type { Dispatcher } from './dispatcher.js';
 
 export interface TrustEnforcerOptions {
   /** Command connection, to publish on. */
-  redis: Redis;
+  redis: RedisClient;
   /** The process's shared subscriber connection (the dispatcher's and the event hub's). */
-  subscriber: Redis;
+  subscriber: RedisClient;
   prefix: string;
   operators: OperatorStore;
   dispatcher: Dispatcher;

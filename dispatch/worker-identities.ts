@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { SUPERSEDED_CLOSE, SUPERSEDED_CODE } from '../sdk/protocol/index.js';
 import type { ConnectedWorker } from './connected-worker.js';
@@ -6,7 +6,7 @@ import type { FleetCounters } from './fleet-counters.js';
 
 export interface WorkerIdentitiesOptions {
   /** Command connection, to publish on. */
-  redis: Redis;
+  redis: RedisClient;
   /** The channel every instance hears registrations on. */
   channel: string;
   gatewayId: string;

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { MongoStores } from './mongo/mongo-stores.js';
 import { RedisStores } from './redis/redis-stores.js';
 import type { Stores } from './stores.js';
 
 export interface StoreSelection {
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
   mongoUrl?: string;
   mongoDb: string;

@@ -1,4 +1,13 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { redisTarget, type RedisTarget } from './redis-target.js';
+
+/**
+ * A connection to the gateway's Redis: one server, or a Redis Cluster (ioredis's `Cluster`,
+ * which sends each command to the primary of its key's slot). Both have the same commands;
+ * what differs on a cluster is that every multi-key command, script, MULTI and pipeline must
+ * keep its keys in one hash slot (docs/architecture.md, "Redis Cluster").
+ */
+export type RedisClient = Redis | Cluster;
 
 export interface RedisConnectionOptions {
   /** Connection name shown by CLIENT LIST. */
@@ -17,8 +26,13 @@ export interface RedisConnectionOptions {
   autoPipelining?: boolean;
 }
 
-/** One place that builds ioredis clients, so every connection has the same outage behaviour. */
-export function createRedis(url: string, opts: RedisConnectionOptions): Redis {
+/**
+ * One place that builds ioredis clients, so every connection has the same outage behaviour.
+ * `target` is the config's parsed `redis`, or a URL (a `redis+cluster://` one makes a cluster
+ * client).
+ */
+export function createRedis(target: RedisTarget | string, opts: RedisConnectionOptions): RedisClient {
+  const where = typeof target === 'string' ? redisTarget(target) : target;
   const options: RedisOptions = {
     connectionName: `switchyard:${opts.name}`,
     // BullMQ requires null on its connections; request paths retry once, then fail.
@@ -28,8 +42,57 @@ export function createRedis(url: string, opts: RedisConnectionOptions): Redis {
     lazyConnect: false,
     enableAutoPipelining: opts.autoPipelining ?? false,
   };
-  const client = new Redis(url, options);
+  const client = where.kind === 'single' ? new Redis(where.url, options) : clusterClient(where, options);
   // ioredis emits 'error' on every failed reconnect; the callers see failures on their commands.
   client.on('error', () => {});
   return client;
+}
+
+function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options: RedisOptions): Cluster {
+  const { retryStrategy, enableAutoPipelining, lazyConnect, ...perNode } = options;
+  return new Cluster(where.nodes, {
+    // The same outage behaviour as one server's: the cluster's own reconnects back off alike.
+    // Its per-node connections keep ioredis's default of not reconnecting: a node that drops
+    // is forgotten and the slot map asked again, which is how a failover's new primary is
+    // found (a node connection retrying a dead primary held the gateway's slot there).
+    clusterRetryStrategy: retryStrategy,
+    enableAutoPipelining,
+    lazyConnect,
+    redisOptions: {
+      ...perNode,
+      ...(where.username && { username: where.username }),
+      ...(where.password !== undefined && { password: where.password }),
+      ...(where.tls && { tls: {} }),
+    },
+  });
+}
+
+/** A second connection like `client`, to the same server or cluster (each client type's own `duplicate`). */
+export function duplicateRedis(client: RedisClient): RedisClient {
+  const copy = isCluster(client) ? client.duplicate() : client.duplicate();
+  copy.on('error', () => {});
+  return copy;
+}
+
+/** Whether `client` is a cluster client, for the few commands a cluster answers per node (SCAN, KEYS). */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
+}
+
+/**
+ * The connections to send a per-node command to: every primary of a cluster (SCAN and KEYS see
+ * only the keys of the node they reach), or the one server. A cluster client knows its primaries
+ * only once it is ready (before, it holds the nodes it was given, which it drops on learning the
+ * topology), so this waits for that.
+ */
+export async function primariesOf(client: RedisClient): Promise<Redis[]> {
+  if (!isCluster(client)) return [client];
+  if (client.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const ready = () => (client.off('end', ended), resolve());
+      const ended = () => (client.off('ready', ready), reject(new Error('the Redis Cluster connection ended before it was ready')));
+      client.once('ready', ready).once('end', ended);
+    });
+  }
+  return client.nodes('master');
 }

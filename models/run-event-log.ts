@@ -1,5 +1,5 @@
 import { RedisKeys } from './redis/keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { redisScripts } from './redis/redis-scripts.js';
 
 /** The event names of docs/api.md "Events". */
@@ -24,9 +24,9 @@ export interface DeltaGuard {
 }
 
 export interface RunEventLogOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
-  /** Events kept per run; the oldest go first (approximately: Redis trims whole nodes). */
+  /** Events kept per run; the oldest go first (approximately: RedisClient trims whole nodes). */
   maxLength: number;
   /** How long a run's events outlive its last event (the run retention). */
   ttlMs: number;

@@ -1,5 +1,5 @@
-import { Job, Queue, type RedisClient } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Job, Queue, type RedisClient as BullClient } from 'bullmq';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
 import { parseQueueName, queueName, routedModel, runQueueName } from './queue-names.js';
@@ -55,7 +55,7 @@ function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
 
 export interface JobQueuesOptions {
   /** A non-blocking ioredis client, shared by every producer queue. */
-  connection: Redis;
+  connection: RedisClient;
   /** BullMQ key prefix. */
   prefix: string;
   /** A set of the model queues ever written to, so every instance can list them without a SCAN. */
@@ -156,13 +156,13 @@ export class JobQueues {
    * A run with a `ttl_s` is noted, by when it expires, where every instance's sweeper finds it if
    * no worker takes it first (dispatch/run-deadlines.ts): sent on `client` at once, beside its add.
    */
-  private noteExpiry(client: Pick<Redis, 'zadd'>, run: QueuedRun): Promise<unknown> | undefined {
+  private noteExpiry(client: Pick<RedisClient, 'zadd'>, run: QueuedRun): Promise<unknown> | undefined {
     if (!run.expires_at || !this.opts.expiringKey) return undefined;
     return client.zadd(this.opts.expiringKey, Date.parse(run.expires_at), expiringMember(runQueueName(run), run.run_id, run.account_id));
   }
 
   /** The connection the queues write on (one for all of them). */
-  get connection(): Redis {
+  get connection(): RedisClient {
     return this.opts.connection;
   }
 
@@ -171,7 +171,7 @@ export class JobQueues {
    * scripts defined on it), its queue recorded first among the model queues when it is one:
    * what `addNow` sends a run's add with.
    */
-  async producer(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<RedisClient> {
+  async producer(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<BullClient> {
     return (await this.recordedQueue(run)).getBackend().client;
   }
 
@@ -182,11 +182,11 @@ export class JobQueues {
    * trip (queues/create-and-enqueue.ts). Returns the job (to change its priority afterwards) and
    * the add's outcome.
    */
-  addNow(client: RedisClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
+  addNow(client: BullClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
     const queue = this.named(runQueueName(run));
     const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
     const added = job.addJob(client);
-    const expiring = this.noteExpiry(client as unknown as Pick<Redis, 'zadd'>, run);
+    const expiring = this.noteExpiry(client as unknown as Pick<RedisClient, 'zadd'>, run);
     return { job, added: expiring ? Promise.all([added, expiring]).then(([id]) => id) : added };
   }
 

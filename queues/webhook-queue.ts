@@ -1,5 +1,5 @@
 import { Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { WebhookEvent } from '../models/types.js';
 
@@ -38,7 +38,7 @@ export interface WebhookPayload {
 
 export interface WebhookQueueOptions {
   /** Non-blocking producer connection (shared). */
-  connection: Redis;
+  connection: RedisClient;
   /** BullMQ key prefix, the one of the job queues. */
   prefix: string;
   /** Delay before each retry; as many retries as entries. */
@@ -87,7 +87,7 @@ export class WebhookQueue {
    * Starts delivering in this process. `deliver` throws to fail the attempt: it is retried
    * while attempts remain, unless it threw BullMQ's `UnrecoverableError`.
    */
-  work(opts: { connection: Redis; concurrency: number; log: Logger; deliver: (job: Job<WebhookJobData>) => Promise<void> }): void {
+  work(opts: { connection: RedisClient; concurrency: number; log: Logger; deliver: (job: Job<WebhookJobData>) => Promise<void> }): void {
     this.worker = new Worker<WebhookJobData>(WEBHOOK_QUEUE, opts.deliver, {
       connection: opts.connection,
       prefix: this.opts.prefix,

@@ -48,6 +48,42 @@ describe('configuration', () => {
     }
   });
 
+  it('reads a Redis Cluster from REDIS_CLUSTER_NODES or a redis+cluster:// REDIS_URL, and hash-tags the key prefix on one', () => {
+    const single = loadConfig({ REDIS_URL: 'redis://:pw@redis:6379/2' });
+    assert.deepEqual(single.redis, { kind: 'single', url: 'redis://:pw@redis:6379/2' });
+    assert.equal(single.redisPrefix, 'sy', 'one server keeps the prefix as given');
+
+    const nodes = loadConfig({ REDIS_URL: 'rediss://user:p%40ss@ignored:6379', REDIS_CLUSTER_NODES: 'r1:7000, r2:7001,[::1]:7002' });
+    assert.deepEqual(nodes.redis, {
+      kind: 'cluster',
+      nodes: [{ host: 'r1', port: 7000 }, { host: 'r2', port: 7001 }, { host: '::1', port: 7002 }],
+      username: 'user',
+      password: 'p@ss',
+      tls: true,
+    });
+    assert.equal(nodes.redisPrefix, '{sy}');
+    assert.equal(nodes.redisUrlDefaulted, false, 'the dev launcher starts no Redis of its own');
+
+    const url = loadConfig({ REDIS_URL: 'redis+cluster://:secret@10.0.0.1:6379,10.0.0.2:6379', REDIS_PREFIX: 'prod' });
+    assert.deepEqual(url.redis, { kind: 'cluster', nodes: [{ host: '10.0.0.1', port: 6379 }, { host: '10.0.0.2', port: 6379 }], password: 'secret', tls: false });
+    assert.equal(url.redisPrefix, '{prod}');
+    assert.equal(loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000', REDIS_PREFIX: 'a:{b}' }).redisPrefix, 'a:{b}', 'a prefix with a hash tag is the operator\'s placement');
+
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (err) {
+        return (err as ConfigError).problems.join('; ');
+      }
+    };
+    assert.match(problems({ REDIS_CLUSTER_NODES: 'r1:7000,r2' }), /REDIS_CLUSTER_NODES has "r2", not host:port/);
+    assert.match(problems({ REDIS_CLUSTER_NODES: 'r1:70000' }), /REDIS_CLUSTER_NODES has "r1:70000"/);
+    assert.match(problems({ REDIS_URL: 'redis+cluster://r1:7000', REDIS_CLUSTER_NODES: 'r1:7000' }), /not both/);
+    assert.match(problems({ REDIS_URL: 'redis+cluster://r1:7000/3' }), /only database 0/);
+    assert.match(problems({ REDIS_URL: 'redis+cluster://' }), /REDIS_URL names no node/);
+  });
+
   it('reads per-unit PRICES and names what is wrong with one', () => {
     const c = loadConfig({ PRICES: '{"inference:video:generate": {"base": 2, "per_second": 3, "max_seconds": 120}, "inference:rig": 7}' });
     assert.deepEqual(c.prices['inference:video:generate'], { base: 2, per_second: 3, max_seconds: 120 });

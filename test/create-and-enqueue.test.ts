@@ -5,7 +5,8 @@ import { CLASS_PRIORITY } from '../models/fair-share.js';
 import { newRunId } from '../models/ids.js';
 import { runQueueName } from '../queues/queue-names.js';
 import type { CreateAndEnqueue } from '../queues/create-and-enqueue.js';
-import { REDIS_URL, TestGateway, cleanupPrefix, newRunSpec, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, newRunSpec, testRedis, uniquePrefix, until } from './helpers/harness.js';
+import { nodeServing } from './helpers/redis-nodes.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
 /** The standard class's band: a job of an account with nothing of its kind in flight has this priority. */
@@ -64,8 +65,9 @@ describe('a run created and queued in one round trip', function () {
 
   it('sends the create and then the add together on the queues connection, for each of concurrent submissions', async () => {
     const { key } = await gw.account(10_000);
-    const client = new Redis(REDIS_URL);
-    const monitor = await client.monitor();
+    const client = testRedis('test-monitor');
+    // On a cluster, the one node serving the prefix's slot sees all of it.
+    const monitor = await (await nodeServing(client, `${prefix}:run:x`)).monitor();
     const seen: Array<{ args: string[]; source: string }> = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (/^eval(sha)?$/i.test(args[0] ?? '') && args.some((a) => a.startsWith(`${prefix}:`))) seen.push({ args, source });
@@ -79,7 +81,7 @@ describe('a run created and queued in one round trip', function () {
       monitor.disconnect();
       client.disconnect();
     }
-    const queues = gw.gateway.core.queueConnection.stream;
+    const queues = (await nodeServing(gw.gateway.core.queueConnection, `${prefix}:run:x`)).stream;
     for (const id of ids) {
       const create = seen.findIndex((c) => c.args.includes(`${prefix}:run:${id}`));
       assert.ok(create >= 0, `the create of ${id} was seen`);

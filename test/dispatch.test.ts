@@ -4,7 +4,8 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { nodeServing, subscribers } from './helpers/redis-nodes.js';
+import { ADMIN_TOKEN, TEST_TOOL_SECRET_KEY, TestGateway, cleanupPrefix, sleep, testRedis, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 
 const FAST = { HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000' };
@@ -285,8 +286,9 @@ describe('dispatch to remote workers', function () {
   it('reads capacity, capabilities and LLM availability from the fleet counts, never from each worker record', async () => {
     for (let i = 0; i < 5; i++) await worker(openToken, { kinds: ['inference:llm:text-generate', 'inference:rig'], slots: 2 });
     // monitor() opens a connection of its own beside the client's: both are closed below.
-    const client = new Redis(REDIS_URL);
-    const monitor = await client.monitor();
+    const client = testRedis('test-monitor');
+    // On a cluster, the primary of the prefix's one slot serves every key of the gateway.
+    const monitor = await (await nodeServing(client, `${prefix}:fleet:instances`)).monitor();
     const seen: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (args.some((a) => a.startsWith(`${prefix}:`))) seen.push(args.join(' '));
@@ -381,7 +383,7 @@ describe('dispatch to remote workers', function () {
     let queue;
     for (const q of gw.queues.all()) if (await q.getJob(lost)) queue = q;
     assert.ok(queue);
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedis();
     try {
       assert.equal(await redis.del(queue.toKey(`${lost}:lock`)), 1);
     } finally {
@@ -397,12 +399,12 @@ describe('dispatch to remote workers', function () {
   it('stopping the dispatcher unsubscribes only its own channels from the shared subscriber', async () => {
     const p = uniquePrefix('dispatch-stop');
     const other = await new TestGateway(p, FAST).start();
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedis();
     try {
-      const numsub = async () => (await redis.pubsub('NUMSUB', `${p}:chan:operators`, `${p}:chan:queued`, `${p}:chan:cancel`)) as Array<string | number>;
-      assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 1, 1]);
+      const numsub = () => subscribers(redis, [`${p}:chan:operators`, `${p}:chan:queued`, `${p}:chan:cancel`]);
+      assert.deepEqual(await numsub(), [1, 1, 1]);
       await other.dispatcher.stop();
-      assert.deepEqual((await numsub()).filter((_, i) => i % 2 === 1).map(Number), [1, 0, 0], 'the trust channel stays subscribed');
+      assert.deepEqual(await numsub(), [1, 0, 0], 'the trust channel stays subscribed');
     } finally {
       redis.disconnect();
       await other.stop();

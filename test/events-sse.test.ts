@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { EventSource } from 'eventsource';
-import { Redis } from 'ioredis';
-import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { everyNode } from './helpers/redis-nodes.js';
+import { TestGateway, cleanupPrefix, errorCode, testRedis, uniquePrefix, until } from './helpers/harness.js';
 import { RawWorker, type Frame } from './helpers/raw-worker.js';
 import { SseClient, type SseFrame } from './helpers/sse-client.js';
 
@@ -209,12 +209,16 @@ describe('SSE events', function () {
     const lease = await leaseFor(runId);
     const client = await new SseClient(eventsUrl(runId), key).open();
     await client.until((c) => c.frames.length >= 1);
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedis();
     try {
-      const list = (await redis.client('LIST')) as string;
-      const line = list.split('\n').find((l) => l.includes(`name=switchyard:sub-${gw.gatewayId}`));
-      assert.ok(line, 'the gateway subscriber connection is listed');
-      await redis.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]);
+      // On a cluster the subscriber is on one of the nodes (its name prefixed by ioredis's).
+      let killed = false;
+      for (const node of await everyNode(redis)) {
+        const line = ((await node.client('LIST')) as string).split('\n').find((l) => l.includes(`switchyard:sub-${gw.gatewayId}`));
+        if (line) killed = (await node.client('KILL', 'ID', /id=(\d+)/.exec(line)![1])) === 1;
+        if (killed) break;
+      }
+      assert.ok(killed, 'the gateway subscriber connection is listed');
     } finally {
       redis.disconnect();
     }

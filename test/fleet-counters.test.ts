@@ -3,9 +3,8 @@ import { pino } from 'pino';
 import type { ConnectedWorker } from '../dispatch/connected-worker.js';
 import { FleetCounters, type FleetSnapshot } from '../dispatch/fleet-counters.js';
 import { RedisKeys } from '../models/redis/keys.js';
-import { createRedis } from '../models/redis-connection.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
+import { cleanupPrefix, testRedis, uniquePrefix, until } from './helpers/harness.js';
 
 const KIND = 'inference:image:generate';
 
@@ -31,7 +30,7 @@ function worker(id: string, slots: number, models: WorkerModels = {}, identity?:
  */
 describe('FleetCounters', function () {
   const prefix = uniquePrefix('fleet');
-  const redis = createRedis(REDIS_URL, { name: 'test-fleet' });
+  const redis = testRedis('test-fleet');
   const attached: ConnectedWorker[] = [];
   // max_concurrency makes a model's free slots depend on the leases held of it.
   const leaseModel = new Map<string, string>();
@@ -166,7 +165,7 @@ describe('FleetCounters', function () {
  */
 describe('FleetCounters: a worker registering again under its identity', function () {
   const prefix = uniquePrefix('fleet-identity');
-  const redis = createRedis(REDIS_URL, { name: 'test-fleet-identity' });
+  const redis = testRedis('test-fleet-identity');
   const log = pino({ level: 'silent' });
   const keys = new RedisKeys(prefix);
   const counters: FleetCounters[] = [];
@@ -272,7 +271,7 @@ describe('FleetCounters: a worker registering again under its identity', functio
  */
 describe('FleetCounters: workers joining and leaving are counted one by one', function () {
   const prefix = uniquePrefix('fleet-join');
-  const redis = createRedis(REDIS_URL, { name: 'test-fleet-join' });
+  const redis = testRedis('test-fleet-join');
   const keys = new RedisKeys(prefix);
   const attached: ConnectedWorker[] = [];
   let fullCounts = 0;

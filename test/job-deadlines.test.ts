@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
+import type { RedisClient } from '../models/redis-connection.js';
 import { RedisKeys } from '../models/redis/keys.js';
-import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { TestGateway, testRedis, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
 import { docValidator } from './helpers/openapi-doc.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
@@ -18,7 +18,7 @@ describe('job deadlines: ttl_s and timeout_s', function () {
   let gw: TestGateway;
   let key: string;
   let token: string;
-  let redis: Redis;
+  let redis: RedisClient;
   const workers: RawWorker[] = [];
 
   const job = async (id: string) => (await gw.request('GET', `/v1/jobs/${id}`, { key })).body;
@@ -38,7 +38,7 @@ describe('job deadlines: ttl_s and timeout_s', function () {
     gw = await new TestGateway(prefix, { JOB_DEADLINES: JSON.stringify({ [VIDEO]: { ttl_s: 0, timeout_s: 30, max_timeout_s: 60 } }) }).start();
     ({ key } = await gw.account(1000));
     token = await gw.workerToken('open');
-    redis = new Redis(REDIS_URL);
+    redis = testRedis();
   });
   after(async () => {
     for (const w of workers) w.terminate();

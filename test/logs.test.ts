@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { createLogger } from '../api/main/logger.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
-import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, uniquePrefix } from './helpers/harness.js';
+import { ADMIN_TOKEN, cleanupPrefix, testRedis, uniquePrefix } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
 /** A request as a client would send it; answers the status, a header and the JSON body. */
@@ -26,7 +25,7 @@ describe('structured logs', function () {
     const prefix = uniquePrefix('logs');
     const dataDir = mkdtempSync(path.join(tmpdir(), 'sy-logs-'));
     const gw = await new GatewayProcess({ REDIS_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'debug', HEARTBEAT_MS: '300' }).start();
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedis();
     const secrets: Record<string, string> = { admin: ADMIN_TOKEN };
     try {
       const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

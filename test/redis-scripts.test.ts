@@ -194,7 +194,7 @@ describe('RedisScripts.send', function () {
 
   before(async function () {
     server = await RedisServerProcess.start(requireProgram(this, REDIS_SERVER));
-    redis = createRedis(server.url, { name: 'test-send', autoPipelining: true });
+    redis = createRedis(server.url, { name: 'test-send', autoPipelining: true }) as Redis;
     await redis.ping();
   });
   after(async () => {

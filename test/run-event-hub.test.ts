@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { RunEventHub } from '../api/services/events/run-event-hub.js';
+import type { Redis } from 'ioredis';
 import { createRedis } from '../models/redis-connection.js';
 import { RunEventLog } from '../models/run-event-log.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
@@ -44,6 +45,24 @@ describe('RunEventHub fan-out', function () {
     await until('the burst', async () => got.length === 21);
     assert.deepEqual(got, Array.from({ length: 21 }, (_, i) => i + 1));
     assert.equal(log.reads, 0, 'no read-back without a real gap');
+    stop();
+  });
+
+  it("reads back a first live message's lost predecessors, numbered from what its followers read themselves", async () => {
+    // A follower read the log up to event 1 itself; then the subscription is lost for a while
+    // without a 'ready' (as a cluster client's subscriber moving nodes): event 2 goes unheard.
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'read by the follower' } }]);
+    const got: number[] = [];
+    const stop = await hub.subscribe('run_first_gap', (e) => got.push(e.id));
+    hub.seen('run_first_gap', 1);
+    await subscriber.unsubscribe(log.channel('run_first_gap'));
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'unheard' } }]);
+    await subscriber.subscribe(log.channel('run_first_gap'));
+    const reads = log.reads;
+    await log.append('run_first_gap', [{ event: 'log', data: { line: 'heard' } }]);
+    await until('the heard event', async () => got.includes(3));
+    assert.deepEqual(got, [2, 3], 'the unheard event read back from the log, in order, and not the one the follower read');
+    assert.equal(log.reads - reads, 1, 'one read-back, from where the follower had read');
     stop();
   });
 
@@ -134,7 +153,7 @@ describe('RunEventHub fan-out', function () {
   });
 
   describe('a reconnect of the subscriber', function () {
-    const sub = createRedis(REDIS_URL, { name: 'test-hub-sub-reconnect', blocking: true });
+    const sub = createRedis(REDIS_URL, { name: 'test-hub-sub-reconnect', blocking: true }) as Redis;
     const readerRedis = createRedis(REDIS_URL, { name: 'test-hub-reader' });
     const reader = new RunEventLog({ redis: readerRedis, prefix, maxLength: 1000, ttlMs: 60_000 });
     const reconnecting = new RunEventHub({ subscriber: sub, log: reader, logger: pino({ level: 'silent' }) });

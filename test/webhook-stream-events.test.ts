@@ -69,21 +69,28 @@ describe('webhook output and logs events: coalesced, complete, in order', functi
       .filter((b) => b.type === type);
   const pace = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  it('100 log lines over a second reach the receiver in at most 3 deliveries, every line once and in order', async () => {
+  it('100 log lines over a second reach the receiver in one delivery per 500 ms window they span, every line once and in order', async () => {
     const { p, runId, w, lease } = await leased(['logs', 'completed']);
     const lines = Array.from({ length: 100 }, (_, i) => `line ${i}`);
-    // The worker's pace, not a wait for the gateway: 100 lines spread over one second.
+    // The worker's pace, not a wait for the gateway: 100 lines spread over about a second.
+    const first = Date.now();
     for (const line of lines) {
       w.send({ type: 'log', lease_id: lease.lease_id, fence: lease.fence, line });
       await pace(10);
     }
     assert.equal((await w.complete(lease)).type, 'ack');
+    // The gateway took every line between these two moments (it handles a worker's frames in
+    // order, the complete's ack last), and delivers at most once per wall-clock window of
+    // 500 ms: so at most one delivery per window the lines span (3 for a second on time; more
+    // only where a loaded machine stretched the worker's second).
+    const windows = Math.floor(Date.now() / 500) - Math.floor(first / 500) + 1;
     await until('the completed webhook came', async () => bodies(p, 'job.completed').length === 1);
     const delivered = await until('every line was delivered', async () => {
       const got = bodies(p, 'job.logs');
       return got.flatMap((b) => b.delta.lines.map((l: { line: string }) => l.line)).length === lines.length ? got : null;
     });
-    assert.ok(delivered.length <= 3, `${delivered.length} deliveries`);
+    assert.ok(delivered.length <= windows, `${delivered.length} deliveries over ${windows} windows`);
+    assert.ok(delivered.length < lines.length / 10, 'coalesced: far fewer deliveries than lines');
     assert.deepEqual(delivered.flatMap((b) => b.delta.lines.map((l: { line: string }) => l.line)), lines, 'every line, once, in order');
     for (const b of delivered) assert.equal(b.data.run_id, runId);
     for (let i = 1; i < delivered.length; i++) assert.ok(delivered[i].delta.after_event >= delivered[i - 1].delta.last_event, 'each carries what came after the last');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { SwitchyardWorker, silentLogger, type WorkerRefusedError } from '../sdk/worker/index.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { RedisKeys } from '../models/redis/keys.js';
+import { keysMatching } from './helpers/redis-nodes.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { RawWorker } from './helpers/raw-worker.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
@@ -159,7 +160,7 @@ describe('worker identity: a worker registering again is counted once', function
       await until('every slot busy', async () => (await capacity()).slots.busy === 6);
 
       // The doomed instance's counts: the record that holds the three workers.
-      const records = await survivor.redis.keys(new RedisKeys(prefix).fleetCounts('*'));
+      const records = await keysMatching(survivor.redis, new RedisKeys(prefix).fleetCounts('*'));
       const totals = await Promise.all(records.map(async (k) => JSON.parse((await survivor.redis.hget(k, 'total')) ?? '{}').workers));
       const deadCounts = records[totals.indexOf(3)];
       assert.ok(deadCounts, 'the doomed instance counts the three workers');

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { createStores } from '../../models/create-stores.js';
 import { ObservedRunStore } from '../../models/observed-run-store.js';
@@ -27,11 +27,11 @@ export interface Core {
   gatewayId: string;
   publicUrl: PublicUrl;
   /** Request paths' connection: fails fast in an outage, pipelines concurrent commands. */
-  redis: Redis;
+  redis: RedisClient;
   /** The process's one subscriber connection (run events, dispatch, trust changes). */
-  subscriber: Redis;
+  subscriber: RedisClient;
   /** Blocking connection shared by this process's BullMQ workers. */
-  bullConnection: Redis;
+  bullConnection: RedisClient;
   /**
    * The BullMQ queues' producer connection (jobs and webhooks): fails fast and pipelines like
    * `redis`. Apart from it because BullMQ defines its ~50 scripts on the connection it is given,
@@ -40,7 +40,7 @@ export interface Core {
    * the turns that add a job or read queue counts. Auto-pipelined still, so a metrics scrape's
    * count of a thousand model queues stays one write.
    */
-  queueConnection: Redis;
+  queueConnection: RedisClient;
   keys: RedisKeys;
   /** The stores, with the run store observed: every status change, whoever makes it, passes its hooks. */
   stores: Stores;
@@ -67,10 +67,10 @@ export interface Core {
  */
 export async function openCore(config: Config, log: Logger, gatewayId: string, lifecycle: Lifecycle): Promise<Core> {
   const c = config;
-  const redis = createRedis(c.redisUrl, { name: 'api', autoPipelining: true });
-  const subscriber = createRedis(c.redisUrl, { name: `sub-${gatewayId}`, blocking: true });
-  const bullConnection = createRedis(c.redisUrl, { name: 'dispatch', blocking: true });
-  const queueConnection = createRedis(c.redisUrl, { name: 'queues', autoPipelining: true });
+  const redis = createRedis(c.redis, { name: 'api', autoPipelining: true });
+  const subscriber = createRedis(c.redis, { name: `sub-${gatewayId}`, blocking: true });
+  const bullConnection = createRedis(c.redis, { name: 'dispatch', blocking: true });
+  const queueConnection = createRedis(c.redis, { name: 'queues', autoPipelining: true });
   lifecycle.add('redis', { start: () => redis.ping(), stop: () => quit(redis) });
   lifecycle.add('redis subscriber', { stop: () => quit(subscriber) });
   lifecycle.add('redis for BullMQ workers', { stop: () => quit(bullConnection) });
@@ -116,6 +116,6 @@ function pick(s: Stores): Omit<Stores, 'runs' | 'ping' | 'close'> {
   return { accounts, apiKeys, operators, workerTokens, idempotency, bots, conversations, tools, files, models };
 }
 
-function quit(client: Redis): Promise<unknown> {
+function quit(client: RedisClient): Promise<unknown> {
   return client.quit().catch(() => client.disconnect());
 }

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { ObservedRunStore } from '../../models/observed-run-store.js';
 import type { Stores } from '../../models/stores.js';
@@ -52,7 +52,7 @@ interface Parts {
 }
 
 /**
- * One gateway process: Redis, the stores, the queues, the HTTP server and the background
+ * One gateway process: RedisClient, the stores, the queues, the HTTP server and the background
  * services, started and stopped together. Any number of them may share one Redis.
  *
  * start() builds the parts (the builders in this folder only construct: no I/O but opening
@@ -228,7 +228,7 @@ export class Gateway {
   get services(): Services {
     return this.built.services;
   }
-  get redis(): Redis {
+  get redis(): RedisClient {
     return this.built.core.redis;
   }
   get stores(): Stores {

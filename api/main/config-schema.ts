@@ -3,6 +3,11 @@ import { KIND_NAMES, findKind } from '../../models/kinds.js';
 import { priceProblem, type KindPrice, type UnitRate } from '../../models/pricing.js';
 import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
 import { readDeadlines } from './deadline-settings.js';
+import { CLUSTER_URL, parseRedisTarget, type RedisTarget } from '../../models/redis-target.js';
+
+/** A key's hash tag as Redis reads it: the first `{`, then at least one character before the next `}`. */
+const HASH_TAG = /\{[^}]+\}/;
+const clusterGiven = (env: EnvValues) => env.REDIS_CLUSTER_NODES !== undefined || CLUSTER_URL.test(String(env.REDIS_URL));
 
 /**
  * Every setting of the gateway, once: its variable, JSON Schema, default, README text and how
@@ -129,10 +134,27 @@ export const settings = {
     read: (v: string | undefined, { env }) =>
       (v ?? `http://${env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST}:${env.PORT}`).replace(/\/+$/, ''),
   }),
-  redisUrl: text('REDIS_URL', { pattern: '^rediss?://' }, 'redis://127.0.0.1:6379', 'Redis for the queues (and the stores, without MongoDB)'),
+  redisUrl: text('REDIS_URL', { pattern: '^rediss?(\\+cluster)?://' }, 'redis://127.0.0.1:6379', 'Redis for the queues (and the stores, without MongoDB); `redis+cluster://host:port,host:port` (TLS: `rediss+cluster://`) is a Redis Cluster'),
+  redisClusterNodes: optionalText('REDIS_CLUSTER_NODES', { minLength: 1 }, 'a Redis Cluster instead of one server: some of its nodes, `host:port,host:port` (the client learns the rest); user, password and TLS come from REDIS_URL (docs/deploy.md, "Redis Cluster")'),
+  /** Where Redis is, parsed once from REDIS_URL and REDIS_CLUSTER_NODES: what every connection is made to. */
+  redis: setting({
+    doc: 'the parsed Redis target',
+    read: (_v: undefined, ctx): RedisTarget => {
+      const target = parseRedisTarget(String(ctx.env.REDIS_URL), ctx.env.REDIS_CLUSTER_NODES as string | undefined);
+      if (typeof target !== 'string') return target;
+      ctx.problem(target);
+      return { kind: 'single', url: String(ctx.env.REDIS_URL) };
+    },
+  }),
   // The dev launcher starts a local redis-server only when no Redis was asked for.
-  redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') }),
-  redisPrefix: text('REDIS_PREFIX', { pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, 'sy', "prefix of every Redis key Switchyard writes, BullMQ's included"),
+  redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') && !given.has('REDIS_CLUSTER_NODES') }),
+  redisPrefix: setting({
+    env: 'REDIS_PREFIX', schema: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, default: 'sy',
+    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot (docs/architecture.md, \"Redis Cluster\")",
+    // Phase 1 of issue 31: every multi-key script, MULTI and pipeline works on a cluster because
+    // all keys share the prefix's slot. A prefix that already has a tag is the operator's choice.
+    read: (v: string, { env }) => (clusterGiven(env) && !HASH_TAG.test(v) ? `{${v}}` : v),
+  }),
   mongoUrl: optionalText('MONGO_URL', { pattern: '^mongodb(\\+srv)?://' }, 'keep accounts, keys, runs and idempotency records in MongoDB (a replica set: runs are created and settled in transactions)'),
   mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
   adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),

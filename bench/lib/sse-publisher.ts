@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import { RunEventLog } from '../../models/run-event-log.js';
 
 /** CLOCK_MONOTONIC in ms: the same clock in every process on the machine. */
@@ -20,7 +20,7 @@ export class EventPublisher {
   inFlight = 0;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     private readonly runIds: string[],
     /** Streams open per run (index as runIds). */

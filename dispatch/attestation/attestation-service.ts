@@ -1,7 +1,7 @@
 import { RedisKeys } from '../../models/redis/keys.js';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import { createLocalJWKSet, createRemoteJWKSet, type JWK, type JWTVerifyGetKey } from 'jose';
 import { AttestationError, eatNonceFor, verifyEvidence, type Evidence, type VerifiedEvidence } from '../../sdk/attestation/index.js';
 
@@ -34,7 +34,7 @@ export interface WorkerAttestation {
 }
 
 export interface AttestationServiceOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   config: AttestationSettings;
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { RedisKeys } from '../../models/redis/keys.js';
 import type { LeaseFrame } from '../../sdk/protocol/index.js';
@@ -30,14 +30,14 @@ export interface PipelineBusHandlers {
 }
 
 export interface PipelineBusOptions {
-  redis: Redis;
+  redis: RedisClient;
   /**
    * A subscriber connection of the bus's own (the bus closes it at stop). Not the gateway's
    * shared one: ioredis decodes every message as text for a connection with `message`
    * listeners, which cost the two-instance path more than half its CPU (docs/benchmarks.md,
    * "Ranks: the activation path"). Made at start.
    */
-  subscriber: () => Redis;
+  subscriber: () => RedisClient;
   prefix: string;
   gatewayId: string;
   log: Logger;
@@ -56,7 +56,7 @@ export class PipelineBus {
   private readonly keys: RedisKeys;
   private readonly channel: string;
   private handlers: PipelineBusHandlers | null = null;
-  private subscriber: Redis | null = null;
+  private subscriber: RedisClient | null = null;
   /** Acks not sent yet, by instance and lease: one message per lease per event-loop turn, not per frame. */
   private readonly acks = new Map<string, Map<string, number>>();
   private acking = false;

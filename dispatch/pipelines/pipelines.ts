@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { ModelStore, RunStore } from '../../models/stores.js';
 import type { MiddleRanks } from '../../models/types.js';
@@ -20,8 +20,8 @@ import { PipelineRegistry, type PipelineRegistryContext } from './pipeline-regis
 import { RankSeats } from './rank-seats.js';
 
 export interface PipelinesOptions {
-  redis: Redis;
-  subscriber: Redis;
+  redis: RedisClient;
+  subscriber: RedisClient;
   prefix: string;
   gatewayId: string;
   runs: RunStore;
@@ -71,7 +71,7 @@ export class Pipelines {
     settle: PipelineRegistryContext,
   ) {
     const { log, gatewayId } = opts;
-    this.bus = new PipelineBus({ redis: opts.redis, subscriber: () => opts.subscriber.duplicate(), prefix: opts.prefix, gatewayId, log });
+    this.bus = new PipelineBus({ redis: opts.redis, subscriber: () => duplicateRedis(opts.subscriber), prefix: opts.prefix, gatewayId, log });
     this.seats = new RankSeats({
       redis: opts.redis,
       prefix: opts.prefix,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import type { Tier } from '../../models/kinds.js';
 import { RedisKeys } from '../../models/redis/keys.js';
@@ -20,7 +20,7 @@ export interface RankSeat {
 }
 
 export interface RankSeatsOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   gatewayId: string;
   /** A seat not rewritten within this long is not claimed (its instance died). */

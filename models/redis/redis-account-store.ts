@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import { NotFoundError } from '../errors.js';
 import { newAccountId } from '../ids.js';
 import type { AccountStore } from '../stores.js';
@@ -25,7 +25,7 @@ export function decodeAccount(h: Record<string, string>): Account | null {
 }
 
 export class RedisAccountStore implements AccountStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(input: { name: string; credits: number }): Promise<Account> {
     const fields = { id: newAccountId(), name: input.name, credits: input.credits, reserved: 0, in_flight: 0, created_at: new Date().toISOString() };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { ApiKeyStore } from '../stores.js';
 import type { ApiKeyRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
@@ -19,7 +19,7 @@ function decode(h: Record<string, string>): ApiKeyRecord | null {
 }
 
 export class RedisApiKeyStore implements ApiKeyStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async insert(record: ApiKeyRecord, lookupId: string): Promise<void> {
     const { revoked_at: _revoked, max_running, ...fields } = record;

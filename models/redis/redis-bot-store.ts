@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { BotRecord, BotSession, FlowRecord } from '../bot-types.js';
 import type { BotStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
@@ -9,7 +9,7 @@ import { redisScripts } from './redis-scripts.js';
  * Flows and sessions are JSON strings; a session key expires with the session.
  */
 export class RedisBotStore implements BotStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(bot: BotRecord, flow: FlowRecord): Promise<void> {
     await this.redis

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { ConversationMessage, ConversationRecord } from '../bot-types.js';
 import type { ConversationStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
 export class RedisConversationStore implements ConversationStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(conversation: Omit<ConversationRecord, 'messages'>, ttlSeconds: number): Promise<void> {
     const key = this.keys.conversation(conversation.id);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { CreateFileResult, FileRecord, FileStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
@@ -6,7 +6,7 @@ import { redisScripts } from './redis-scripts.js';
 const live = (f: FileRecord | null, now = Date.now()): f is FileRecord => f !== null && Date.parse(f.expires_at) > now;
 
 export class RedisFileStore implements FileStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(file: FileRecord, quotaBytes: number): Promise<CreateFileResult> {
     const [created, used] = await redisScripts.run(

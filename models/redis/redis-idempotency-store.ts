@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
 export class RedisIdempotencyStore implements IdempotencyStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async claim(accountId: string, key: string, fingerprint: string, runId: string, ttlMs: number): Promise<IdempotencyClaim> {
     const value = JSON.stringify({ run_id: runId, fingerprint });

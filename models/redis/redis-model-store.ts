@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { ModelDescription, ModelStore, RankConflict } from '../stores.js';
 import { DEFAULT_MIDDLE_RANKS, type ModelRecord } from '../types.js';
 import type { RedisKeys } from './keys.js';
@@ -6,7 +6,7 @@ import { redisScripts } from './redis-scripts.js';
 
 /**
  * A model as stored in its kind's hash. The schema is kept as JSON text that no script ever
- * decodes: Redis's cjson cannot tell `[]` from `{}` and rounds numbers to 14 digits, so a
+ * decodes: RedisClient's cjson cannot tell `[]` from `{}` and rounds numbers to 14 digits, so a
  * schema that went through it would come back changed. The scripts decode and re-encode only
  * this envelope of strings, booleans and nulls.
  */
@@ -46,7 +46,7 @@ const byId = (a: ModelRecord, b: ModelRecord) => (a.id < b.id ? -1 : a.id > b.id
 
 /** The model catalogue in Redis: one hash per kind (id -> record JSON) and the set of kinds. */
 export class RedisModelStore implements ModelStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async advertise(models: ModelDescription[], at: string): Promise<RankConflict | null> {
     if (models.length === 0) return null;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import { newOperatorId } from '../ids.js';
 import type { OperatorStore, WorkerTokenStore } from '../stores.js';
 import type { Operator, OperatorTrust, WorkerTokenRecord } from '../types.js';
@@ -9,7 +9,7 @@ const toOperator = (h: Record<string, string>): Operator | null =>
   h.id ? { id: h.id, name: h.name, trust: h.trust as OperatorTrust, created_at: h.created_at } : null;
 
 export class RedisOperatorStore implements OperatorStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(input: { name: string; trust: OperatorTrust }): Promise<Operator> {
     const op: Operator = { id: newOperatorId(), name: input.name, trust: input.trust, created_at: new Date().toISOString() };
@@ -42,7 +42,7 @@ export class RedisOperatorStore implements OperatorStore {
 }
 
 export class RedisWorkerTokenStore implements WorkerTokenStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async insert(record: WorkerTokenRecord, lookupId: string): Promise<void> {
     await this.redis

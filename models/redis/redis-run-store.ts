@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
@@ -71,7 +71,7 @@ function assertUnkeyed(run: NewRun): void {
 
 export class RedisRunStore implements RunStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly opts: RedisRunStoreOptions,
   ) {}
@@ -109,7 +109,7 @@ export class RedisRunStore implements RunStore {
    * queues/create-and-enqueue.ts) runs after the create, in the same round trip. Rejects with
    * the create's error, a NOSCRIPT included (`isNoScript`: the create did not run).
    */
-  sendCreate(redis: Redis, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
+  sendCreate(redis: RedisClient, run: NewRun, gate?: GateCheck): Promise<PipedCreate> {
     assertUnkeyed(run);
     const { keys, args, doc } = this.createCall(run);
     if (!gate) {

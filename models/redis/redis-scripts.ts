@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../redis-connection.js';
 import type { ScriptDefinition } from './script-definition.js';
 import * as ALL_SCRIPTS from './scripts/index.js';
 
@@ -9,7 +9,7 @@ interface Prepared {
   sha: string;
   lua: string;
   keys: number | 'any';
-  /** The sockets known to have run it (`send`): Redis has it cached for as long as they live. */
+  /** The sockets known to have run it (`send`): RedisClient has it cached for as long as they live. */
   loadedOn: WeakSet<object>;
 }
 
@@ -59,7 +59,7 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
 
   /** Runs the script `name` with these KEYS and ARGV on `redis`; resolves with its reply. */
   async run<Name extends keyof Definitions & string>(
-    redis: Redis,
+    redis: RedisClient,
     name: Name,
     keys: string[],
     args: Array<string | number>,
@@ -80,12 +80,14 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
    * the same round trip. Resolves with its reply; rejects with its error, a NOSCRIPT included
    * (`isNoScript`: it did not run), which is not answered here.
    */
-  send<Name extends keyof Definitions & string>(redis: Redis, name: Name, keys: string[], args: Array<string | number>): Promise<ReplyOf<Definitions[Name]>> {
+  send<Name extends keyof Definitions & string>(redis: RedisClient, name: Name, keys: string[], args: Array<string | number>): Promise<ReplyOf<Definitions[Name]>> {
     const script = this.prepared(name);
     if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
     // The socket it will go out on if it is written now; a reconnect in between sends it on
     // another, which may lack the script: that is the NOSCRIPT the caller handles.
-    const socket = redis.status === 'ready' ? (redis.stream as object | undefined) : undefined;
+    // A cluster client's socket is its slot's node's, which it does not show: there every
+    // send is an EVAL (correct, only heavier on the wire) until the node is looked up per slot.
+    const socket = redis.status === 'ready' && !isCluster(redis) ? (redis.stream as object | undefined) : undefined;
     const sent =
       socket && script.loadedOn.has(socket) ? redis.evalsha(script.sha, keys.length, ...keys, ...args) : redis.eval(script.lua, keys.length, ...keys, ...args);
     return sent.then(

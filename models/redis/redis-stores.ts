@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 import type { Stores } from '../stores.js';
 import { RedisKeys } from './keys.js';
 import { RedisAccountStore } from './redis-account-store.js';
@@ -26,7 +26,7 @@ export class RedisStores implements Stores {
   readonly files: RedisFileStore;
   readonly models: RedisModelStore;
 
-  constructor(private readonly redis: Redis, prefix: string, opts: RedisRunStoreOptions) {
+  constructor(private readonly redis: RedisClient, prefix: string, opts: RedisRunStoreOptions) {
     const keys = new RedisKeys(prefix);
     this.accounts = new RedisAccountStore(redis, keys);
     this.apiKeys = new RedisApiKeyStore(redis, keys);

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import { primariesOf, type RedisClient } from '../redis-connection.js';
 import type { CreateToolResult, SampledSecret, StoredTool, ToolStore } from '../stores.js';
 import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 
 export class RedisToolStore implements ToolStore {
-  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   async create(tool: StoredTool, maxPerAccount: number): Promise<CreateToolResult> {
     return redisScripts.run(
@@ -44,22 +44,25 @@ export class RedisToolStore implements ToolStore {
   async sampleSecret(): Promise<SampledSecret | null> {
     // A scan of the tool keys, but only on a store without a key check: once, at the first start.
     const match = this.keys.tool('*').replace(/[?[\]\\]|\*(?=.)/g, '\\$&');
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', match, 'COUNT', 500);
-      cursor = next;
-      if (keys.length === 0) continue;
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.hget(key, 'doc');
-      for (const [, doc] of (await pipeline.exec()) ?? []) {
-        if (typeof doc !== 'string') continue;
-        const tool = JSON.parse(doc) as StoredTool;
-        for (const role of ['bearer_token', 'signing_secret'] as const) {
-          const sealed = tool.secrets?.[role];
-          if (sealed) return { toolId: tool.id, role, sealed };
+    // SCAN sees one node's keys: on a cluster, each primary's in turn.
+    for (const node of await primariesOf(this.redis)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);
+        cursor = next;
+        if (keys.length === 0) continue;
+        const pipeline = node.pipeline();
+        for (const key of keys) pipeline.hget(key, 'doc');
+        for (const [, doc] of (await pipeline.exec()) ?? []) {
+          if (typeof doc !== 'string') continue;
+          const tool = JSON.parse(doc) as StoredTool;
+          for (const role of ['bearer_token', 'signing_secret'] as const) {
+            const sealed = tool.secrets?.[role];
+            if (sealed) return { toolId: tool.id, role, sealed };
+          }
         }
-      }
-    } while (cursor !== '0');
+      } while (cursor !== '0');
+    }
     return null;
   }
 

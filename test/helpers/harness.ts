@@ -1,11 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../api/main/config.js';
 import { Gateway } from '../../api/composition/gateway.js';
 import { newRunId } from '../../models/ids.js';
 import type { NewRun } from '../../models/types.js';
+import { createRedis, primariesOf, type RedisClient } from '../../models/redis-connection.js';
+import { redisTarget, type RedisTarget } from '../../models/redis-target.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/**
+ * A Redis Cluster the test files run against instead of REDIS_URL's server, when the process is
+ * given one (`npm run test:cluster` starts one and sets it; test/cluster/run.ts): their gateways,
+ * gateway processes and clients then all use the cluster.
+ */
+export const REDIS_CLUSTER_NODES = process.env.REDIS_CLUSTER_NODES || undefined;
+export const ON_CLUSTER = REDIS_CLUSTER_NODES !== undefined;
+/** The Redis the tests' own clients and gateways connect to. */
+export const TEST_REDIS: RedisTarget = redisTarget(REDIS_URL, REDIS_CLUSTER_NODES);
+
+/** A client of the tests' Redis (one server, or the cluster), for tests that look into it. */
+export function testRedis(name = 'test', target: RedisTarget = TEST_REDIS): RedisClient {
+  return createRedis(target, { name });
+}
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 /**
  * One tool secret key for every test gateway, as every instance on one store must share one in
@@ -15,9 +30,14 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
  */
 export const TEST_TOOL_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 
-/** A key prefix no other test file uses; everything under it is deleted by `cleanupPrefix`. */
-export function uniquePrefix(name: string): string {
-  return `sytest-${name}-${randomBytes(4).toString('hex')}`;
+/**
+ * A key prefix no other test file uses; everything under it is deleted by `cleanupPrefix`. On a
+ * cluster it is hash-tagged as the gateway would make it (api/main/config-schema.ts), so the
+ * prefix the test knows is the one the keys have.
+ */
+export function uniquePrefix(name: string, cluster = ON_CLUSTER): string {
+  const prefix = `sytest-${name}-${randomBytes(4).toString('hex')}`;
+  return cluster ? `{${prefix}}` : prefix;
 }
 
 export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
@@ -25,6 +45,7 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
     PORT: '0',
     HOST: '127.0.0.1',
     REDIS_URL,
+    ...(REDIS_CLUSTER_NODES && { REDIS_CLUSTER_NODES }),
     REDIS_PREFIX: prefix,
     ADMIN_TOKEN,
     LOG_LEVEL: 'silent',
@@ -36,16 +57,19 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
   });
 }
 
-/** Deletes every key under `prefix` (never FLUSHALL: other suites share this Redis). */
-export async function cleanupPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
+/** Deletes every key under `prefix` (never FLUSHALL: other suites share this Redis), on every primary of a cluster. */
+export async function cleanupPrefix(prefix: string, target: RedisTarget = TEST_REDIS): Promise<void> {
+  const redis = testRedis('test-cleanup', target);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    for (const node of await primariesOf(redis)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix.replace(/[?*[\]\\]/g, '\\$&')}:*`, 'COUNT', 1000);
+        cursor = next;
+        // One UNLINK per key: on a cluster a prefix without a hash tag spreads over slots.
+        if (keys.length) await Promise.all(keys.map((key) => node.unlink(key)));
+      } while (cursor !== '0');
+    }
   } finally {
     redis.disconnect();
   }

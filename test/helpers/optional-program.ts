@@ -26,6 +26,8 @@ export const CHROMIUM: OptionalProgram = { name: 'chromium', env: 'CHROMIUM_BIN'
 export const PROMETHEUS: OptionalProgram = { name: 'prometheus', env: 'PROMETHEUS_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
 export const PROMTOOL: OptionalProgram = { name: 'promtool', env: 'PROMTOOL_BIN', install: 'apt-get install -y --no-install-recommends prometheus' };
 export const REDIS_SERVER: OptionalProgram = { name: 'redis-server', env: 'REDIS_SERVER_BIN', install: 'apt-get install -y redis-server' };
+/** Debian's redis-tools: `redis-cli --cluster create` joins the nodes of test/helpers/redis-cluster.ts. */
+export const REDIS_CLI: OptionalProgram = { name: 'redis-cli', env: 'REDIS_CLI_BIN', install: 'apt-get install -y redis-tools' };
 /** Debian's pocketsphinx (0.8) installs this program; the en-us model is its own package. */
 export const POCKETSPHINX: OptionalProgram = { name: 'pocketsphinx_continuous', env: 'POCKETSPHINX_BIN', install: 'apt-get install -y pocketsphinx pocketsphinx-en-us' };
 /** The README's snippets fetch tokens with it. */

@@ -1,42 +1,61 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Context } from 'mocha';
 import { MongoStores } from '../../models/mongo/mongo-stores.js';
 import { RedisStores } from '../../models/redis/redis-stores.js';
 import type { Stores } from '../../models/stores.js';
-import { REDIS_URL, cleanupPrefix, uniquePrefix } from './harness.js';
+import type { RedisClient } from '../../models/redis-connection.js';
+import { redisTarget, type RedisTarget } from '../../models/redis-target.js';
+import { REDIS_URL, cleanupPrefix, testRedis, uniquePrefix } from './harness.js';
+import { clusterNodes } from './redis-cluster.js';
 
 /**
- * One contract, every store: Redis always, MongoDB wherever MONGO_URL points at a replica set.
+ * One contract, every store: Redis always (one server, and a Redis Cluster wherever redis-server and
+ * redis-cli are installed), MongoDB wherever MONGO_URL points at a replica set.
  */
 export interface Target {
   name: string;
   /** `peer` opens the same data on a second connection, as a second gateway instance would (teardown closes it). */
   open(): Promise<{ stores: Stores; peer(): Promise<Stores>; teardown(): Promise<void> }>;
+  /** Run in the suite's `before` with mocha's `this`: what the target needs first (a cluster to be up). */
+  prepare?(ctx: Context): Promise<void>;
 }
 
 export const storeOptions = { retentionSeconds: 3600, fairShareStep: 3 };
 
-export const storeTargets: Target[] = [
-  {
-    name: 'redis',
-    async open() {
-      const prefix = uniquePrefix('store');
-      const redis = new Redis(REDIS_URL);
-      const peers: Redis[] = [];
-      return {
-        stores: new RedisStores(redis, prefix, storeOptions),
-        async peer() {
-          const other = new Redis(REDIS_URL);
-          peers.push(other);
-          return new RedisStores(other, prefix, storeOptions);
-        },
-        async teardown() {
-          redis.disconnect();
-          for (const other of peers) other.disconnect();
-          await cleanupPrefix(prefix);
-        },
-      };
+/** Redis stores under a fresh prefix on `target` (one server, or a cluster). */
+async function openRedis(target: RedisTarget, cluster: boolean): ReturnType<Target['open']> {
+  const prefix = uniquePrefix('store', cluster);
+  const redis = testRedis('test-store', target);
+  const peers: RedisClient[] = [];
+  return {
+    stores: new RedisStores(redis, prefix, storeOptions),
+    async peer() {
+      const other = testRedis('test-store-peer', target);
+      peers.push(other);
+      return new RedisStores(other, prefix, storeOptions);
     },
+    async teardown() {
+      redis.disconnect();
+      for (const other of peers) other.disconnect();
+      await cleanupPrefix(prefix, target);
+    },
+  };
+}
+
+/** The cluster the cluster target runs on: the one the run was given (REDIS_CLUSTER_NODES), else the process's shared one. */
+let clusterTarget: RedisTarget | undefined;
+
+export const storeTargets: Target[] = [
+  { name: 'redis', open: () => openRedis(redisTarget(REDIS_URL), false) },
+  {
+    // A real Redis Cluster (3 primaries, 3 replicas; test/helpers/redis-cluster.ts), under a
+    // hash-tagged prefix as the gateway makes it there: every script, MULTI and pipeline of
+    // the stores must keep to one slot, or the cluster refuses it (CROSSSLOT).
+    name: 'redis cluster',
+    async prepare(ctx) {
+      clusterTarget ??= redisTarget(REDIS_URL, await clusterNodes(ctx));
+    },
+    open: () => openRedis(clusterTarget!, true),
   },
 ];
 if (process.env.MONGO_URL) {
@@ -73,7 +92,8 @@ export function describeEachStore(body: (stores: Stores, peer: () => Promise<Sto
   for (const target of storeTargets) {
     describe(target.name, () => {
       let opened: Awaited<ReturnType<Target['open']>> | undefined;
-      before(async () => {
+      before(async function () {
+        await target.prepare?.(this);
         opened = await target.open();
       });
       after(async () => opened?.teardown());

@@ -9,7 +9,7 @@ import type { Stores } from '../../../models/stores.js';
 
 /** Runs `fn` on the stores, without starting a gateway, and closes them. */
 async function withStores<T>(config: Config, fn: (stores: Stores, auth: ApiKeyAuthenticator) => Promise<T>): Promise<T> {
-  const redis = createRedis(config.redisUrl, { name: 'cli' });
+  const redis = createRedis(config.redis, { name: 'cli' });
   try {
     await redis.ping();
     const stores = await createStores({ redis, redisPrefix: config.redisPrefix, mongoUrl: config.mongoUrl, mongoDb: config.mongoDb, retentionSeconds: config.runRetentionSeconds, fairShareStep: config.fairShareStep });

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import type { RedisKeys } from '../../../models/redis/keys.js';
 import { gateCall, gateVerdict } from '../../../models/redis/gate-codec.js';
 import { redisScripts } from '../../../models/redis/redis-scripts.js';
 import type { GateCheck, GateVerdict } from '../../../models/types.js';
 
 export interface RequestGateOptions {
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   /** Sustained requests per second per key; 0 turns limiting off. */
   perSecond: number;

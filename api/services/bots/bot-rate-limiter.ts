@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import { ApiError } from '../../../models/errors.js';
 import type { RedisKeys } from '../../../models/redis/keys.js';
 import { redisScripts } from '../../../models/redis/redis-scripts.js';
 
 export interface BotRateLimiterOptions {
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   /** Messages per minute one bot accepts, from everyone together. */
   perBotPerMinute: number;

@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import { NotFoundError, UnauthorizedError } from '../../../models/errors.js';
 import type { RedisKeys } from '../../../models/redis/keys.js';
 import type { AccountStore } from '../../../models/stores.js';
 import type { ApiKeyAuthenticator } from '../auth/api-key-authenticator.js';
 
 export interface ConsoleSignInOptions {
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   accounts: AccountStore;
   auth: ApiKeyAuthenticator;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { RunEventLog, type LoggedRunEvent } from '../../../models/run-event-log.js';
 import { LiveEvent } from './live-event.js';
@@ -15,6 +15,11 @@ interface RunGroup {
   /** Highest event number received or queued for delivery: a jump past it means missed messages. */
   seenId: number;
   /**
+   * Before the first live event: the lowest log position its followers read up to themselves
+   * (`seen`), where a read-back of missed messages starts instead of the log's beginning.
+   */
+  floor: number;
+  /**
    * Set at each reconnect: the subscriber may have missed messages the hub cannot number (a
    * follower that replayed the log itself leaves `seenId` at 0), so the first message after it
    * reads the log back first. Set again while a read-back fails.
@@ -27,7 +32,7 @@ interface RunGroup {
 
 export interface RunEventHubOptions {
   /** The process's one subscriber connection (shared with the dispatcher's channels). */
-  subscriber: Redis;
+  subscriber: RedisClient;
   log: RunEventLog;
   logger: Logger;
 }
@@ -101,7 +106,7 @@ export class RunEventHub {
   async subscribe(runId: string, listener: RunEventListener): Promise<() => void> {
     let group = this.runs.get(runId);
     if (!group) {
-      group = { listeners: new Set(), lastId: 0, seenId: 0, unsure: false, chain: Promise.resolve(), subscribed: this.channels.get(runId) ?? this.subscribeThisTurn(runId) };
+      group = { listeners: new Set(), lastId: 0, seenId: 0, floor: 0, unsure: false, chain: Promise.resolve(), subscribed: this.channels.get(runId) ?? this.subscribeThisTurn(runId) };
       this.runs.set(runId, group);
     }
     group.listeners.add(listener);
@@ -113,6 +118,21 @@ export class RunEventHub {
       throw err;
     }
     return () => this.remove(runId, g, listener);
+  }
+
+  /**
+   * A follower of `runId` read its log up to event `id` itself (a fresh connection's snapshot, a
+   * resumed one's replay). Until the first live event reaches the run's followers here, that is
+   * what numbers a gap: a first live event past `id + 1` means messages were lost, and they are
+   * read back from the log. Needed where a reconnect gives no 'ready' to read back at: a Redis
+   * Cluster client moves its subscriptions to another node without one. Once events flow live,
+   * their own numbering does it.
+   */
+  seen(runId: string, id: number): void {
+    const group = this.runs.get(runId);
+    if (!group || group.lastId > 0 || id <= 0) return;
+    group.floor = group.floor === 0 ? id : Math.min(group.floor, id);
+    group.seenId = Math.max(group.seenId, id);
   }
 
   private remove(runId: string, group: RunGroup, listener: RunEventListener): void {
@@ -194,7 +214,7 @@ export class RunEventHub {
     try {
       // Page through: a long outage may have missed more than one read's worth (LLM deltas).
       for (;;) {
-        const page = await this.opts.log.after(runId, group.lastId, REFILL_PAGE);
+        const page = await this.opts.log.after(runId, group.lastId || group.floor, REFILL_PAGE);
         for (const event of page) {
           if (event.id >= before) return;
           this.deliver(group, event);

@@ -77,6 +77,8 @@ export class RunFollower {
       throw err;
     }
     if (ended) return finish;
+    // What it read of the log, for the hub to tell a lost first live message by its number.
+    if (lastSent > 0) this.opts.hub.seen(run.run_id, lastSent);
     for (const e of buffered) pass(e);
     buffered.length = 0;
     live = true;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../models/redis-connection.js';
 import type { RedisKeys } from '../../../models/redis/keys.js';
 // A wire shape the client library reads too, so it is defined once, with the client's types:
 // sdk/client may import only itself and sdk/attestation (test/client-library.test.ts).
@@ -12,7 +12,7 @@ const MAX_ATTEMPTS_KEPT = 100;
  * state, like the deliveries), expiring with the run's retention.
  */
 export class WebhookAttemptLog {
-  constructor(private readonly opts: { redis: Redis; keys: RedisKeys; ttlSeconds: number }) {}
+  constructor(private readonly opts: { redis: RedisClient; keys: RedisKeys; ttlSeconds: number }) {}
 
   async record(runId: string, attempt: WebhookAttempt): Promise<void> {
     const key = this.opts.keys.webhookAttempts(runId);

@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { REDIS_CLI, REDIS_SERVER, findProgram } from '../helpers/optional-program.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
+
+/**
+ * `npm run test:cluster [-- test/<name>.test.ts ...]`: the test files below (or those given) run
+ * against a real Redis Cluster of 3 primaries and 3 replicas this script starts on loopback
+ * (test/helpers/redis-cluster.ts): mocha runs with REDIS_CLUSTER_NODES set, which the harness
+ * hands to every gateway, gateway process and client it makes (test/helpers/harness.ts), under
+ * hash-tagged prefixes as the gateway makes them on a cluster. .ci/run runs it after `npm test`.
+ */
+export const CLUSTER_FILES = [
+  // The store contract's cluster target runs in `npm test` too (on a cluster of its own).
+  'store-contract',
+  'redis-cluster-gateway',
+  // Jobs: submission, listing, files, attempts, deadlines, cost, credits, batches, limits.
+  'jobs', 'jobs-listing', 'jobs-include-input', 'create-and-enqueue', 'credits-and-idempotency', 'batches',
+  'job-attempts', 'job-deadlines', 'job-cost', 'job-file-inputs', 'job-file-fetch', 'job-file-refusals', 'concurrency-limits',
+  // Dispatch: leases, fleet counters, worker identities, trust, tiers, model routing, pipelines.
+  'dispatch', 'lease-table', 'lease-hand-back', 'lease-handover', 'lease-retry', 'lease-scheduler-wake', 'lease-settlement-free',
+  'fleet-counters', 'worker-identity', 'operator-trust', 'private-tier', 'model-routing', 'pipeline-instances',
+  // Events, webhooks, files, rate limits, bots, logs, a gateway killed mid-run.
+  'events-sse', 'run-status-events', 'webhooks', 'webhook-stream-events', 'files', 'rate-limit', 'auth-and-account', 'bots', 'logs',
+  'crash-recovery',
+].map((name) => `test/${name}.test.ts`);
+
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : CLUSTER_FILES;
+const server = findProgram(REDIS_SERVER);
+const cli = findProgram(REDIS_CLI);
+if (!server || !cli) {
+  const missing = [!server && REDIS_SERVER, !cli && REDIS_CLI].filter((p) => p !== false);
+  const note = missing.map((p) => `${p.name} is not installed; ${p.install}`).join('; ');
+  // As every test of a system program: skipped with the command outside CI, a failure in it.
+  console.error(`test:cluster: ${note}`);
+  process.exit(process.env.CI === 'true' ? 1 : 0);
+}
+
+const cluster = await RedisCluster.start({ server, cli });
+console.log(`test:cluster: a Redis Cluster of ${cluster.nodeList.length} nodes on ${cluster.setting}`);
+let code = 1;
+try {
+  const mocha = createRequire(import.meta.url).resolve('mocha/bin/mocha.js');
+  const child = spawn(process.execPath, [mocha, ...files], { stdio: 'inherit', env: { ...process.env, REDIS_CLUSTER_NODES: cluster.setting } });
+  const stop = () => child.kill('SIGTERM');
+  process.once('SIGINT', stop).once('SIGTERM', stop);
+  [code] = (await once(child, 'exit')) as [number];
+} finally {
+  await cluster.stop();
+}
+process.exit(code ?? 1);
