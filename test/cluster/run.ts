@@ -9,7 +9,7 @@ import { RedisCluster } from '../helpers/redis-cluster.js';
  * against a real Redis Cluster of 3 primaries and 3 replicas this script starts on loopback
  * (test/helpers/redis-cluster.ts): mocha runs with REDIS_CLUSTER_NODES set, which the harness
  * hands to every gateway, gateway process and client it makes (test/helpers/harness.ts), under
- * hash-tagged prefixes as the gateway makes them on a cluster. .ci/run runs it after `npm test`.
+ * hash-tagged prefixes as the gateway makes them on a cluster. `npm test` runs it after mocha's pass.
  */
 export const CLUSTER_FILES = [
   // The store contract's cluster target runs in `npm test` too (on a cluster of its own).
