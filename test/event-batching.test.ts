@@ -99,8 +99,13 @@ describe('output frames through the gateway', function () {
     a = await new TestGateway(prefix).start();
     b = await new TestGateway(prefix).start();
   });
-  after(async () => {
+  // Each test's worker goes before the next test's job is submitted: an idle one left attached
+  // would be the oldest ready worker, woken first, and take the next test's job.
+  afterEach(async () => {
     for (const w of sockets.splice(0)) w.terminate();
+    await until('no worker is attached', async () => a.dispatcher.localWorkers().length === 0 && b.dispatcher.localWorkers().length === 0);
+  });
+  after(async () => {
     await a.stop();
     await b.stop();
     await cleanupPrefix(prefix);

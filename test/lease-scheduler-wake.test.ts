@@ -121,3 +121,54 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     assert.equal(fetches.filter((f) => f.got).length, 1, 'the waiting job was fetched');
   });
 });
+
+/**
+ * A worker out of every ready set while it fills (its first fill at registration, or a fill
+ * after a walk found it full) must still hear an announcement that comes meanwhile: its look
+ * may have found the queue empty just before the job came. Otherwise the job waits for the
+ * safety sweep (10 s): CI once timed a lease out that way (test/event-batching.test.ts).
+ */
+describe('LeaseScheduler: an announcement during a fill', function () {
+  const prefix = uniquePrefix('wake-fill');
+  const gw = new TestGateway(prefix);
+  after(async () => {
+    await gw.stop();
+    await cleanupPrefix(prefix);
+  });
+
+  it('reaches a worker whose fill looked at the queue just before the job came', async () => {
+    await gw.start();
+    const scheduler = (gw.dispatcher as unknown as { scheduler: { sweep(): Promise<void> } }).scheduler;
+    let sweeps = 0;
+    const sweep = scheduler.sweep.bind(scheduler);
+    scheduler.sweep = () => (sweeps++, sweep());
+    // The registration fill's look answers as Redis did, but only once the job is submitted.
+    const bull = (gw.dispatcher as unknown as { bull: BullWorkers }).bull;
+    const holding = bull.holding.bind(bull);
+    let submitted!: () => void;
+    const afterSubmit = new Promise<void>((resolve) => (submitted = resolve));
+    let looked = false;
+    bull.holding = async (queues) => {
+      const answer = await holding(queues);
+      if (!looked) {
+        looked = true;
+        await afterSubmit;
+      }
+      return answer;
+    };
+    const started: string[] = [];
+    const handler = (async (_kind, input) => (started.push(String(input.prompt)), { artifacts: [] })) as Engine;
+    const worker = new SwitchyardWorker({ gateway: gw.url, token: await gw.workerToken(), kinds: ['inference:image:generate'], slots: 1, handler, logger: silentLogger });
+    await worker.start();
+    try {
+      await until('the registration fill has looked', async () => looked);
+      const { key } = await gw.account();
+      assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'during the fill' } })).status, 202);
+      submitted();
+      await until('the worker runs it', async () => started.includes('during the fill'));
+      assert.equal(sweeps, 0, 'the job waited for the safety sweep');
+    } finally {
+      await worker.stop();
+    }
+  });
+});
