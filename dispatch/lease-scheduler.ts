@@ -178,8 +178,7 @@ export class LeaseScheduler {
       return;
     }
     worker.filling = true;
-    // In the ready sets while it fills, so that a job announced meanwhile (after its look found
-    // the queue empty) asks it to fill again (`refill`), rather than waiting for the sweep.
+    // Ready while it fills: a job announced after its look found the queue empty asks a refill.
     if (offersLeases(worker) && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id) === worker) this.ready.add(worker);
     try {
       let share = announced?.count ?? Infinity;
