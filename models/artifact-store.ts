@@ -80,6 +80,22 @@ export interface ArtifactStore {
 
 export const ARTIFACT_ID_PATTERN = /^[a-z2-7]{32}$/;
 
+/** The record of a finished upload, as every store writes it: `opts` says whose it is, the rest what was stored and when. */
+export function artifactRecord(id: string, opts: PutArtifact, stored: { size: number; sha256: string; createdMs: number; expiresMs: number }): ArtifactMeta {
+  return {
+    id,
+    name: opts.name,
+    run_id: opts.runId ?? null,
+    lease_id: opts.leaseId ?? null,
+    account_id: opts.accountId,
+    size: stored.size,
+    sha256: stored.sha256,
+    content_type: opts.contentType,
+    created_at: new Date(stored.createdMs).toISOString(),
+    expires_at: new Date(stored.expiresMs).toISOString(),
+  };
+}
+
 /**
  * Why a worker-chosen file name is refused, or null when it is safe: 1 to 200 characters,
  * letters (any script), digits, marks and `. _ - + = @ , ( ) ~` and inner spaces; no slash,

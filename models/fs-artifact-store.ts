@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
+import { ARTIFACT_ID_PATTERN, artifactRecord, type ArtifactMeta, type ArtifactStore, type ByteRange, type PutArtifact } from './artifact-store.js';
 import { NotFoundError, ApiError } from './errors.js';
 import { newArtifactId } from './ids.js';
 import { UploadedRecords } from './uploaded-records.js';
@@ -225,18 +225,7 @@ export class FsArtifactStore implements ArtifactStore {
       }
     }
     const now = Date.now();
-    const meta: ArtifactMeta = {
-      id,
-      name: opts.name,
-      run_id: opts.runId ?? null,
-      lease_id: opts.leaseId ?? null,
-      account_id: opts.accountId,
-      size,
-      sha256: hash.digest('hex'),
-      content_type: opts.contentType,
-      created_at: new Date(now).toISOString(),
-      expires_at: new Date(now + opts.retentionSeconds * 1000).toISOString(),
-    };
+    const meta = artifactRecord(id, opts, { size, sha256: hash.digest('hex'), createdMs: now, expiresMs: now + opts.retentionSeconds * 1000 });
     if (syncBeforeRecord) {
       written = await writeAll(handle, held, written);
       held = [];

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { ARTIFACT_ID_PATTERN, type ArtifactMeta, type ArtifactStore, type ByteRange, type PresignedResponse, type PutArtifact } from './artifact-store.js';
+import { ARTIFACT_ID_PATTERN, artifactRecord, type ArtifactMeta, type ArtifactStore, type ByteRange, type PresignedResponse, type PutArtifact } from './artifact-store.js';
 import { ApiError, NotFoundError } from './errors.js';
 import { newArtifactId } from './ids.js';
 import { UploadedRecords } from './uploaded-records.js';
@@ -155,18 +155,7 @@ export class S3ArtifactStore implements ArtifactStore {
       const [bytes, marker] = await Promise.allSettled([upload.done(), marked]);
       if (bytes.status === 'rejected') throw bytes.reason;
       if (marker.status === 'rejected') throw marker.reason;
-      const meta: ArtifactMeta = {
-        id,
-        name: opts.name,
-        run_id: opts.runId ?? null,
-        lease_id: opts.leaseId ?? null,
-        account_id: opts.accountId,
-        size,
-        sha256: hash.digest('hex'),
-        content_type: opts.contentType,
-        created_at: new Date().toISOString(),
-        expires_at: new Date(expiresMs).toISOString(),
-      };
+      const meta = artifactRecord(id, opts, { size, sha256: hash.digest('hex'), createdMs: Date.now(), expiresMs });
       await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.metaKey(id), Body: JSON.stringify(meta), ContentType: 'application/json' }));
       if (meta.run_id) this.uploaded.remember(meta);
       return meta;
