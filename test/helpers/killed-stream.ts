@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { RunEventLog } from '../../models/run-event-log.js';
 import { GatewayProcess } from './gateway-process.js';
-import { TestGateway, cleanupPrefix, uniquePrefix, until } from './harness.js';
+import { TestGateway, cleanupPrefix, uniquePrefix } from './harness.js';
 import { RawWorker, type Frame } from './raw-worker.js';
 import { SseClient, type SseFrame } from './sse-client.js';
 
@@ -47,8 +47,12 @@ export class KilledGatewayFixture {
 
   /**
    * A worker registered with `register` on the doomed gateway leases a job, a client follows it
-   * there, and the worker sends 400 deltas (numbered when `seq`); the gateway is SIGKILLed at its
-   * first output ack, so some deltas are acknowledged and the rest are still on their way.
+   * there, and the worker sends 400 deltas (numbered when `seq`): the first 200, and once one of
+   * them is acknowledged, the other 200 and a SIGKILL in the same tick. No ack of the second half
+   * can come back before the kill (each needs a Redis round trip), so some deltas are
+   * acknowledged and the rest are logged-but-unacknowledged or still on their way, however
+   * loaded the machine (firing the kill at the first ack of all 400 let a busy gateway log and
+   * acknowledge all of them in one batch before it died).
    */
   async streamUntilKilled(register: Record<string, unknown>, opts: { seq: boolean }) {
     const { key } = await this.survivor.account(100);
@@ -61,19 +65,25 @@ export class KilledGatewayFixture {
     await client.until((c) => c.frames.length >= 1);
 
     const sent = deltas(400);
+    const half = sent.length / 2;
     let acked = 0;
-    let killed: Promise<void> | undefined;
+    let firstAck!: () => void;
+    const firstAcked = new Promise<void>((resolve) => (firstAck = resolve));
     w1.ws.on('message', (data) => {
       const f = JSON.parse(data.toString()) as Frame;
       if (f.type !== 'ack' || f.of !== 'output') return;
       acked += f.count ?? 1;
-      killed ??= this.doomed.kill();
+      firstAck();
     });
-    sent.forEach((delta, i) => w1.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta, ...(opts.seq ? { seq: i + 1 } : {}) }));
-    await until('the kill', async () => killed !== undefined);
+    const send = (delta: string, i: number) =>
+      w1.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta, ...(opts.seq ? { seq: i + 1 } : {}) });
+    sent.slice(0, half).forEach((delta, i) => send(delta, i));
+    await firstAcked;
+    sent.slice(half).forEach((delta, i) => send(delta, half + i));
+    const killed = this.doomed.kill();
     await killed;
     await w1.closed;
-    assert.ok(acked < sent.length, 'killed mid-stream');
+    assert.ok(acked <= half, 'killed mid-stream: nothing of the second half acknowledged');
     const eventLog = new RunEventLog({ redis: this.survivor.redis, prefix: this.prefix, maxLength: 100_000, ttlMs: 60_000 });
     return { key, token, runId, lease, client, sent, acked, eventLog };
   }
