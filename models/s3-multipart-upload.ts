@@ -31,12 +31,12 @@ export interface S3ObjectTarget {
  * body is read while the bucket writes). The buffers are allocated once and reused for every
  * part and every upload (up to IDLE_BUFFERS kept idle), so no part allocates memory.
  *
- * Why not lib-storage's Upload: it gathers a part's chunks in a list and then concatenates them
- * into a new buffer, so each 5 MiB part is two fresh 5 MiB allocations outside V8's heap. Those
- * outlive a scavenge or two while the part is sent, V8 promotes them, and only a full
- * collection frees them, which V8 starts once such memory has grown by tens of MB: under load
- * a 60 MB upload grew the gateway's peak RSS by 25.9 MB (issue 31). Here the body's chunks are
- * copied into a buffer as they arrive and die young.
+ * Why not lib-storage's Upload: it keeps a part's chunks in a list until 5 MiB have come, then
+ * concatenates them into a new 5 MiB buffer that lives while the part is sent. Held that long,
+ * chunks and parts outlive scavenges, V8 promotes them, and only a full collection frees them,
+ * which V8 starts once such memory has grown by tens of MB: under load a 60 MB upload grew the
+ * gateway's peak RSS by 25-29 MB (issue 31). Here each chunk is copied into a part buffer as it
+ * arrives and dies young, freed by the next scavenge.
  *
  * A body that fits one part is one PutObject. Otherwise a multipart upload, which S3 shows only
  * once completed: a body that throws (too large, cut short) or a request that fails aborts it
