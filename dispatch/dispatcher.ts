@@ -1,3 +1,4 @@
+import type { ReplicaWaiter } from '../models/replica-waiter.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
@@ -27,6 +28,8 @@ import type { ErrorFrame } from '../sdk/protocol/index.js';
 export type { WorkerReportSink } from './lease-settlement.js';
 
 export interface DispatcherOptions {
+  /** REDIS_WAIT_REPLICAS: settles wait for their writes to reach the replicas before a worker is acknowledged. */
+  replicas?: Pick<ReplicaWaiter, 'after'>;
   /** Command connection (shared with the API). */
   redis: RedisClient;
   /** A dedicated connection for the wake-up and cancel channels. */
@@ -148,6 +151,7 @@ export class Dispatcher {
         metrics: opts.metrics,
         receipts: opts.receipts,
         gate: this.gate,
+        replicas: opts.replicas,
         retries: new RetryPolicy({
           fleet: this.fleet,
           log: opts.log,

@@ -1,9 +1,10 @@
+import type { ReplicaWaiter } from '../models/replica-waiter.js';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';
 import { isDatastoreUnavailable } from '../models/errors.js';
 import type { RunStore } from '../models/stores.js';
-import type { RunError, RunRecord } from '../models/types.js';
+import { isTerminal, type RunError, type RunRecord } from '../models/types.js';
 import { normalizeRunError } from '../models/run-error-codes.js';
 import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { queueTier } from '../queues/queue-names.js';
@@ -64,6 +65,8 @@ export interface LeaseSettlementOptions {
   retries: Pick<RetryPolicy, 'requeue'>;
   /** Frees a run's concurrency slots when its lease ends here. */
   gate?: Pick<ConcurrencyGate, 'release'>;
+  /** REDIS_WAIT_REPLICAS: a worker's end is acknowledged once the settle's writes are on the replicas. */
+  replicas?: Pick<ReplicaWaiter, 'after'>;
 }
 
 type Refusal = { code: string; message: string };
@@ -195,6 +198,7 @@ export class LeaseSettlement {
       // (a job left unfinished by a crash here is dropped when next leased: the record wins).
       this.free(lease);
       await this.endJob(run.run_id, lease.job, lease.token, 'succeeded', null, described);
+      await this.settled(run.run_id);
       return null;
     }
     if (t.run?.fence === lease.fence && t.run.status === 'succeeded') {
@@ -285,7 +289,17 @@ export class LeaseSettlement {
     });
     if (!t.ok) return false;
     await this.endJob(run.run_id, job, token, status, error, output);
+    await this.settled(run.run_id);
     return true;
+  }
+
+  /**
+   * REDIS_WAIT_REPLICAS: before the worker hears its end was taken, the settle is on the
+   * replicas, so a failover after the ack cannot bring the run back to run again; short of them,
+   * the run must still be final in the store, or the report is asked again (unavailable).
+   */
+  private async settled(runId: string): Promise<void> {
+    await this.opts.replicas?.after('settle', async () => isTerminal((await this.opts.runs.get(runId))?.status ?? 'queued'));
   }
 
   /** Completes or fails the BullMQ job of a run whose record is final already. */

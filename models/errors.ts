@@ -116,7 +116,7 @@ export class AlreadyTerminalError extends ApiError {
  */
 export function isDatastoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN/i.test(
+  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN|ReplicaWaitError/i.test(
     `${err.name} ${err.message}`,
   );
 }

@@ -81,6 +81,30 @@ describe('console run page', function () {
     assert.equal(after.error.code, 'canceled');
   });
 
+  it("stays at canceled when the cancel's answer (running, stop asked) arrives after the run's end", async () => {
+    const runId = await submit({ prompt: 'hold' });
+    await h.open(tab, `/runs/${runId}`);
+    await tab.page.getByText('holding until canceled').waitFor();
+    // The gateway answers the cancel while the worker is still stopping; the page gets that
+    // answer only once the run has ended and the stream said so, as a slow network can order them.
+    let answered!: () => void;
+    const late = new Promise<void>((resolve) => (answered = resolve));
+    await tab.page.route(`**/v1/jobs/${runId}/cancel`, async (route) => {
+      const response = await route.fetch();
+      assert.equal((await response.json()).status, 'running');
+      await until('the run is canceled', async () => (await job(runId)).status === 'canceled');
+      await statusIs(tab.page, 'canceled');
+      await route.fulfill({ response });
+      answered();
+    });
+    await tab.page.getByRole('button', { name: 'Cancel run' }).click();
+    await tab.page.getByRole('button', { name: 'Yes, cancel it' }).click();
+    await late;
+    await tab.page.getByRole('dialog', { name: 'Cancel this run?' }).waitFor({ state: 'hidden' });
+    assert.equal(await badge(tab.page).textContent(), 'canceled');
+    await tab.page.unroute(`**/v1/jobs/${runId}/cancel`);
+  });
+
   it('resumes after the network drops mid-run with every log line shown once, in order', async () => {
     const runId = await submit({ prompt: 'lines' });
     const drop = await h.tab();

@@ -56,6 +56,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     metrics: core.metrics,
     models,
     fleet: fleet.dispatcher.fleet,
+    replicas: core.replicas,
     inputFiles: new InputFiles({
       files,
       artifacts,
@@ -81,6 +82,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     metrics: core.metrics,
     jobs,
     log,
+    replicas: core.replicas,
   });
   const batchFollower = new BatchFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, recheckMs: c.events.pingMs });
   const reconciler = new EnqueueReconciler({

@@ -5,6 +5,7 @@ import { ObservedRunStore } from '../../models/observed-run-store.js';
 import { createRedis } from '../../models/redis-connection.js';
 import { RedisKeys } from '../../models/redis/keys.js';
 import { RedisRunStore } from '../../models/redis/redis-run-store.js';
+import { ReplicaWaiter } from '../../models/replica-waiter.js';
 import { RunEventLog } from '../../models/run-event-log.js';
 import type { Stores } from '../../models/stores.js';
 import { isTerminal } from '../../models/types.js';
@@ -58,6 +59,8 @@ export interface Core {
   eventLog: RunEventLog;
   events: RunEventWriter;
   hub: RunEventHub;
+  /** REDIS_WAIT_REPLICAS: waits for a run's accept and settle writes to reach the replicas; absent when 0. */
+  replicas?: ReplicaWaiter;
 }
 
 /**
@@ -107,7 +110,22 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
-  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub };
+  const replicas = c.redisWaitReplicas > 0 ? openReplicaWaiter(c, keys, metrics, log, lifecycle) : undefined;
+  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub, replicas };
+}
+
+/** The waiter of REDIS_WAIT_REPLICAS, on a connection of its own (WAIT blocks the one it runs on). */
+function openReplicaWaiter(c: Config, keys: RedisKeys, metrics: GatewayMetrics, log: Logger, lifecycle: Lifecycle): ReplicaWaiter {
+  const redis = createRedis(c.redis, { name: 'replica-wait' });
+  lifecycle.add('redis for replica waits', { stop: () => quit(redis) });
+  return new ReplicaWaiter({
+    redis,
+    replicas: c.redisWaitReplicas,
+    timeoutMs: c.redisWaitTimeoutMs,
+    probeKey: keys.replicaWaitProbe(),
+    observe: (step, seconds, enough) => metrics.replicaWait(step, seconds, enough),
+    shortfall: (acked, wanted, err) => log.warn({ err, acked, wanted }, 'writes answered before enough replicas had them (REDIS_WAIT_REPLICAS)'),
+  });
 }
 
 /** The stores other than runs, passed through as they are. */

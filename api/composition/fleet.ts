@@ -45,6 +45,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore, workerAliasKey?
     rankBufferBytes: c.rankBufferBytes,
     events: core.events,
     metrics: core.metrics,
+    replicas: core.replicas,
     // Private runs end with a receipt over the artifacts they uploaded.
     catalogue: core.stores.models,
     receipts: new ReceiptChecker({ artifacts, publicUrl: core.publicUrl.get }),

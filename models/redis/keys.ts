@@ -38,6 +38,8 @@ export class RedisKeys {
   runsExpiring = () => `${this.prefix}:runs:expiring`;
   /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
   unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
+  /** REDIS_WAIT_REPLICAS's probe write (models/replica-waiter.ts): in the slot of the writes it waits for. */
+  replicaWaitProbe = () => `${this.prefix}:replica-wait`;
   /** An Idempotency-Key's claim: JSON of the run (or batch) id it names and the request's fingerprint. */
   idempotency = (accountId: string, key: string) => `${this.prefix}:idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
   /** A custom tool: a hash of `account_id`, `name` and the record as JSON (`doc`). */

@@ -33,10 +33,11 @@ function pong(port: number): Promise<boolean> {
 export class RedisServerProcess {
   private child: ChildProcess | null = null;
 
-  private constructor(private readonly bin: string, readonly port: number, readonly dir: string) {}
+  private constructor(private readonly bin: string, readonly port: number, readonly dir: string, private readonly extraArgs: string[]) {}
 
-  static async start(bin: string): Promise<RedisServerProcess> {
-    const server = new RedisServerProcess(bin, await freePort(), mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-')));
+  /** `extraArgs` go to redis-server as they are (`['--replicaof', '127.0.0.1', port]` makes a replica). */
+  static async start(bin: string, extraArgs: string[] = []): Promise<RedisServerProcess> {
+    const server = new RedisServerProcess(bin, await freePort(), mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-')), extraArgs);
     await server.restart();
     return server;
   }
@@ -52,7 +53,7 @@ export class RedisServerProcess {
   /** Starts the server (again) on its port and directory and waits until it answers, its AOF loaded. */
   async restart(): Promise<void> {
     if (this.child) throw new Error('redis-server is already running');
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--save', ''];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir, '--save', '', ...this.extraArgs];
     const child = spawn(this.bin, args, { stdio: 'ignore' });
     this.child = child;
     child.once('exit', () => {

@@ -119,6 +119,8 @@ export function useRun(runId: string): RunState {
     };
   }, [runId, queued]);
 
-  const setJob = useCallback((j: JobResult) => setJobState(j), []);
+  // The cancel's answer (still `running`, the worker told to stop) can arrive after the stream's
+  // `done`: an ended run is final and the stream has nothing more to correct it with.
+  const setJob = useCallback((j: JobResult) => setJobState((now) => (now?.terminal && !j.terminal ? now : j)), []);
   return { job, input, queue, loadError, logs, text, progress, connection, retryInMs, streamError, setJob };
 }

@@ -1,3 +1,4 @@
+import type { ReplicaWaiter } from '../../../models/replica-waiter.js';
 import type { Logger } from 'pino';
 import { MAX_BATCH_JOBS, type BatchCounts, type BatchRecord, type BatchSummary } from '../../../models/batch-types.js';
 import { AlreadyTerminalError, ApiError, BudgetExceededError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
@@ -65,6 +66,8 @@ export interface BatchServiceOptions {
   /** Cancels each run of a batch as `POST /v1/jobs/{id}/cancel` would. */
   jobs: Pick<JobService, 'cancel'>;
   log: Logger;
+  /** REDIS_WAIT_REPLICAS: a batch is answered accepted once its writes are on the replicas. */
+  replicas?: Pick<ReplicaWaiter, 'after'>;
 }
 
 /** Cancels sent at once by a batch cancel: enough to overlap round trips, few enough not to crowd other requests. */
@@ -108,7 +111,7 @@ export class BatchService {
       claimed = claim.claimed;
       if (!claimed) {
         const existing = await this.opts.runs.getBatch(batchId);
-        if (existing?.account_id === accountId) return { batch: existing, runs: await this.runsOf(existing), replayed: true };
+        if (existing?.account_id === accountId) return this.accepted({ batch: existing, runs: await this.runsOf(existing), replayed: true });
       }
     }
     const runs = checked as NewRun[];
@@ -129,11 +132,17 @@ export class BatchService {
     }
     if (result.outcome === 'exists') {
       if (result.batch.account_id !== accountId) throw new ApiError('internal', 'batch id collision');
-      return { batch: result.batch, runs: await this.runsOf(result.batch), replayed: true };
+      return this.accepted({ batch: result.batch, runs: await this.runsOf(result.batch), replayed: true });
     }
     for (const run of result.runs) this.opts.metrics?.runSubmitted(run);
     await this.enqueue(result.runs);
-    return { batch: result.batch, runs: result.runs, replayed: false };
+    return this.accepted({ batch: result.batch, runs: result.runs, replayed: false });
+  }
+
+  /** The answer, once the batch's writes are on the replicas (a replay too: its first answer may not have waited). */
+  private async accepted(submission: BatchSubmission): Promise<BatchSubmission> {
+    await this.opts.replicas?.after('accept', async () => (await this.opts.runs.getBatch(submission.batch.batch_id)) !== null);
+    return submission;
   }
 
   /**

@@ -7,6 +7,7 @@ import type { CreateRunResult, RunStore, IdempotencyStore } from '../../../model
 import { isTerminal, type GateCheck, type GateVerdict, type NewRun, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
 import type { CreateAndEnqueue } from '../../../queues/create-and-enqueue.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
+import type { ReplicaWaiter } from '../../../models/replica-waiter.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { routedModel, runQueueName } from '../../../queues/queue-names.js';
 import { fileFields, findKind, KINDS, KIND_NAMES, type JobClass, type KindSpec, type Tier } from '../../../models/kinds.js';
@@ -90,6 +91,8 @@ export interface JobServiceOptions {
   models: Pick<ModelGate, 'check' | 'ranked'>;
   /** The fleet as it is now, to say why a queued run waits. */
   fleet?: Pick<FleetCounters, 'read'>;
+  /** REDIS_WAIT_REPLICAS: a run is answered accepted (or canceled) once its writes are on the replicas. */
+  replicas?: Pick<ReplicaWaiter, 'after'>;
 }
 
 /**
@@ -246,14 +249,18 @@ export class JobService {
       if (idempotencyKey === undefined) {
         this.opts.metrics?.runSubmitted(result.run);
         await this.enqueue(result.run, queued);
+        await this.durable(result.run.run_id);
         return { run: result.run, replayed: false };
       }
       // The run an earlier request with this Idempotency-Key made keeps that request's files.
       await this.opts.inputFiles.discard(accountId, staged);
+      // Its first answer may not have waited for the replicas (that request's gateway died).
+      await this.durable(result.run.run_id);
       return { run: result.run, replayed: true };
     }
     this.opts.metrics?.runSubmitted(result.run);
     await this.enqueue(result.run, queued);
+    await this.durable(result.run.run_id);
     return { run: result.run, replayed: false };
   }
 
@@ -319,6 +326,11 @@ export class JobService {
     }
   }
 
+  /** REDIS_WAIT_REPLICAS: the run's accept is on the replicas, or (short of them) still in the store. */
+  private async durable(runId: string): Promise<void> {
+    await this.opts.replicas?.after('accept', async () => (await this.opts.runs.get(runId)) !== null);
+  }
+
   /** The account's run, or 404 (another account's run is as good as missing). */
   async get(accountId: string, runId: string): Promise<RunRecord> {
     const run = await this.opts.runs.get(runId);
@@ -359,6 +371,7 @@ export class JobService {
       });
       if (t.ok) {
         await this.opts.queues.remove(run).catch((err) => this.opts.log.warn({ err, runId }, 'could not remove a canceled job; dispatch will drop it'));
+        await this.opts.replicas?.after('settle', async () => isTerminal((await this.opts.runs.get(runId))?.status ?? 'queued'));
         return t.run;
       }
       if (!t.run) throw new NotFoundError('run');

@@ -18,6 +18,8 @@ import {
 import { registerLiveGauges, type LiveSources } from './live-gauges.js';
 
 type KindTier = 'kind' | 'tier';
+const REPLICA_STEPS = ['accept', 'settle'] as const;
+export type ReplicaStep = (typeof REPLICA_STEPS)[number];
 type Terminal = (typeof TERMINAL_LABELS)[number];
 
 const seconds = (from: string, to: string) => Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
@@ -45,6 +47,8 @@ export class GatewayMetrics implements DispatchObserver {
   private readonly pipelinesFormed: Counter<KindTier>;
   private readonly pipelinesEnded: Counter<'end'>;
   private readonly pipelineBytes: Counter<'path'>;
+  private readonly replicaWaits: Histogram<'step'>;
+  private readonly replicaShortfalls: Counter<'step'>;
 
   constructor() {
     const registers = [this.registry];
@@ -72,6 +76,8 @@ export class GatewayMetrics implements DispatchObserver {
     this.pipelinesFormed = counter('switchyard_pipelines_formed_total', "Ranked models' jobs leased as pipelines by this instance", ['kind', 'tier']);
     this.pipelinesEnded = counter('switchyard_pipelines_ended_total', 'Pipelines ended by this instance, by how: finished, failed, lost, canceled, not_formed', ['end']);
     this.pipelineBytes = counter('switchyard_pipeline_forwarded_bytes_total', 'Activation frame bytes this instance sent on to a rank here (local) or to another instance', ['path']);
+    this.replicaWaits = histogram('switchyard_redis_replica_wait_seconds', 'REDIS_WAIT_REPLICAS: how long an accept or a settle waited for its writes to reach the replicas', ['step'], DISPATCH_SECONDS_BUCKETS);
+    this.replicaShortfalls = counter('switchyard_redis_replica_shortfalls_total', 'Accepts and settles answered with fewer replicas than REDIS_WAIT_REPLICAS holding their writes (WAIT timed out or failed)', ['step']);
     this.zeroCounters();
   }
 
@@ -143,6 +149,12 @@ export class GatewayMetrics implements DispatchObserver {
     this.pipelineBytes.inc({ path }, bytes);
   }
 
+  /** One accept or settle's wait for its replicas (REDIS_WAIT_REPLICAS), and whether enough acknowledged. */
+  replicaWait(step: ReplicaStep, durationSeconds: number, enough: boolean): void {
+    this.replicaWaits.observe({ step }, durationSeconds);
+    if (!enough) this.replicaShortfalls.inc({ step });
+  }
+
   webhookAttempt(outcome: WebhookOutcome): void {
     this.webhookDeliveries.inc({ outcome });
   }
@@ -168,5 +180,6 @@ export class GatewayMetrics implements DispatchObserver {
     for (const path of ['local', 'instance']) this.pipelineBytes.inc({ path }, 0);
     for (const outcome of WEBHOOK_OUTCOMES) this.webhookDeliveries.inc({ outcome }, 0);
     for (const outcome of TOOL_OUTCOMES) this.toolCalls.inc({ outcome }, 0);
+    for (const step of REPLICA_STEPS) this.replicaShortfalls.inc({ step }, 0);
   }
 }
