@@ -48,6 +48,8 @@ const AGREED: Record<string, { type: string; labels: string[] }> = {
   switchyard_pipelines_formed_total: { type: 'counter', labels: ['kind', 'tier'] },
   switchyard_pipelines_ended_total: { type: 'counter', labels: ['end'] },
   switchyard_pipeline_forwarded_bytes_total: { type: 'counter', labels: ['path'] },
+  switchyard_redis_replica_wait_seconds: { type: 'histogram', labels: ['step'] },
+  switchyard_redis_replica_shortfalls_total: { type: 'counter', labels: ['step'] },
 };
 
 /** Every value a label may take; anything else (an id, a raw path, a message) is a cardinality leak. */
@@ -66,6 +68,7 @@ const ENUMS: Record<string, (v: string) => boolean> = {
   outcome: (v) => ['delivered', 'retrying', 'gave_up', 'failed', 'ok'].includes(v),
   end: (v) => ['finished', 'failed', 'lost', 'canceled', 'not_formed'].includes(v),
   path: (v) => ['local', 'instance'].includes(v),
+  step: (v) => ['accept', 'settle'].includes(v),
 };
 
 /** The demo engine, except that a prompt of "please fail" fails for good. */

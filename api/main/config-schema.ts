@@ -156,7 +156,7 @@ export const settings = {
     read: (v: string, { env }) => (clusterGiven(env) && !HASH_TAG.test(v) ? `{${v}}` : v),
   }),
   redisWaitReplicas: integer('REDIS_WAIT_REPLICAS', { minimum: 0, maximum: 16 }, 0, "replicas that must hold a run's accept and settle writes (Redis `WAIT`) before the caller or worker is answered; 0 answers at once, and a primary lost right after can forget what it answered (docs/deploy.md, \"Durability across failover\")"),
-  redisWaitTimeoutMs: integer('REDIS_WAIT_TIMEOUT_MS', { minimum: 1, maximum: 60_000 }, 1000, 'how long an answer waits for `REDIS_WAIT_REPLICAS` before it goes out anyway (counted in `switchyard_redis_replica_shortfalls_total`)'),
+  redisWaitTimeoutMs: integer('REDIS_WAIT_TIMEOUT_MS', { minimum: 1, maximum: 60_000 }, 1000, 'how long an answer waits for `REDIS_WAIT_REPLICAS`; past it, the answer goes out if the store still has the write (a shortfall, counted in `switchyard_redis_replica_shortfalls_total`), else it is a 503'),
   mongoUrl: optionalText('MONGO_URL', { pattern: '^mongodb(\\+srv)?://' }, 'keep accounts, keys, runs and idempotency records in MongoDB (a replica set: runs are created and settled in transactions)'),
   mongoDb: text('MONGO_DB', { pattern: '^[A-Za-z0-9_-]{1,63}$' }, 'switchyard', 'MongoDB database name'),
   adminToken: optionalText('ADMIN_TOKEN', { minLength: 16 }, 'bearer token of the operator API (`/v1/admin/...`) and of Bull Board (`/admin/queues`), at least 16 characters; both are off without it (`npm run dev` makes a dev one and prints it)'),
