@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ARTIFACT_ID_PATTERN, artifactRecord, type ArtifactMeta, type ArtifactStore, type ByteRange, type PresignedResponse, type PutArtifact } from './artifact-store.js';
 import { ApiError, NotFoundError } from './errors.js';
 import { newArtifactId } from './ids.js';
+import { S3MultipartUploader } from './s3-multipart-upload.js';
 import { UploadedRecords } from './uploaded-records.js';
 
 export interface S3ArtifactStoreOptions {
@@ -20,14 +20,6 @@ export interface S3ArtifactStoreOptions {
   /** For tests; otherwise the AWS SDK's default chain (AWS_ACCESS_KEY_ID..., a profile, the instance role). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
 }
-
-/**
- * Bytes of one multipart part, and how many parts are sent at once: an upload holds about twice
- * PART_BYTES * PART_QUEUE in memory (a part and the chunks it is assembled from), whatever the
- * artifact's size. S3's minimum part is 5 MiB; more parts at once would go faster and hold more.
- */
-const PART_BYTES = 5 * 1024 * 1024;
-const PART_QUEUE = 1;
 
 /** How long connecting to the bucket may take. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -49,9 +41,10 @@ function unavailable(err: unknown): unknown {
 /**
  * Artifacts in an S3-compatible bucket. Keys under `prefix`:
  *
- * - `data/<id>`: the bytes, streamed in as a multipart upload (lib-storage's Upload), with the
- *   artifact's Content-Type. S3 shows a multipart object only once it is completed, and an
- *   upload that fails (too large, cut, S3 down) is aborted: its parts go, no object appears.
+ * - `data/<id>`: the bytes, streamed in as a multipart upload ({@link S3MultipartUploader}, two
+ *   reused 5 MiB part buffers whatever the size), with the artifact's Content-Type. S3 shows a
+ *   multipart object only once it is completed, and an upload that fails (too large, cut, S3
+ *   down) is aborted: its parts go, no object appears.
  * - `meta/<id>`: the record ({@link ArtifactMeta}) as JSON, written last, once the sha256 and
  *   size are known. An artifact exists exactly when its record does: every reader starts there.
  *   A sidecar object rather than S3 user metadata, which is set when the upload starts (before
@@ -68,6 +61,8 @@ export class S3ArtifactStore implements ArtifactStore {
   readonly bucket: string;
   readonly prefix: string;
   private readonly uploaded = new UploadedRecords();
+  /** Holds the part buffers, reused by every upload of this store. */
+  private readonly uploader: S3MultipartUploader;
 
   constructor(opts: S3ArtifactStoreOptions) {
     this.bucket = opts.bucket;
@@ -91,6 +86,7 @@ export class S3ArtifactStore implements ArtifactStore {
         connectionTimeout: CONNECT_TIMEOUT_MS,
       },
     });
+    this.uploader = new S3MultipartUploader(this.client);
   }
 
   private dataKey(id: string): string {
@@ -145,14 +141,8 @@ export class S3ArtifactStore implements ArtifactStore {
     // upload. Both are awaited before the record, so an artifact always has its marker.
     const marked = this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.expiryKey(expiresMs, id), Body: new Uint8Array(0), ContentLength: 0 }));
     try {
-      const upload = new Upload({
-        client: this.client,
-        params: { Bucket: this.bucket, Key: this.dataKey(id), Body: Readable.from(counted(), { objectMode: false }), ContentType: opts.contentType },
-        partSize: PART_BYTES,
-        queueSize: PART_QUEUE,
-        leavePartsOnError: false,
-      });
-      const [bytes, marker] = await Promise.allSettled([upload.done(), marked]);
+      const upload = this.uploader.upload({ Bucket: this.bucket, Key: this.dataKey(id), ContentType: opts.contentType }, counted());
+      const [bytes, marker] = await Promise.allSettled([upload, marked]);
       if (bytes.status === 'rejected') throw bytes.reason;
       if (marker.status === 'rejected') throw marker.reason;
       const meta = artifactRecord(id, opts, { size, sha256: hash.digest('hex'), createdMs: Date.now(), expiresMs });

@@ -265,16 +265,24 @@ describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () 
       await b?.kill();
     });
 
-    // The bound: the issue's goal is < 20 MB, which holds on a quiet machine (11.1 and 11.7 MB
-    // measured). Under CI's load the peak also holds garbage V8 has not collected yet: each 5 MiB
-    // part is a new buffer outside the JS heap, and V8 forces a collection only once such memory
-    // has grown by tens of MB (25.9 MB measured once). So the test asserts < 40 MB, which still
-    // fails an artifact held whole (60 MB and more; 101 MB measured with 64 MiB parts); reusing
-    // one part buffer per upload, for the 20 MB goal under load too, is open (issue 31).
+    // The bound is the issue's goal, < 20 MB. The upload allocates nothing per part: its two 5 MiB
+    // part buffers are allocated by the warm-up and reused for every part, each chunk copied in as it
+    // arrives (models/s3-multipart-upload.ts). What the peak still holds is the garbage of the
+    // request's and the download's chunks, a new buffer each (Node's HTTP parser copies them), which
+    // die young: V8 frees them in the scavenges it forces at allocation time, whatever the load, once
+    // such young memory reaches about two semi-spaces (32 MB by default here; with
+    // --max-semi-space-size=2 the growth is 0-8 MB). Measured 7.6-17.6 MB on a shared 2-core machine
+    // (25 runs) and 3.0-18.7 MB with two busy loops beside it (68 runs). That limit is V8's, not ours:
+    // when a full collection has just given memory back to the system, one young cycle of the
+    // download's garbage shows whole, which the same sequence run outside mocha under load measured at
+    // 21-34 MB in 3 of 56 runs. lib-storage's Upload, before, allocated every part anew; under load
+    // those buffers outlived scavenges, were promoted, and waited for a full collection: 10.8-28.6 MB,
+    // a quarter of 44 runs over 20 MB.
     it('streams a 60 MB artifact into the bucket and back out, the gateway growing by much less than the artifact', async () => {
-      // A first round trip brings the process to its working size: the SDK loaded, the socket
-      // buffers and multipart parts of one upload allocated and collected. What must not grow
-      // with the artifact's size is measured from there.
+      // A first round trip brings the process to its working size: the SDK loaded, the store's
+      // two part buffers allocated (kept for every later upload), the socket buffers of one
+      // upload allocated and collected. What must not grow with the artifact's size is measured
+      // from there.
       const warm = await upload(a.url, 'warm.bin', { mb: 16 });
       assert.equal(warm.status, 201, JSON.stringify(warm.body));
       assert.equal((await download(warm.body.url)).sha256, warm.sha256);
@@ -283,16 +291,17 @@ describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () 
       assert.equal(big.status, 201, JSON.stringify(big.body));
       assert.equal(big.body.size, 60 * 1024 * 1024);
       assert.equal(big.body.sha256, big.sha256);
+      const uploaded = peakRss(a.child.pid!) - before;
       const down = await download(big.body.url);
       assert.equal(down.status, 200);
       assert.equal(down.size, 60 * 1024 * 1024);
       assert.equal(down.sha256, big.sha256);
       assert.equal(down.headers.get('etag'), `"${big.sha256}"`);
       // Held whole, the artifact would add its 60 MB (101 MB measured with parts of 64 MiB).
-      // Streamed, the upload holds one 5 MiB part at a time, and the download a socket's buffers.
+      // Streamed, the upload fills its two reused part buffers, and the download a socket's buffers.
       const grown = peakRss(a.child.pid!) - before;
-      if (process.env.SY_TEST_VERBOSE) console.log(`peak RSS growth over a 60 MB upload and download: ${(grown / 1048576).toFixed(1)} MB`);
-      assert.ok(grown < 40 * 1024 * 1024, `the gateway's peak RSS grew by ${(grown / 1048576).toFixed(1)} MB`);
+      if (process.env.SY_TEST_VERBOSE) console.log(`peak RSS growth over a 60 MB upload and download: ${(grown / 1048576).toFixed(1)} MB (${(uploaded / 1048576).toFixed(1)} MB by the end of the upload)`);
+      assert.ok(grown < 20 * 1024 * 1024, `the gateway's peak RSS grew by ${(grown / 1048576).toFixed(1)} MB`);
     });
 
     it('serves an artifact one gateway took from the other, whole and by range, with the same ETag', async () => {
