@@ -47,12 +47,13 @@ export class KilledGatewayFixture {
 
   /**
    * A worker registered with `register` on the doomed gateway leases a job, a client follows it
-   * there, and the worker sends 400 deltas (numbered when `seq`): the first 200, and once one of
-   * them is acknowledged, the other 200 and a SIGKILL in the same tick. No ack of the second half
-   * can come back before the kill (each needs a Redis round trip), so some deltas are
-   * acknowledged and the rest are logged-but-unacknowledged or still on their way, however
-   * loaded the machine (firing the kill at the first ack of all 400 let a busy gateway log and
-   * acknowledge all of them in one batch before it died).
+   * there, and the worker sends 400 deltas (numbered when `seq`): the first 200; once one of
+   * them is acknowledged the gateway is frozen (SIGSTOP), the other 200 are sent and it is
+   * SIGKILLed. So some deltas are acknowledged, some of the first half may be logged with their
+   * acks never sent, and the second half is never read, however loaded the machine. (Firing the
+   * kill at the first ack of all 400 let a busy gateway log and acknowledge every delta first;
+   * sending the second half before a kill without the freeze let it acknowledge the first of
+   * them while the rest were still being written.)
    */
   async streamUntilKilled(register: Record<string, unknown>, opts: { seq: boolean }) {
     const { key } = await this.survivor.account(100);
@@ -79,11 +80,12 @@ export class KilledGatewayFixture {
       w1.send({ type: 'output', lease_id: lease.lease_id, fence: lease.fence, delta, ...(opts.seq ? { seq: i + 1 } : {}) });
     sent.slice(0, half).forEach((delta, i) => send(delta, i));
     await firstAcked;
+    this.doomed.signal('SIGSTOP');
     sent.slice(half).forEach((delta, i) => send(delta, half + i));
     const killed = this.doomed.kill();
     await killed;
     await w1.closed;
-    assert.ok(acked <= half, 'killed mid-stream: nothing of the second half acknowledged');
+    assert.ok(acked <= half, `killed mid-stream: nothing of the second half acknowledged (${acked} acks)`);
     const eventLog = new RunEventLog({ redis: this.survivor.redis, prefix: this.prefix, maxLength: 100_000, ttlMs: 60_000 });
     return { key, token, runId, lease, client, sent, acked, eventLog };
   }
