@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { Gateway } from '../../composition/gateway.js';
+import { tolerateOutageRejections } from './outage-rejections.js';
 
 export interface ServeHooks {
   onReady?: (gw: Gateway, url: string) => Promise<void>;
@@ -31,6 +32,7 @@ export async function serve(config: Config, hooks: ServeHooks = {}): Promise<voi
     hooks.cleanup?.();
     process.exit(0);
   };
+  process.on('unhandledRejection', tolerateOutageRejections(gateway.log));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   const starting = gateway.start();
