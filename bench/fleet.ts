@@ -45,6 +45,8 @@ interface FleetOptions {
   inFlight: number;
   storm: boolean;
   json: boolean;
+  /** Given to each gateway's Node (`--gateway-node-args "--max-semi-space-size=32"`). */
+  gatewayNodeArgs: string[];
 }
 
 function parseFleetOptions(args: string[]): FleetOptions {
@@ -60,6 +62,7 @@ function parseFleetOptions(args: string[]): FleetOptions {
       dispatch: { type: 'string', default: '10' },
       'in-flight': { type: 'string', default: '200' },
       'no-storm': { type: 'boolean', default: false },
+      'gateway-node-args': { type: 'string', default: '' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -79,6 +82,7 @@ function parseFleetOptions(args: string[]): FleetOptions {
     inFlight: Math.round(num('in-flight', values['in-flight'], 1)),
     storm: !values['no-storm'],
     json: values.json,
+    gatewayNodeArgs: values['gateway-node-args'].split(' ').filter(Boolean),
   };
   if (o.baseline >= o.workers) throw new Error('--baseline must be smaller than --workers');
   return o;
@@ -328,7 +332,7 @@ export default async function fleet(args: string[]): Promise<number> {
     stoppers.push(async () => redis.disconnect());
     const machine = await describeMachine(privateRedis.url);
     log(`fleet: ${o.baseline} then ${o.workers} idle workers on ${o.gateways} gateways, ${o.processes} worker processes; private Redis ${privateRedis.url}`);
-    const gateways = await FleetGateways.start(o.gateways, privateRedis.url, 'bench-fleet', dataDir);
+    const gateways = await FleetGateways.start(o.gateways, privateRedis.url, 'bench-fleet', dataDir, o.gatewayNodeArgs);
     stoppers.push(() => gateways.stop());
     const sims = await FleetSims.start(o.processes);
     stoppers.push(() => sims.stop());

@@ -39,11 +39,13 @@ export class FleetGateways {
   private constructor(
     private readonly ports: number[],
     private readonly env: Record<string, string>,
+    private readonly nodeArgs: string[],
   ) {
     this.urls = ports.map((p) => `http://127.0.0.1:${p}`);
   }
 
-  static async start(count: number, redisUrl: string, prefix: string, dataDir: string): Promise<FleetGateways> {
+  /** `nodeArgs` go to each gateway's Node before the benchmark's own (`--max-semi-space-size=32`, say). */
+  static async start(count: number, redisUrl: string, prefix: string, dataDir: string, nodeArgs: string[] = []): Promise<FleetGateways> {
     const adminToken = randomBytes(24).toString('hex');
     const env = {
       HOST: '127.0.0.1', REDIS_URL: redisUrl, REDIS_PREFIX: prefix, ADMIN_TOKEN: adminToken, DATA_DIR: dataDir, LOG_LEVEL: 'warn',
@@ -53,7 +55,7 @@ export class FleetGateways {
     };
     const ports: number[] = [];
     for (let i = 0; i < count; i++) ports.push(await freePort());
-    const g = new FleetGateways(ports, env);
+    const g = new FleetGateways(ports, env, nodeArgs);
     await g.startAll();
     const { api_key: apiKey } = await post<{ api_key: string }>(`${g.urls[0]}/v1/admin/accounts`, adminToken, { name: 'bench', credits: 1e12 });
     const { worker_token: workerToken } = await post<{ worker_token: string }>(`${g.urls[0]}/v1/admin/operators`, adminToken, { name: 'bench', trust: 'open' });
@@ -69,7 +71,7 @@ export class FleetGateways {
   /** Starts every instance (again); resolves once all listen. */
   async startAll(): Promise<void> {
     this.children = await Promise.all(
-      this.ports.map((port) => startIpcChild('servers/gateway-server.ts', { env: { ...this.env, PORT: String(port) }, nodeArgs: ['--expose-gc', '--import', PROBE], printsUrl: true })),
+      this.ports.map((port) => startIpcChild('servers/gateway-server.ts', { env: { ...this.env, PORT: String(port) }, nodeArgs: [...this.nodeArgs, '--expose-gc', '--import', PROBE], printsUrl: true })),
     );
   }
 
