@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { createHistogram } from 'node:perf_hooks';
 import { measureBullmqCycle } from './lib/bullmq-cycle.js';
+import { clusterCycle } from './lib/cluster-cycle.js';
 import { benchScratch, startBenchGateway } from './lib/bench-gateway.js';
 import { CpuMeter, processCpuUs, type CpuTotals } from './lib/cpu.js';
 import { Driver, pct, recordMs } from './lib/job-driver.js';
@@ -47,6 +48,8 @@ interface CycleOptions {
   latencyDuration: number;
   json: boolean;
   mode: 'sdk' | 'users';
+  /** `--cluster`: the cycle on one server, then on a 3+3 Redis Cluster (bench/lib/cluster-cycle.ts). */
+  cluster: boolean;
 }
 
 const fail = (why: string): never => {
@@ -66,6 +69,7 @@ function parseCycleOptions(args: string[]): CycleOptions {
       'latency-duration': { type: 'string', default: '5' },
       json: { type: 'boolean', default: false },
       mode: { type: 'string', default: 'sdk' },
+      cluster: { type: 'boolean', default: false },
     },
   });
   const num = (name: string, text: string, min: number) => {
@@ -82,12 +86,14 @@ function parseCycleOptions(args: string[]): CycleOptions {
     rate: num('rate', values.rate, 1),
     latencyDuration: num('latency-duration', values['latency-duration'], 1),
     json: values.json,
+    cluster: values.cluster,
     mode: values.mode === 'users' || values.mode === 'sdk' ? values.mode : fail(`--mode must be sdk or users (got ${JSON.stringify(values.mode)})`),
   };
 }
 
 export default async function cycle(args: string[]): Promise<number> {
   const o = parseCycleOptions(args);
+  if (o.cluster) return clusterCycle({ ...o, kind: KIND }, (msg) => o.json || console.error(msg));
   const { prefix, dataDir, stoppers, cleanup } = await benchScratch('cycle', REDIS_URL);
   const log = (msg: string) => o.json || console.error(msg);
   const meter = new CpuMeter(REDIS_URL);

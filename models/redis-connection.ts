@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redisTarget, type RedisTarget } from './redis-target.js';
 
@@ -95,4 +96,18 @@ export async function primariesOf(client: RedisClient): Promise<Redis[]> {
     });
   }
   return client.nodes('master');
+}
+
+/**
+ * The socket a command on `key` goes out on if it is written now, while it is connected: one
+ * server's, or on a cluster the socket of the primary that serves the key's slot (what a
+ * script's EVALSHA needs to know it ran there before). Undefined when that is not known.
+ */
+export function socketFor(redis: RedisClient, key: string | undefined): object | undefined {
+  if (redis.status !== 'ready') return undefined;
+  if (!isCluster(redis)) return redis.stream as object | undefined;
+  if (key === undefined) return undefined;
+  const nodeKey = redis.slots[calculateSlot(key)]?.[0];
+  const node = nodeKey === undefined ? undefined : redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
+  return node?.status === 'ready' ? (node.stream as object | undefined) : undefined;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isCluster, type RedisClient } from '../redis-connection.js';
+import { socketFor, type RedisClient } from '../redis-connection.js';
 import type { ScriptDefinition } from './script-definition.js';
 import * as ALL_SCRIPTS from './scripts/index.js';
 
@@ -83,16 +83,17 @@ export class RedisScripts<Definitions extends Record<string, ScriptDefinition>> 
   send<Name extends keyof Definitions & string>(redis: RedisClient, name: Name, keys: string[], args: Array<string | number>): Promise<ReplyOf<Definitions[Name]>> {
     const script = this.prepared(name);
     if (script.keys !== 'any' && keys.length !== script.keys) throw new Error(`the Redis script ${name} wants ${script.keys} KEYS, was given ${keys.length}`);
-    // The socket it will go out on if it is written now; a reconnect in between sends it on
-    // another, which may lack the script: that is the NOSCRIPT the caller handles.
-    // A cluster client's socket is its slot's node's, which it does not show: there every
-    // send is an EVAL (correct, only heavier on the wire) until the node is looked up per slot.
-    const socket = redis.status === 'ready' && !isCluster(redis) ? (redis.stream as object | undefined) : undefined;
+    // The socket it will go out on if it is written now (on a cluster, its slot's primary's); a
+    // reconnect or a slot moving in between sends it on another, which may lack the script: that
+    // is the NOSCRIPT the caller handles.
+    const socket = socketFor(redis, keys[0]);
     const sent =
       socket && script.loadedOn.has(socket) ? redis.evalsha(script.sha, keys.length, ...keys, ...args) : redis.eval(script.lua, keys.length, ...keys, ...args);
     return sent.then(
       (reply) => {
-        if (socket) script.loadedOn.add(socket);
+        // A cluster node's socket is made on its first command: known only once this one ran.
+        const ranOn = socket ?? socketFor(redis, keys[0]);
+        if (ranOn) script.loadedOn.add(ranOn);
         return reply as ReplyOf<Definitions[Name]>;
       },
       (err: unknown) => {
