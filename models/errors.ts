@@ -42,7 +42,21 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Marks every ApiError, whichever copy of this module made it (`Symbol.for` is process-wide). */
+const API_ERROR = Symbol.for('switchyard.ApiError');
+
 export class ApiError extends Error {
+  /**
+   * `instanceof ApiError` also holds for an ApiError made by another copy of this module. There
+   * can be two: the tests load the sources as CommonJS, and the S3 store, imported lazily, as ES
+   * modules with their own copy of this file; a store's 413 was then taken for a foreign error
+   * (a 400 "interrupted" upload). Subclasses keep the plain prototype check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return this === ApiError && typeof value === 'object' && value !== null && (value as { [API_ERROR]?: boolean })[API_ERROR] === true;
+  }
+
   readonly code: ErrorCode;
   readonly status: number;
   readonly details?: Record<string, unknown>;
@@ -56,6 +70,7 @@ export class ApiError extends Error {
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'ApiError';
+    Object.defineProperty(this, API_ERROR, { value: true });
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.details = opts.details;

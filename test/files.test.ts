@@ -137,7 +137,7 @@ describe('Files API /v1/files', function () {
       body: new ReadableStream({ start(c) { c.enqueue(big); c.close(); } }),
       duplex: 'half',
     } as RequestInit);
-    assert.equal(streamed.status, 413);
+    assert.equal(streamed.status, 413, await streamed.clone().text());
     assert.deepEqual((await gw.request('GET', '/v1/files', { key: account.key })).body.data, []);
   });
 

@@ -58,6 +58,8 @@ describe('job file inputs from https URLs: streamed, and failures keep nothing',
       FILE_FETCH_TIMEOUT_MS: String(FETCH_MS),
       FILE_MAX_BYTES: String(MAX_BYTES),
       DATA_DIR: path.join(dir, 'data'),
+      // The filesystem store, whatever the run's storage: these tests look for partial files in it.
+      STORAGE: 'fs',
     }).start();
     origin.handle('/hang.png', () => {});
     origin.handle('/stall.png', (_req, res) => {

@@ -39,6 +39,8 @@ describe('private tier: attested workers, receipts, verification and routing', f
     gw = await new TestGateway(prefix, {
       ATTESTATION_JWKS: verifier.jwksFile,
       DATA_DIR: dataDir,
+      // The filesystem store, whatever the run's storage: a test modifies an artifact's file in it.
+      STORAGE: 'fs',
       HEARTBEAT_MS: '300',
       LEASE_TTL_MS: '3000',
       ATTESTATION_NONCE_TTL_MS: '1000',

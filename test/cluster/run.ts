@@ -3,13 +3,15 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { REDIS_CLI, REDIS_SERVER, findProgram } from '../helpers/optional-program.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
+import { S3StandIn } from '../helpers/s3-stand-in.js';
 
 /**
  * `npm run test:cluster [-- test/<name>.test.ts ...]`: the test files below (or those given) run
  * against a real Redis Cluster of 3 primaries and 3 replicas this script starts on loopback
- * (test/helpers/redis-cluster.ts): mocha runs with REDIS_CLUSTER_NODES set, which the harness
- * hands to every gateway, gateway process and client it makes (test/helpers/harness.ts), under
- * hash-tagged prefixes as the gateway makes them on a cluster. `npm test` runs it after mocha's pass.
+ * (test/helpers/redis-cluster.ts), with artifacts and files in an S3 stand-in it starts too:
+ * mocha runs with REDIS_CLUSTER_NODES and SY_TEST_S3_* set, which the harness hands to every
+ * gateway, gateway process and client it makes (test/helpers/harness.ts), under hash-tagged
+ * prefixes as the gateway makes them on a cluster. `npm test` runs it after mocha's pass.
  */
 export const CLUSTER_FILES = [
   // The store contract's cluster target runs in `npm test` too (on a cluster of its own).
@@ -38,15 +40,28 @@ if (!server || !cli) {
 }
 
 const cluster = await RedisCluster.start({ server, cli });
-console.log(`test:cluster: a Redis Cluster of ${cluster.nodeList.length} nodes on ${cluster.setting}`);
+// The deployment the issue names: gateways on a Redis Cluster with S3-compatible storage, here
+// s3rver standing in for S3, MinIO or R2 (test/helpers/s3-stand-in.ts); test/helpers/harness.ts
+// points every test gateway at it.
+const s3 = await new S3StandIn().start();
+console.log(`test:cluster: a Redis Cluster of ${cluster.nodeList.length} nodes on ${cluster.setting}; S3 stand-in at ${s3.endpoint}`);
 let code = 1;
 try {
   const mocha = createRequire(import.meta.url).resolve('mocha/bin/mocha.js');
-  const child = spawn(process.execPath, [mocha, ...files], { stdio: 'inherit', env: { ...process.env, REDIS_CLUSTER_NODES: cluster.setting } });
+  const env = {
+    ...process.env,
+    REDIS_CLUSTER_NODES: cluster.setting,
+    SY_TEST_S3_ENDPOINT: s3.endpoint,
+    SY_TEST_S3_BUCKET: s3.bucket,
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+  const child = spawn(process.execPath, [mocha, ...files], { stdio: 'inherit', env });
   const stop = () => child.kill('SIGTERM');
   process.once('SIGINT', stop).once('SIGTERM', stop);
   [code] = (await once(child, 'exit')) as [number];
 } finally {
+  await s3.stop();
   await cluster.stop();
 }
 process.exit(code ?? 1);

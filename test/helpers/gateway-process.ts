@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY } from './harness.js';
+import { ADMIN_TOKEN, REDIS_URL, TEST_TOOL_SECRET_KEY, testStorageEnv } from './harness.js';
 
 /** One JSON log line of a gateway. */
 export type LogLine = Record<string, any> & { msg?: string; level?: number };
@@ -24,7 +24,7 @@ export class GatewayProcess {
   /** Spawns `serve` (PORT=0 unless given) and resolves once it logs that it listens. */
   async start(): Promise<this> {
     this.child = spawn(process.execPath, ['api/bin/switchyard.mjs', 'serve'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', REDIS_URL, ADMIN_TOKEN, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0', ...this.env },
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', REDIS_URL, ADMIN_TOKEN, TOOL_SECRET_KEY: TEST_TOOL_SECRET_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SEC: '0', ...testStorageEnv(this.env.REDIS_PREFIX ?? 'sy'), ...this.env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     this.exited = once(this.child, 'exit').then(([code, signal]) => ({ code, signal }));

@@ -40,8 +40,29 @@ export function uniquePrefix(name: string, cluster = ON_CLUSTER): string {
   return cluster ? `{${prefix}}` : prefix;
 }
 
+/**
+ * The object storage every test gateway uses when the run gives one: `npm test`'s cluster pass
+ * (test/cluster/run.ts) starts an S3 stand-in and sets SY_TEST_S3_ENDPOINT and SY_TEST_S3_BUCKET
+ * (with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), so its gateways keep artifacts and files
+ * in the bucket, each under a key prefix of its own, instead of under DATA_DIR. Unset: `{}`
+ * (the filesystem store). A test that looks at the filesystem store's files sets STORAGE=fs.
+ */
+export function testStorageEnv(prefix: string): Record<string, string> {
+  const endpoint = process.env.SY_TEST_S3_ENDPOINT;
+  if (!endpoint) return {};
+  return {
+    STORAGE: 's3',
+    S3_BUCKET: process.env.SY_TEST_S3_BUCKET ?? 'switchyard-test',
+    S3_ENDPOINT: endpoint,
+    S3_REGION: 'us-east-1',
+    S3_FORCE_PATH_STYLE: 'true',
+    S3_PREFIX: prefix.replace(/[^A-Za-z0-9_.-]/g, '') || 'test',
+  };
+}
+
 export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
   return loadConfig({
+    ...testStorageEnv(prefix),
     PORT: '0',
     HOST: '127.0.0.1',
     REDIS_URL,
