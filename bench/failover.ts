@@ -62,12 +62,6 @@ function bucketQuantile(trials: Trial[], q: number): string {
   return le === Infinity ? '> 1 s' : `≤ ${fmt(le * 1000, le < 0.001 ? 1 : 0)} ms`;
 }
 
-async function call(url: string, method: string, route: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(url + route, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
 async function until<T>(what: string, check: () => Promise<T | false | null | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -85,8 +79,8 @@ async function trial(bins: { server: string; cli: string }, env: Record<string, 
   const gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, ...env }).start();
   let worker: SwitchyardWorker | undefined;
   try {
-    const account = await call(gw.url, 'POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'bench', credits: 100_000_000 });
-    const operator = await call(gw.url, 'POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'bench-op', trust: 'open' });
+    const account = await gw.call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'bench', credits: 100_000_000 });
+    const operator = await gw.call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'bench-op', trust: 'open' });
     const key: string = account.body.api_key;
     const acked = new Map<string, number>();
     worker = new SwitchyardWorker({
@@ -104,7 +98,7 @@ async function trial(bins: { server: string; cli: string }, env: Record<string, 
     const submitter = async () => {
       while (submitting) {
         const t0 = performance.now();
-        const res = await call(gw.url, 'POST', '/v1/jobs', key, { kind: LLM, input: { prompt: 'hi' } }).catch(() => ({ status: 0, body: null }));
+        const res = await gw.call('POST', '/v1/jobs', key, { kind: LLM, input: { prompt: 'hi' } }).catch(() => ({ status: 0, body: null }));
         if (res.status === 202) {
           accepted.push(res.body.run_id);
           if (beforeKill) latenciesMs.push(performance.now() - t0);
@@ -133,7 +127,7 @@ async function trial(bins: { server: string; cli: string }, env: Record<string, 
     const deadline = Date.now() + 90_000;
     for (const runId of accepted) {
       const end = await until(`${runId}'s end`, async () => {
-        const res = await call(gw.url, 'GET', `/v1/jobs/${runId}`, key);
+        const res = await gw.call('GET', `/v1/jobs/${runId}`, key);
         if (res.status === 404) return 'lost';
         return res.status === 200 && res.body.terminal && 'ended';
       }, Math.max(0, deadline - Date.now())).catch(() => 'stuck');

@@ -35,11 +35,7 @@ describe('gateway on a Redis Cluster: its primary fails over', function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function call(method: string, route: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(gw!.url + route, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  }
+  const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
 
   /** Submits until accepted (a 503 while Redis fails over is the documented answer to retry), then waits for success. */
   async function completes(key: string, what: string): Promise<string> {

@@ -7,6 +7,7 @@ import { defineScript } from '../models/redis/script-definition.js';
 import { RedisScripts } from '../models/redis/redis-scripts.js';
 import { REDIS_CLI, REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
 import { sharedCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { scriptCommandsDuring } from './helpers/script-spy.js';
 
 /**
  * `send` on a Redis Cluster: a script goes to the primary of its first key's slot, so it is known
@@ -24,22 +25,8 @@ describe('RedisScripts.send on a Redis Cluster', function () {
 
   /** `count` on `key`, and which of EVAL and EVALSHA carried it. */
   const sent = async (key: string) => {
-    const used: string[] = [];
-    const spied = redis as unknown as Record<'eval' | 'evalsha', (...args: unknown[]) => Promise<unknown>>;
-    const originals = { eval: spied.eval, evalsha: spied.evalsha };
-    for (const name of ['eval', 'evalsha'] as const) {
-      spied[name] = function (this: unknown, ...args: unknown[]) {
-        used.push(name);
-        return originals[name].apply(this, args);
-      };
-    }
-    let reply: Promise<number>;
-    try {
-      reply = scripts.send(redis, 'count', [key], [1]);
-    } finally {
-      Object.assign(spied, originals);
-    }
-    return { used, reply: await reply };
+    const { used, result } = await scriptCommandsDuring(redis, () => scripts.send(redis, 'count', [key], [1]));
+    return { used, reply: result };
   };
 
   before(async function () {

@@ -11,6 +11,7 @@ import * as ALL_SCRIPTS from '../models/redis/scripts/index.js';
 import { REDIS_URL, cleanupPrefix, uniquePrefix, until } from './helpers/harness.js';
 import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
 import { RedisServerProcess } from './helpers/redis-server-process.js';
+import { scriptCommandsDuring } from './helpers/script-spy.js';
 
 /**
  * The gateway's Redis scripts live in one place, models/redis/scripts/ (one file per script,
@@ -106,21 +107,7 @@ describe('RedisScripts', () => {
 
   /** The script commands sent on `client` while `fn` runs, by name. */
   async function sent(client: typeof redis, fn: () => Promise<unknown>): Promise<string[]> {
-    const names: string[] = [];
-    const spied = client as unknown as Record<'eval' | 'evalsha', (...args: unknown[]) => Promise<unknown>>;
-    const originals = { eval: spied.eval, evalsha: spied.evalsha };
-    for (const name of ['eval', 'evalsha'] as const) {
-      spied[name] = function (this: unknown, ...args: unknown[]) {
-        names.push(name);
-        return originals[name].apply(this, args);
-      };
-    }
-    try {
-      await fn();
-    } finally {
-      Object.assign(spied, originals);
-    }
-    return names;
+    return (await scriptCommandsDuring(client, fn)).used;
   }
 
   /** A script no Redis has seen: its text (so its SHA) is new to this run. */
@@ -171,25 +158,12 @@ describe('RedisScripts.send', function () {
   const scripts = new RedisScripts({ count: defineScript<number>({ name: 'count', keys: 1, lua: `return redis.call('INCRBY', KEYS[1], ARGV[1])` }) });
   /** `count` sent with an INCR right behind it: which command carried the script, its reply (or error) and the INCR's. */
   const behind = async (by: number) => {
-    const used: string[] = [];
-    const spied = redis as unknown as Record<'eval' | 'evalsha', (...args: unknown[]) => Promise<unknown>>;
-    const originals = { eval: spied.eval, evalsha: spied.evalsha };
-    for (const name of ['eval', 'evalsha'] as const) {
-      spied[name] = function (this: unknown, ...args: unknown[]) {
-        used.push(name);
-        return originals[name].apply(this, args);
-      };
-    }
-    let script: Promise<unknown>;
-    let after: Promise<number>;
-    try {
-      script = scripts.send(redis, 'count', ['n'], [by]);
-      after = redis.incr('after');
-    } finally {
-      Object.assign(spied, originals);
-    }
-    const reply = await script.catch((err: unknown) => err);
-    return { used, reply, after: await after };
+    const { used, result } = await scriptCommandsDuring(redis, async () => {
+      const script = scripts.send(redis, 'count', ['n'], [by]);
+      const after = redis.incr('after');
+      return { reply: await script.catch((err: unknown) => err), after: await after };
+    });
+    return { used, ...result };
   };
 
   before(async function () {

@@ -43,11 +43,7 @@ describe('REDIS_WAIT_REPLICAS=1: a Redis Cluster primary killed under load', fun
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function call(method: string, route: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(gw!.url + route, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  }
+  const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
 
   it('loses no run it accepted and acknowledges no run\'s end twice', async () => {
     const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait', credits: 1_000_000 });

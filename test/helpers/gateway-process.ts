@@ -50,6 +50,13 @@ export class GatewayProcess {
     return this;
   }
 
+  /** One JSON request with a bearer token; the status and the parsed body (null when empty). */
+  async call(method: string, route: string, token: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(this.url + route, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
   /** Log lines with this message. */
   logged(msg: string): LogLine[] {
     return this.lines.filter((l) => l.msg === msg);
