@@ -106,10 +106,9 @@ async function trial(bins: { server: string; cli: string }, env: Record<string, 
       }
     };
     const cpu0 = processCpuUs(gw.child.pid!);
-    const accepted0 = accepted.length;
     const load = Promise.all(Array.from({ length: o.concurrency }, submitter));
     await new Promise((r) => setTimeout(r, o.loadS * 1000));
-    const cpuUsPerJob = ((await processCpuUs(gw.child.pid!)) - (await cpu0)) / Math.max(1, accepted.length - accepted0);
+    const cpuUsPerJob = (processCpuUs(gw.child.pid!) - cpu0) / Math.max(1, accepted.length);
     beforeKill = false;
     const { buckets: waitBuckets } = await scrape(gw.url);
     const primary = await cluster.primaryOf(`{${prefix}}`);
