@@ -32,8 +32,10 @@ describe('REDIS_WAIT_REPLICAS=1: a Redis Cluster primary killed under load', fun
     cluster = await RedisCluster.start({ server: requireProgram(this, REDIS_SERVER), cli: requireProgram(this, REDIS_CLI) });
     dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-replicas-'));
     // After the failover the promoted replica has no replica of its own: each WAIT then times out
-    // (a shortfall), and the run is answered once the store shows it is there.
-    gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300' }).start();
+    // (a shortfall), and the run is answered once the store shows it is there. A lease the
+    // failover took is recovered when its lock lapses: 10 s here, not the default 30 s (CI once
+    // had a run still unfinished 60 s after the failover with the default).
+    gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', LEASE_TTL_MS: '10000', HEARTBEAT_MS: '2000' }).start();
   });
 
   after(async () => {
@@ -96,7 +98,7 @@ describe('REDIS_WAIT_REPLICAS=1: a Redis Cluster primary killed under load', fun
         const res = await call('GET', `/v1/jobs/${runId}`, key);
         assert.ok(res.status === 200 || res.status === 503, `${runId}: ${res.status} ${JSON.stringify(res.body)}`);
         return res.status === 200 && res.body.terminal && res.body;
-      }, 60_000);
+      }, 90_000);
       assert.equal(run.status, 'succeeded', `${runId}: ${JSON.stringify(run.error)}`);
     }
     const twice = [...acked].filter(([, n]) => n > 1);
