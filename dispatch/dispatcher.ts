@@ -1,3 +1,4 @@
+import { pubsub } from '../models/redis-pubsub.js';
 import type { ReplicaWaiter } from '../models/replica-waiter.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RedisClient } from '../models/redis-connection.js';
@@ -228,8 +229,9 @@ export class Dispatcher {
   async start(): Promise<void> {
     await this.pipelines.start();
     this.deadlines.start();
-    await this.opts.subscriber.subscribe(this.channels.queued, this.channels.cancel, this.channels.workers);
-    this.opts.subscriber.on('message', (channel: string, message: string) => {
+    const { subscriber } = this.opts;
+    await pubsub.subscribe(subscriber, [this.channels.queued, this.channels.cancel, this.channels.workers]);
+    pubsub.onMessage(subscriber, (channel, message) => {
       if (channel === this.channels.queued) {
         const [queue, count, from] = message.split(' ');
         // Its own announcements woke this instance's workers when they were made.
@@ -243,7 +245,7 @@ export class Dispatcher {
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
     const sweepQueues = () => void this.scheduler.sweep().catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
-    this.opts.subscriber.on('ready', sweepQueues);
+    pubsub.onResubscribed(subscriber, sweepQueues);
     const sweep = setInterval(() => (sweepQueues(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.
     const refresh = setInterval(() => void this.pool.refresh().catch((err: unknown) => this.opts.log.warn({ err }, 'could not refresh the fleet counts')), Math.max(100, Math.floor(this.fleetTtlMs / 4)));
@@ -264,7 +266,7 @@ export class Dispatcher {
     this.deadlines.stop();
     await this.pool.stop(drainMs, handoverMs);
     // The subscriber is shared (run events, trust changes) and HTTP may still be draining: only our channels go.
-    await this.opts.subscriber.unsubscribe(this.channels.queued, this.channels.cancel, this.channels.workers).catch(() => {});
+    await pubsub.unsubscribe(this.opts.subscriber, [this.channels.queued, this.channels.cancel, this.channels.workers]).catch(() => {});
     await this.pipelines.stop();
     await this.fleet.stop();
     await this.bull.close();
@@ -378,6 +380,6 @@ export class Dispatcher {
 
   /** Tells whichever instance holds the run's lease to cancel it. */
   async requestCancel(runId: string): Promise<void> {
-    await this.opts.redis.publish(this.channels.cancel, runId);
+    await pubsub.publish(this.opts.redis, this.channels.cancel, runId);
   }
 }

@@ -1,3 +1,4 @@
+import { pubsub } from '../models/redis-pubsub.js';
 import { leaseFileUrl, leaseUploadUrl, type LeaseInputFile } from '../sdk/protocol/index.js';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -111,7 +112,7 @@ export class LeaseScheduler {
           // Redis: a pub/sub hop fewer before a job's lease. The message names the sender, which
           // skips it (older instances read only the first two words).
           this.wake(queue, entry.count);
-          this.opts.redis.publish(this.opts.channel, `${queue} ${entry.count} ${this.opts.gatewayId}`).then(() => resolve(), reject);
+          pubsub.publish(this.opts.redis, this.opts.channel, `${queue} ${entry.count} ${this.opts.gatewayId}`).then(() => resolve(), reject);
         }),
       );
       this.pendingAnnouncements.set(queue, entry);

@@ -1,3 +1,4 @@
+import { pubsub } from '../models/redis-pubsub.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
@@ -50,12 +51,13 @@ export class TrustEnforcer {
   }
 
   async start(): Promise<void> {
-    await this.opts.subscriber.subscribe(this.channel);
-    this.opts.subscriber.on('message', (channel: string, operatorId: string) => {
+    const { subscriber } = this.opts;
+    await pubsub.subscribe(subscriber, [this.channel]);
+    pubsub.onMessage(subscriber, (channel, operatorId) => {
       if (channel === this.channel) void this.enforce(operatorId);
     });
     // Announcements made while the subscriber was reconnecting are lost: check every local operator again.
-    this.opts.subscriber.on('ready', () => {
+    pubsub.onResubscribed(subscriber, () => {
       const operators = new Set(this.opts.dispatcher.localWorkers().filter((w) => w.owner.type === 'operator').map((w) => w.owner.id));
       for (const id of operators) void this.enforce(id);
     });
@@ -63,7 +65,7 @@ export class TrustEnforcer {
 
   /** Tells every instance (this one included) that `operatorId`'s trust changed. */
   async announce(operatorId: string): Promise<void> {
-    await this.opts.redis.publish(this.channel, operatorId);
+    await pubsub.publish(this.opts.redis, this.channel, operatorId);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { pubsub } from '../models/redis-pubsub.js';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { SUPERSEDED_CLOSE, SUPERSEDED_CODE } from '../sdk/protocol/index.js';
@@ -38,7 +39,7 @@ export class WorkerIdentities {
     if (!identity) return;
     await this.retireLocal(identity, worker.info.worker_id, 'the same worker registered again on this connection\'s instance');
     await this.opts.fleet.retireElsewhere(identity);
-    await this.opts.redis.publish(this.opts.channel, `${identity} ${worker.info.worker_id} ${this.opts.gatewayId}`);
+    await pubsub.publish(this.opts.redis, this.opts.channel, `${identity} ${worker.info.worker_id} ${this.opts.gatewayId}`);
   }
 
   /** Another instance's announcement: its registration retires an older connection here. */

@@ -25,6 +25,13 @@ export interface RedisConnectionOptions {
    * @defaultValue false
    */
   autoPipelining?: boolean;
+  /**
+   * A pub/sub subscriber (models/redis-pubsub.ts). On a cluster it subscribes with SSUBSCRIBE,
+   * which ioredis sends to the primary of each channel's slot only with `shardedSubscribers`.
+   * Implies `blocking`. No difference on one server.
+   * @defaultValue false
+   */
+  subscriber?: boolean;
 }
 
 /**
@@ -37,19 +44,19 @@ export function createRedis(target: RedisTarget | string, opts: RedisConnectionO
   const options: RedisOptions = {
     connectionName: `switchyard:${opts.name}`,
     // BullMQ requires null on its connections; request paths retry once, then fail.
-    maxRetriesPerRequest: opts.blocking ? null : 1,
+    maxRetriesPerRequest: opts.blocking || opts.subscriber ? null : 1,
     connectTimeout: 5_000,
     retryStrategy: (times) => Math.min(times * 100, 2_000),
     lazyConnect: false,
     enableAutoPipelining: opts.autoPipelining ?? false,
   };
-  const client = where.kind === 'single' ? new Redis(where.url, options) : clusterClient(where, options);
+  const client = where.kind === 'single' ? new Redis(where.url, options) : clusterClient(where, options, opts.subscriber ?? false);
   // ioredis emits 'error' on every failed reconnect; the callers see failures on their commands.
   client.on('error', () => {});
   return client;
 }
 
-function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options: RedisOptions): Cluster {
+function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options: RedisOptions, subscriber: boolean): Cluster {
   const { retryStrategy, enableAutoPipelining, lazyConnect, ...perNode } = options;
   return new Cluster(where.nodes, {
     // The same outage behaviour as one server's: the cluster's own reconnects back off alike.
@@ -59,6 +66,9 @@ function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options
     clusterRetryStrategy: retryStrategy,
     enableAutoPipelining,
     lazyConnect,
+    // One sharded subscriber connection per primary serving a subscribed slot, each made when
+    // its first channel is; they reconnect through the slot map (ClusterSubscriberGroup).
+    ...(subscriber && { shardedSubscribers: true }),
     redisOptions: {
       ...perNode,
       ...(where.username && { username: where.username }),
@@ -68,7 +78,10 @@ function clusterClient(where: Extract<RedisTarget, { kind: 'cluster' }>, options
   });
 }
 
-/** A second connection like `client`, to the same server or cluster (each client type's own `duplicate`). */
+/**
+ * A second connection like `client`, to the same server or cluster (each client type's own
+ * `duplicate`, which keeps a cluster subscriber's sharded subscribers).
+ */
 export function duplicateRedis(client: RedisClient): RedisClient {
   const copy = isCluster(client) ? client.duplicate() : client.duplicate();
   copy.on('error', () => {});

@@ -1,5 +1,6 @@
 import { RedisKeys } from './redis/keys.js';
 import type { RedisClient } from './redis-connection.js';
+import { pubsub } from './redis-pubsub.js';
 import { redisScripts } from './redis/redis-scripts.js';
 
 /** The event names of docs/api.md "Events". */
@@ -55,7 +56,7 @@ export class RunEventLog {
 
   /** Appends events in order (one appendRunEvents script); resolves with the number of the last one. */
   async append(runId: string, events: Array<{ event: RunEventName; data: unknown; guard?: DeltaGuard }>): Promise<number> {
-    const args: Array<string | number> = [this.channel(runId), this.opts.maxLength, this.opts.ttlMs];
+    const args: Array<string | number> = [pubsub.command(this.opts.redis), this.channel(runId), this.opts.maxLength, this.opts.ttlMs];
     for (const e of events) args.push(e.event, JSON.stringify(e.data), e.guard?.leaseId ?? '', e.guard?.seq ?? '');
     return Number(await redisScripts.run(this.opts.redis, 'appendRunEvents', [this.key(runId), this.keys.runEventSeq(runId), this.keys.runDeltaSeq(runId)], args));
   }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { BullWorkers } from '../dispatch/bull-workers.js';
 import type { ConnectedWorker } from '../dispatch/connected-worker.js';
+import { pubsub } from '../models/redis-pubsub.js';
 import type { Engine } from '../sdk/engines/types.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { SwitchyardWorker } from '../sdk/worker/switchyard-worker.js';
@@ -78,13 +79,13 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     // announcement, the dispatcher has too (and skipped it, as its own).
     let heard = false;
     const listener = (_channel: string, message: string) => (heard ||= message.startsWith('inference.image.generate.open '));
-    gw.gateway.core.subscriber.on('message', listener);
+    const stopListening = pubsub.onMessage(gw.gateway.core.subscriber, listener);
     try {
       assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'one' } })).status, 202);
       await until('the worker runs it', async () => started.includes('one'));
       await until('the announcement comes back from Redis', async () => heard);
     } finally {
-      gw.gateway.core.subscriber.off('message', listener);
+      stopListening();
     }
     await idle();
     assert.deepEqual(fetches.map((f) => f.got), [true]);

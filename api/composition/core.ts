@@ -71,7 +71,7 @@ export interface Core {
 export async function openCore(config: Config, log: Logger, gatewayId: string, lifecycle: Lifecycle): Promise<Core> {
   const c = config;
   const redis = createRedis(c.redis, { name: 'api', autoPipelining: true });
-  const subscriber = createRedis(c.redis, { name: `sub-${gatewayId}`, blocking: true });
+  const subscriber = createRedis(c.redis, { name: `sub-${gatewayId}`, subscriber: true });
   const bullConnection = createRedis(c.redis, { name: 'dispatch', blocking: true });
   const queueConnection = createRedis(c.redis, { name: 'queues', autoPipelining: true });
   lifecycle.add('redis', { start: () => redis.ping(), stop: () => quit(redis) });

@@ -1,3 +1,4 @@
+import { pubsub } from '../../models/redis-pubsub.js';
 import type { RedisClient } from '../../models/redis-connection.js';
 import type { Logger } from 'pino';
 import { RedisKeys } from '../../models/redis/keys.js';
@@ -57,6 +58,7 @@ export class PipelineBus {
   private readonly channel: string;
   private handlers: PipelineBusHandlers | null = null;
   private subscriber: RedisClient | null = null;
+  private stopListening: (() => void) | null = null;
   /** Acks not sent yet, by instance and lease: one message per lease per event-loop turn, not per frame. */
   private readonly acks = new Map<string, Map<string, number>>();
   private acking = false;
@@ -72,15 +74,16 @@ export class PipelineBus {
   async start(handlers: PipelineBusHandlers): Promise<void> {
     this.handlers = handlers;
     this.subscriber = this.opts.subscriber();
-    this.subscriber.on('messageBuffer', this.listener);
-    await this.subscriber.subscribe(this.channel);
+    this.stopListening = pubsub.onMessageBuffer(this.subscriber, this.listener);
+    await pubsub.subscribe(this.subscriber, [this.channel]);
   }
 
   async stop(): Promise<void> {
     const sub = this.subscriber;
     this.subscriber = null;
     if (!sub) return;
-    sub.off('messageBuffer', this.listener);
+    this.stopListening?.();
+    this.stopListening = null;
     await sub.quit().catch(() => sub.disconnect());
   }
 
@@ -121,7 +124,7 @@ export class PipelineBus {
   }
 
   private publish(to: string, message: Buffer): void {
-    this.opts.redis.publish(this.keys.pipelineChannel(to), message).catch((err: unknown) => this.opts.log.warn({ err, to }, 'could not send a pipeline message; its pipeline ends when it is missed'));
+    pubsub.publish(this.opts.redis, this.keys.pipelineChannel(to), message).catch((err: unknown) => this.opts.log.warn({ err, to }, 'could not send a pipeline message; its pipeline ends when it is missed'));
   }
 
   private received(message: Buffer): void {

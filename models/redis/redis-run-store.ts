@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis-connection.js';
+import { pubsub } from '../redis-pubsub.js';
 import { runIdFloor } from '../ids.js';
 import type { CreateRunResult, GatedCreateResult, ListRunsQuery, PriorRunFields, RunPage, RunStore, RunTransition, TransitionResult } from '../stores.js';
 import type { BatchMember, BatchRecord, CreateBatchResult, NewBatch } from '../batch-types.js';
@@ -234,6 +235,7 @@ export class RedisRunStore implements RunStore {
         t.returnPrior ? '1' : '',
         set.length,
         events ? this.keys.runEvents(run.run_id) : '',
+        pubsub.command(this.redis),
         events?.maxLength ?? '',
         events?.ttlMs ?? '',
         t.attempt ? JSON.stringify(t.attempt) : '',

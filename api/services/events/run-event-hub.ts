@@ -1,4 +1,5 @@
 import type { RedisClient } from '../../../models/redis-connection.js';
+import { pubsub } from '../../../models/redis-pubsub.js';
 import type { Logger } from 'pino';
 import { RunEventLog, type LoggedRunEvent } from '../../../models/run-event-log.js';
 import { LiveEvent } from './live-event.js';
@@ -44,7 +45,8 @@ export interface RunEventHubOptions {
  * and formatted once and handed to every follower.
  *
  * The runs followed and let go in one event-loop turn are subscribed with one SUBSCRIBE and
- * unsubscribed with one UNSUBSCRIBE at its end, each naming many channels: a command per run
+ * unsubscribed with one UNSUBSCRIBE at its end, each naming many channels (on a Redis Cluster
+ * SSUBSCRIBE and SUNSUBSCRIBE, one per slot: models/redis-pubsub.ts): a command per run
  * was 2.5% of the gateway's thread in `bench stream` (docs/benchmarks.md, stream). What is
  * sent is the difference between the runs followed and the channels the connection has, so a
  * run let go and followed again in one turn sends nothing and stays subscribed.
@@ -70,7 +72,8 @@ export class RunEventHub {
     this.enqueue(runId, group, RunEventLog.parseMessage(message));
   };
   // Messages published while the subscriber was reconnecting are lost to pub/sub: read them
-  // back from the log for every run still followed here.
+  // back from the log for every run still followed here (at `ready` on one server; on a
+  // cluster when ioredis has made its sharded subscriptions again: pubsub.onResubscribed).
   private readonly onReady = () => {
     for (const [runId, group] of this.runs) {
       group.unsure = true;
@@ -78,18 +81,20 @@ export class RunEventHub {
     }
   };
 
+  private listening: Array<() => void> = [];
+
   constructor(private readonly opts: RunEventHubOptions) {
     this.channelPrefix = opts.log.channel('');
   }
 
   start(): void {
-    this.opts.subscriber.on('message', this.onMessage);
-    this.opts.subscriber.on('ready', this.onReady);
+    const { subscriber } = this.opts;
+    this.listening = [pubsub.onMessage(subscriber, this.onMessage), pubsub.onResubscribed(subscriber, this.onReady)];
   }
 
   stop(): void {
-    this.opts.subscriber.off('message', this.onMessage);
-    this.opts.subscriber.off('ready', this.onReady);
+    for (const off of this.listening) off();
+    this.listening = [];
     this.runs.clear();
   }
 
@@ -124,8 +129,9 @@ export class RunEventHub {
    * A follower of `runId` read its log up to event `id` itself (a fresh connection's snapshot, a
    * resumed one's replay). Until the first live event reaches the run's followers here, that is
    * what numbers a gap: a first live event past `id + 1` means messages were lost, and they are
-   * read back from the log. Needed where a reconnect gives no 'ready' to read back at: a Redis
-   * Cluster client moves its subscriptions to another node without one. Once events flow live,
+   * read back from the log. Needed where the read-back at a resubscription comes too early or
+   * not at all (a cluster's SSUBSCRIBEs are sent again without waiting for their replies, and
+   * before sharded pub/sub its subscriptions moved node with no event). Once events flow live,
    * their own numbering does it.
    */
   seen(runId: string, id: number): void {
@@ -176,7 +182,7 @@ export class RunEventHub {
     this.due = null;
     const { subscriber, log } = this.opts;
     if (subscribe.length > 0) {
-      const reply = subscriber.subscribe(...subscribe.map((runId) => log.channel(runId)));
+      const reply = pubsub.subscribe(subscriber, subscribe.map((runId) => log.channel(runId)));
       for (const runId of subscribe) this.channels.set(runId, reply);
       // A refused SUBSCRIBE subscribed nothing: the next follower of these runs tries again.
       reply.catch(() => {
@@ -188,7 +194,7 @@ export class RunEventHub {
     }
     if (unsubscribe.length > 0) {
       for (const runId of unsubscribe) this.channels.delete(runId);
-      subscriber.unsubscribe(...unsubscribe.map((runId) => log.channel(runId))).catch(() => {});
+      pubsub.unsubscribe(subscriber, unsubscribe.map((runId) => log.channel(runId))).catch(() => {});
     }
   }
 
@@ -198,7 +204,7 @@ export class RunEventHub {
     // Compared with what is already queued, not delivered: several messages of one run often
     // arrive in one read, and only a real jump in the numbering needs the log.
     // After a reconnect the first message reads back first, whatever the numbering says: the
-    // read-back at 'ready' may have failed, or run before the missed events were logged.
+    // read-back at a resubscription may have failed, or run before the missed events were logged.
     if (group.unsure || (group.seenId > 0 && events[0].id > group.seenId + 1)) {
       group.unsure = false;
       group.chain = group.chain.then(() => this.refill(runId, group, events[0].id));

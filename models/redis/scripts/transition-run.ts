@@ -23,7 +23,8 @@ import { unitCostFunction } from './includes/unit-cost.js';
  * KEYS: run, account, account run index, unconfirmed set, the run's event stream, its counter.
  * ARGV: allowed statuses (",a,b,"), new status or '', retention seconds, index floor, run_id,
  *       account_id, required fence or '', reply ('none': no record on success), '1' to report
- *       the prior fields, n, event channel or '' (no logging), event log length, event ttl ms,
+ *       the prior fields, n, event channel or '' (no logging), its publish command (PUBLISH or
+ *       SPUBLISH, append_events), event log length, event ttl ms,
  *       an attempt entry's JSON or '' (merged into `attempt_history` as mergeAttempt does,
  *       models/attempt-history.ts), then n flat pairs to set, then flat pairs to set only where absent.
  * Returns {'ok', logged ('1' or ''), [prior fields], [HGETALL...]} | {'refused', HGETALL...} |
@@ -46,15 +47,15 @@ if ARGV[9] == '1' then
 end
 local to = ARGV[2]
 local flat = {}
-local last_set = 14 + tonumber(ARGV[10])
+local last_set = 15 + tonumber(ARGV[10])
 -- Absent: no field, a null scalar ('') or a null JSON value. Written before the set pairs, which win a field named in both.
 for i = last_set + 1, #ARGV, 2 do
   local v = redis.call('HGET', KEYS[1], ARGV[i])
   if not v or v == '' or v == 'null' then flat[#flat + 1] = ARGV[i]; flat[#flat + 1] = ARGV[i + 1] end
 end
-for i = 15, last_set do flat[#flat + 1] = ARGV[i] end
-if ARGV[14] ~= '' then
-  local w = cjson.decode(ARGV[14])
+for i = 16, last_set do flat[#flat + 1] = ARGV[i] end
+if ARGV[15] ~= '' then
+  local w = cjson.decode(ARGV[15])
   local function null(v) return v == nil or v == cjson.null end
   local stored = redis.call('HGET', KEYS[1], 'attempt_history')
   local list = {}
@@ -136,7 +137,7 @@ if ARGV[11] ~= '' and to ~= '' and to ~= status then
       ',"cost":{"reserved":' .. (h[12] or '0') .. ',"charged":' .. j(h[13]) .. '},"usage":' .. j(h[14]) .. '}'
     local events = { { 'status', view, '', '' } }
     if terminal[to] then events[2] = { 'done', view, '', '' } end
-    append_events(KEYS[5], KEYS[6], nil, ARGV[11], ARGV[12], ARGV[13], events)
+    append_events(KEYS[5], KEYS[6], nil, ARGV[12], ARGV[11], ARGV[13], ARGV[14], events)
     reply[2] = '1'
   end
 end

@@ -1,5 +1,5 @@
 /**
- * `append_events(stream, counter, dseq, channel, maxlen, ttl, events)`: numbers a run's events
+ * `append_events(stream, counter, dseq, publish, channel, maxlen, ttl, events)`: numbers a run's events
  * after the last number used, appends them to its log and publishes them as ONE message of
  * "<id> <event> <data>" lines, in one atomic step: the live order is the log order, and no two
  * events of a run ever share a number, whichever instance appended them. `events` is a list of
@@ -9,9 +9,14 @@
  * missing (a log older than it) or behind (an older instance appended meanwhile, which its XADD
  * refuses). Returns the last number used. Shared by appendRunEvents and transitionRun, which
  * logs a status change in the step that makes it.
+ *
+ * `publish` is the caller's `pubsub.command` (models/redis-pubsub.ts): 'SPUBLISH' on a Redis
+ * Cluster, where it reaches only the channel's shard (the channel is in the script's slot, as a
+ * script's SPUBLISH requires), anything else PUBLISH, so one script serves both deployments and
+ * no other command can be named through it.
  */
 export const appendEventsFunction = `
-local function append_events(stream, counter, dseq, channel, maxlen, ttl, events)
+local function append_events(stream, counter, dseq, publish, channel, maxlen, ttl, events)
   local function top()
     local t = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
     if t[1] then return tonumber(string.match(t[1][1], '^(%d+)')) end
@@ -44,7 +49,7 @@ local function append_events(stream, counter, dseq, channel, maxlen, ttl, events
   end
   if guarded then redis.call('PEXPIRE', dseq, ttl) end
   if #lines == 0 then return seq end
-  redis.call('PUBLISH', channel, table.concat(lines, '\\n'))
+  redis.call(publish == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH', channel, table.concat(lines, '\\n'))
   redis.call('SET', counter, seq, 'PX', ttl)
   redis.call('PEXPIRE', stream, ttl)
   return seq
