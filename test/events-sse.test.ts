@@ -211,10 +211,12 @@ describe('SSE events', function () {
     await client.until((c) => c.frames.length >= 1);
     const redis = testRedis();
     try {
-      // On a cluster the subscriber is on one of the nodes (its name prefixed by ioredis's).
+      // The connection that holds the run's subscription: on a cluster a sharded subscriber on
+      // the primary of the channel's slot (its name prefixed by ioredis's), among the client's
+      // other connections of the same name, which hold none.
       let killed = false;
       for (const node of await everyNode(redis)) {
-        const line = ((await node.client('LIST')) as string).split('\n').find((l) => l.includes(`switchyard:sub-${gw.gatewayId}`));
+        const line = ((await node.client('LIST')) as string).split('\n').find((l) => l.includes(`switchyard:sub-${gw.gatewayId}`) && /\bs?sub=[1-9]/.test(l));
         if (line) killed = (await node.client('KILL', 'ID', /id=(\d+)/.exec(line)![1])) === 1;
         if (killed) break;
       }
