@@ -61,6 +61,13 @@ describe('gateway on a Redis Cluster: its primary fails over', function () {
       const survivor = cluster!.nodes.find((n) => n.port !== primary)!.port;
       await cluster!.until(async () => (await cluster!.liveOk()) && (await cluster!.primaryOf(`{${prefix}}`, survivor)) !== primary, 'a replica promoted in the killed primary\'s place');
       const after = await completes(key, 'after the failover');
+      // Its sharded subscriptions (docs/architecture.md, "Redis Cluster") followed the slot: the
+      // dispatcher's channels are shard channels of the promoted replica, made again by ioredis.
+      const promoted = await cluster!.primaryOf(`{${prefix}}`, survivor);
+      await cluster!.until(async () => {
+        const held = (await cluster!.ask(promoted, 'PUBSUB', 'SHARDCHANNELS', `{${prefix}}:chan:*`)).split('\n');
+        return ['queued', 'cancel', 'workers', 'operators'].every((c) => held.includes(`{${prefix}}:chan:${c}`));
+      }, "the gateway's subscriptions on the promoted primary");
       // The run from before the failover is still there: the replica had it.
       assert.equal((await call('GET', `/v1/jobs/${before}`, key)).body.status, 'succeeded');
       assert.notEqual(after, before);
