@@ -58,9 +58,14 @@ describe('pipeline leases: a ranked job runs split across rank workers', functio
     assert.equal(leases[0].input.prompt, 'hello world');
     assert.deepEqual(leases[1].input, {}, 'a middle rank never sees the input');
     assert.deepEqual(leases[2].input, {}, 'nor does the last');
-    // Counted: one pipeline formed and finished, its frames forwarded on this instance.
-    const metrics = (await gw.request('GET', '/metrics')).text;
+    // Counted: one pipeline formed and finished, its frames forwarded on this instance. The end
+    // is counted once the last rank's settlement returns, just after the run shows succeeded.
+    let metrics = '';
     const sample = (line: string) => Number(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    await until('the pipeline counted as ended', async () => {
+      metrics = (await gw.request('GET', '/metrics')).text;
+      return /^switchyard_pipelines_ended_total\{[^}]*\} [1-9]/m.test(metrics);
+    });
     assert.equal(sample('switchyard_pipelines_formed_total{kind="inference:llm:text-generate",tier="open"}'), 1);
     assert.equal(sample('switchyard_pipelines_ended_total{end="finished"}'), 1);
     assert.ok(sample('switchyard_pipeline_forwarded_bytes_total{path="local"}') > 0);

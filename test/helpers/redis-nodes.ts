@@ -22,11 +22,15 @@ export async function nodeServing(redis: RedisClient, key: string): Promise<Redi
   return node;
 }
 
-/** The sum over every node of PUBSUB NUMSUB for each channel, in order. */
+/**
+ * The sum over every node of PUBSUB NUMSUB for each channel, in order; on a cluster SHARDNUMSUB,
+ * since the gateway subscribes there with SSUBSCRIBE (models/redis-pubsub.ts).
+ */
 export async function subscribers(redis: RedisClient, channels: string[]): Promise<number[]> {
   const counts = channels.map(() => 0);
+  const count = isCluster(redis) ? 'SHARDNUMSUB' : 'NUMSUB';
   for (const node of await everyNode(redis)) {
-    const reply = (await node.pubsub('NUMSUB', ...channels)) as Array<string | number>;
+    const reply = (await node.call('PUBSUB', count, ...channels)) as Array<string | number>;
     channels.forEach((_, i) => (counts[i] += Number(reply[2 * i + 1])));
   }
   return counts;
