@@ -95,6 +95,12 @@ export async function clusterCycle(o: ClusterCycleOptions, log: (msg: string) =>
       }),
     ),
   );
+  // Per node: where a cluster's pub/sub costs show (a PUBLISH is broadcast to every node over the
+  // bus; an SPUBLISH reaches only its shard's primary and replica).
+  for (const r of runs) {
+    const of = (role: 'primary' | 'replica') => r.nodes.filter((n) => n.role === role).map((n) => fmt(n.redisUs / r.jobs, 1)).join(' / ');
+    console.log(`Redis µs/job per node, ${r.name}: primaries ${of('primary')}; replicas ${of('replica')}`);
+  }
   for (const r of runs) {
     const top = Object.entries(r.commands).sort((a, b) => b[1].usec - a[1].usec).slice(0, 8);
     console.log(`Redis commands per job, ${r.name} (execution time only): ${top.map(([n, c]) => `${n} ${fmt(c.usec / r.jobs, 1)} µs (${fmt(c.calls / r.jobs, 2)} calls)`).join(', ')}`);
