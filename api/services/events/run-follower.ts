@@ -96,8 +96,12 @@ export class RunFollower {
       return;
     }
     // Already over: `status`, `done`, close. Numbered to line up with the logged pair when
-    // it is there; past the log's end when the log has lost it.
-    const base = last?.event === 'done' ? top - 1 : top;
+    // it is there; past the log's end when the log has lost it. The log is read again: the run
+    // may have ended between the read above and the record's, its terminal status and `done`
+    // logged in the step that ended it, which numbered from the older top would give a `done`
+    // short of the logged one (test/events-sse.test.ts's eventsource test caught it on a loaded machine).
+    const final = await this.opts.log.last(runId);
+    const base = final?.event === 'done' ? final.id - 1 : Math.max(top, final?.id ?? 0);
     pass(LiveEvent.of(base, 'status', job));
     pass(LiveEvent.of(base + 1, 'done', job));
   }
