@@ -12,7 +12,8 @@ export interface BullWorkersOptions {
    * hold jobs: a pipeline built on `connection` copies BullMQ's ~50 scripts into itself.
    */
   reads: RedisClient;
-  prefix: string;
+  /** Each queue's BullMQ key prefix (`RedisKeys.queuePrefixOf`). */
+  prefixOf: (queue: string) => string;
   /** Lock duration of a lease; extended by heartbeats. */
   lockMs: number;
   log: Logger;
@@ -42,7 +43,7 @@ export class BullWorkers {
     if (!w) {
       w = new Worker<QueuedJobData>(queue, null, {
         connection: this.opts.connection,
-        prefix: this.opts.prefix,
+        prefix: this.opts.prefixOf(queue),
         autorun: false,
         lockDuration: this.opts.lockMs,
         stalledInterval: Math.max(1000, Math.floor(this.opts.lockMs / 2)),

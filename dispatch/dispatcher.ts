@@ -1,5 +1,5 @@
 import { pubsub } from '../models/redis-pubsub.js';
-import type { ReplicaWaiter } from '../models/replica-waiter.js';
+import type { RunDurability } from '../models/run-durability.js';
 import { RedisKeys } from '../models/redis/keys.js';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
@@ -30,7 +30,7 @@ export type { WorkerReportSink } from './lease-settlement.js';
 
 export interface DispatcherOptions {
   /** REDIS_WAIT_REPLICAS: settles wait for their writes to reach the replicas before a worker is acknowledged. */
-  replicas?: Pick<ReplicaWaiter, 'after'>;
+  replicas?: Pick<RunDurability, 'settled'>;
   /** Command connection (shared with the API). */
   redis: RedisClient;
   /** A dedicated connection for the wake-up and cancel channels. */
@@ -38,7 +38,8 @@ export interface DispatcherOptions {
   /** Connection for BullMQ's workers (maxRetriesPerRequest: null). */
   bullConnection: RedisClient;
   prefix: string;
-  queuePrefix: string;
+  /** Each queue's BullMQ key prefix (`RedisKeys.queuePrefixOf`). */
+  queuePrefixOf: (queue: string) => string;
   runs: RunStore;
   /** A dead instance's workers leave the fleet counts this long after its last refresh. @defaultValue 5000 */
   fleetTtlMs?: number;
@@ -122,7 +123,7 @@ export class Dispatcher {
     this.leaseTtlMs = opts.leaseTtlMs ?? 30_000;
     this.heartbeatMs = opts.heartbeatMs ?? 5_000;
     this.fleetTtlMs = opts.fleetTtlMs ?? 5_000;
-    this.bull = new BullWorkers({ connection: opts.bullConnection, reads: opts.redis, prefix: opts.queuePrefix, lockMs: this.leaseTtlMs, log: opts.log });
+    this.bull = new BullWorkers({ connection: opts.bullConnection, reads: opts.redis, prefixOf: opts.queuePrefixOf, lockMs: this.leaseTtlMs, log: opts.log });
     this.channels = dispatchChannels(opts.prefix);
     // Each piece reaches the ones built after it only through closures, called once running.
     this.fleet = new FleetCounters({ redis: opts.redis, prefix: opts.prefix, gatewayId: opts.gatewayId, ttlMs: this.fleetTtlMs, workers: () => this.pool.all(), leasesOf: (w, kind, model) => this.table.leasesOf(w, kind, model), log: opts.log });

@@ -1,4 +1,4 @@
-import type { ReplicaWaiter } from '../models/replica-waiter.js';
+import type { RunDurability } from '../models/run-durability.js';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ArtifactMeta, ArtifactStore } from '../models/artifact-store.js';
@@ -66,7 +66,7 @@ export interface LeaseSettlementOptions {
   /** Frees a run's concurrency slots when its lease ends here. */
   gate?: Pick<ConcurrencyGate, 'release'>;
   /** REDIS_WAIT_REPLICAS: a worker's end is acknowledged once the settle's writes are on the replicas. */
-  replicas?: Pick<ReplicaWaiter, 'after'>;
+  replicas?: Pick<RunDurability, 'settled'>;
 }
 
 type Refusal = { code: string; message: string };
@@ -299,7 +299,7 @@ export class LeaseSettlement {
    * the run must still be final in the store, or the report is asked again (unavailable).
    */
   private async settled(runId: string): Promise<void> {
-    await this.opts.replicas?.after('settle', async () => isTerminal((await this.opts.runs.get(runId))?.status ?? 'queued'));
+    await this.opts.replicas?.settled(runId);
   }
 
   /** Completes or fails the BullMQ job of a run whose record is final already. */

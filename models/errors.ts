@@ -131,7 +131,10 @@ export class AlreadyTerminalError extends ApiError {
  */
 export function isDatastoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN|ReplicaWaitError/i.test(
+  // A Redis Cluster moving a slot (a failover's promotion, a resharding) can hand a command
+  // `MOVED`/`ASK` past ioredis's redirection (an auto-pipelined batch whose replies disagree) or
+  // `TRYAGAIN`: the same command works once the client has the new slot map.
+  return /MaxRetriesPerRequest|Connection is closed|ECONNREFUSED|ETIMEDOUT|Command timed out|MongoServerSelection|MongoNetwork|MongoNotConnected|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|\b(MOVED|ASK) \d+ \S+:\d+|ReplicaWaitError/i.test(
     `${err.name} ${err.message}`,
   );
 }

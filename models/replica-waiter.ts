@@ -16,6 +16,12 @@ export interface ReplicaWaiterOptions {
    * offset goes there.
    */
   probeKey: string;
+  /**
+   * The probe of a queue's slot, when queues live apart from the stores' slot (spread on a
+   * Redis Cluster: `RedisKeys.queueReplicaWaitProbe`): a job's add is then on another primary,
+   * which the stores' probe does not cover. Absent: a queue's writes are on the stores' slot.
+   */
+  queueProbeKey?: (queue: string) => string;
   /** A round that ended with fewer replicas than asked: `acked` of `wanted` (-1 when the WAIT failed). */
   shortfall?(acked: number, wanted: number, err?: unknown): void;
   /** Each caller's wait: which step, how long, and whether enough replicas acknowledged. */
@@ -34,6 +40,12 @@ interface Waiter {
   resolve(acked: number): void;
 }
 
+/** The group commit of one probe key: the round in flight and the callers for the next. */
+interface Lane {
+  inFlight: boolean;
+  next: Waiter[];
+}
+
 /**
  * Durability across failover (REDIS_WAIT_REPLICAS): waits until the writes that accepted or
  * settled a run are on `replicas` replicas before the caller or worker is answered, so a
@@ -49,8 +61,8 @@ interface Waiter {
  * serves any number of concurrent requests.
  */
 export class ReplicaWaiter {
-  private inFlight = false;
-  private next: Waiter[] = [];
+  /** One lane per probe key (per slot waited on); a lane goes when it has no caller. */
+  private readonly lanes = new Map<string, Lane>();
 
   constructor(private readonly opts: ReplicaWaiterOptions) {}
 
@@ -64,10 +76,7 @@ export class ReplicaWaiter {
    */
   async after(step: DurableStep, stillThere: () => Promise<boolean>): Promise<void> {
     const started = performance.now();
-    const acked = await new Promise<number>((resolve) => {
-      this.next.push({ resolve });
-      if (!this.inFlight) void this.round();
-    });
+    const acked = await this.waitOn(this.opts.probeKey);
     const enough = acked >= this.opts.replicas;
     this.opts.observe?.(step, (performance.now() - started) / 1000, enough);
     if (enough) return;
@@ -80,20 +89,43 @@ export class ReplicaWaiter {
     if (!there) throw new ReplicaWaitError(`the ${step} was lost with the Redis primary that took it (it failed before a replica had it)`);
   }
 
-  private async round(): Promise<void> {
-    this.inFlight = true;
-    while (this.next.length > 0) {
-      const waiters = this.next;
-      this.next = [];
-      const acked = await this.waitOnce();
+  /**
+   * Whether the writes answered before this call on `queue` (a job's add) are on the replicas:
+   * true at once when queues share the stores' slot (`after` covers them). Short of them it
+   * says so rather than throwing: the caller leaves the run unconfirmed, and the enqueue
+   * reconciler adds its job again (an add is idempotent) if a failover took it.
+   */
+  async queueWrites(queue: string): Promise<boolean> {
+    if (!this.opts.queueProbeKey) return true;
+    return (await this.waitOn(this.opts.queueProbeKey(queue))) >= this.opts.replicas;
+  }
+
+  /** The acknowledgements of the next round on `probeKey`'s lane. */
+  private waitOn(probeKey: string): Promise<number> {
+    let lane = this.lanes.get(probeKey);
+    if (!lane) this.lanes.set(probeKey, (lane = { inFlight: false, next: [] }));
+    const joined = lane;
+    return new Promise<number>((resolve) => {
+      joined.next.push({ resolve });
+      if (!joined.inFlight) void this.round(probeKey, joined);
+    });
+  }
+
+  private async round(probeKey: string, lane: Lane): Promise<void> {
+    lane.inFlight = true;
+    while (lane.next.length > 0) {
+      const waiters = lane.next;
+      lane.next = [];
+      const acked = await this.waitOnce(probeKey);
       for (const w of waiters) w.resolve(acked);
     }
-    this.inFlight = false;
+    lane.inFlight = false;
+    this.lanes.delete(probeKey);
   }
 
   /** One probe write and WAIT in one round trip (on a cluster, both to the probe key's primary). */
-  private async waitOnce(): Promise<number> {
-    const { redis, replicas, timeoutMs, probeKey } = this.opts;
+  private async waitOnce(probeKey: string): Promise<number> {
+    const { redis, replicas, timeoutMs } = this.opts;
     try {
       const replies = await redis.pipeline().set(probeKey, '1', 'PX', 60_000).call('WAIT', replicas, timeoutMs).exec();
       const failed = replies?.find(([err]) => err)?.[0];

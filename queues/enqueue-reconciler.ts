@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { RunStore } from '../models/stores.js';
 import type { RunRecord } from '../models/types.js';
 import type { JobQueues } from './job-queues.js';
+import { runQueueName } from './queue-names.js';
 
 export interface EnqueueReconcilerOptions {
   runs: RunStore;
@@ -13,6 +14,11 @@ export interface EnqueueReconcilerOptions {
   intervalMs?: number;
   /** @defaultValue 500 */
   batch?: number;
+  /**
+   * REDIS_WAIT_REPLICAS with queues apart from the runs (a cluster's spread queues): whether a
+   * queue's adds reached its replicas. A run whose add did not is left unconfirmed for the next pass.
+   */
+  queueWrites?: (queue: string) => Promise<boolean>;
   /** Called after a run is added, so dispatchers wake up. */
   onEnqueued?: (run: RunRecord) => Promise<void>;
 }
@@ -46,6 +52,16 @@ export class EnqueueReconciler {
     await this.running;
   }
 
+  /** The ids of runs whose queue writes fell short of the replicas (none without `queueWrites`). */
+  private async shortOfReplicas(added: RunRecord[]): Promise<Set<string>> {
+    const check = this.opts.queueWrites;
+    if (!check || added.length === 0) return new Set();
+    const queues = [...new Set(added.map(runQueueName))];
+    const enough = await Promise.all(queues.map((q) => check(q)));
+    const short = new Set(queues.filter((_, i) => !enough[i]));
+    return new Set(added.filter((r) => short.has(runQueueName(r))).map((r) => r.run_id));
+  }
+
   /** One pass; returns how many runs it had to enqueue. */
   async sweep(): Promise<{ enqueued: number; confirmed: number }> {
     let enqueued = 0;
@@ -53,16 +69,22 @@ export class EnqueueReconciler {
     for (;;) {
       const pending = await this.opts.runs.listUnconfirmed(this.opts.afterMs, this.opts.batch ?? 500);
       if (pending.length === 0) break;
+      const added: RunRecord[] = [];
       for (const run of pending) {
         if (run.status === 'queued') {
           await this.opts.queues.add(run);
+          added.push(run);
           await this.opts.onEnqueued?.(run);
           enqueued++;
           this.opts.log.info({ runId: run.run_id }, 'enqueued an accepted run that missed its queue write');
         }
       }
-      await this.opts.runs.confirmEnqueued(pending.map((r) => r.run_id));
-      confirmed += pending.length;
+      const short = await this.shortOfReplicas(added);
+      const done = pending.filter((r) => !short.has(r.run_id));
+      await this.opts.runs.confirmEnqueued(done.map((r) => r.run_id));
+      confirmed += done.length;
+      // The rest is listed again by the next pass, not this one (it would list them forever).
+      if (short.size > 0) break;
     }
     return { enqueued, confirmed };
   }

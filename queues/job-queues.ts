@@ -56,8 +56,8 @@ function jobData(run: Omit<QueuedRun, 'priority'>): QueuedJobData {
 export interface JobQueuesOptions {
   /** A non-blocking ioredis client, shared by every producer queue. */
   connection: RedisClient;
-  /** BullMQ key prefix. */
-  prefix: string;
+  /** Each queue's BullMQ key prefix (`RedisKeys.queuePrefixOf`: one for all, or one per queue on a cluster). */
+  prefixOf: (queue: string) => string;
   /** A set of the model queues ever written to, so every instance can list them without a SCAN. */
   modelQueuesKey: string;
   /** A sorted set of the queued runs with a `ttl_s`, by when they expire (`expiringMember`). */
@@ -91,7 +91,7 @@ export class JobQueues {
     if (!queue) {
       queue = new Queue<QueuedJobData>(name, {
         connection: this.opts.connection,
-        prefix: this.opts.prefix,
+        prefix: this.opts.prefixOf(name),
         defaultJobOptions: {
           // Dispatch decides when a run has had its last attempt (its max_attempts, counted in
           // leases, stalls included) and then fails the job as unrecoverable; BullMQ's own
@@ -213,21 +213,22 @@ export class JobQueues {
     return (await this.places([run]))[0];
   }
 
-  /** `place` of each run (a page of a listing), all in one round trip: three reads per run. */
+  /**
+   * `place` of each run (a page of a listing), all in one round trip: three reads per run, sent
+   * in one turn on the auto-pipelined connection. Not an explicit pipeline: on a cluster the
+   * runs' queues may be on several primaries, and ioredis sends one pipeline to one node (its
+   * auto-pipelining writes one batch to each node instead).
+   */
   async places(runs: QueuePlaceOf[]): Promise<QueuePlace[]> {
-    if (runs.length === 0) return [];
-    const pipeline = this.opts.connection.pipeline();
-    for (const run of runs) {
-      const queue = this.named(runQueueName(run));
-      pipeline.llen(queue.keys.wait).zrank(queue.keys.prioritized, run.run_id).zscore(queue.keys.delayed, run.run_id);
-    }
-    const replies = (await pipeline.exec()) ?? [];
-    return runs.map((_, i) => {
-      const [[e1, waiting], [e2, rank], [e3, delayed]] = replies.slice(i * 3, i * 3 + 3) as [[Error | null, number], [Error | null, number | null], [Error | null, string | null]];
-      if (e1 || e2 || e3) throw e1 ?? e2 ?? e3;
-      // BullMQ scores a delayed job timestamp * 0x1000 + a counter (its getDelayedScore.lua).
-      return { position: rank === null ? null : waiting + rank + 1, delayedUntil: delayed === null ? null : Math.floor(Number(delayed) / 0x1000) };
-    });
+    const redis = this.opts.connection;
+    return Promise.all(
+      runs.map(async (run) => {
+        const queue = this.named(runQueueName(run));
+        const [waiting, rank, delayed] = await Promise.all([redis.llen(queue.keys.wait), redis.zrank(queue.keys.prioritized, run.run_id), redis.zscore(queue.keys.delayed, run.run_id)]);
+        // BullMQ scores a delayed job timestamp * 0x1000 + a counter (its getDelayedScore.lua).
+        return { position: rank === null ? null : waiting + rank + 1, delayedUntil: delayed === null ? null : Math.floor(Number(delayed) / 0x1000) };
+      }),
+    );
   }
 
   /** Removes a waiting job; a job under lease stays (its worker is told to stop instead). */

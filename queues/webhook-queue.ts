@@ -39,8 +39,8 @@ export interface WebhookPayload {
 export interface WebhookQueueOptions {
   /** Non-blocking producer connection (shared). */
   connection: RedisClient;
-  /** BullMQ key prefix, the one of the job queues. */
-  prefix: string;
+  /** Each queue's BullMQ key prefix, as the job queues'. */
+  prefixOf: (queue: string) => string;
   /** Delay before each retry; as many retries as entries. */
   retryDelaysMs: number[];
 }
@@ -56,7 +56,7 @@ export class WebhookQueue {
   constructor(private readonly opts: WebhookQueueOptions) {
     this.queue = new Queue<WebhookJobData>(WEBHOOK_QUEUE, {
       connection: opts.connection,
-      prefix: opts.prefix,
+      prefix: opts.prefixOf(WEBHOOK_QUEUE),
       defaultJobOptions: {
         attempts: opts.retryDelaysMs.length + 1,
         backoff: { type: 'webhook' },
@@ -90,7 +90,7 @@ export class WebhookQueue {
   work(opts: { connection: RedisClient; concurrency: number; log: Logger; deliver: (job: Job<WebhookJobData>) => Promise<void> }): void {
     this.worker = new Worker<WebhookJobData>(WEBHOOK_QUEUE, opts.deliver, {
       connection: opts.connection,
-      prefix: this.opts.prefix,
+      prefix: this.opts.prefixOf(WEBHOOK_QUEUE),
       concurrency: opts.concurrency,
       settings: { backoffStrategy: (attemptsMade: number) => this.retryDelayMs(attemptsMade) },
     });

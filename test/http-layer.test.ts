@@ -121,4 +121,16 @@ describe('error rendering', () => {
     assert.equal(ctx.status, 500);
     assert.deepEqual(ctx.body, { error: { code: 'internal', message: 'internal error' } });
   });
+
+  it("answers 503 unavailable with Retry-After for a Redis Cluster's slot moving under a command (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)", async () => {
+    const { toApiError } = await import('../models/errors.js');
+    const { ReplyError } = await import('ioredis');
+    for (const reply of ['MOVED 9440 127.0.0.1:44589', 'ASK 12 10.0.0.7:6380', 'TRYAGAIN Multiple keys request during rehashing of slot', 'CLUSTERDOWN The cluster is down']) {
+      const err = toApiError(new ReplyError(reply));
+      assert.equal(err.status, 503, reply);
+      assert.equal(err.headers?.['Retry-After'], '1', reply);
+    }
+    // Only a redirection's shape: a message that merely says "moved" is no outage.
+    assert.equal(toApiError(new Error('the file was moved 3 times')).status, 500);
+  });
 });

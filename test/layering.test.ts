@@ -150,7 +150,7 @@ describe('route modules (api/http/routes/)', () => {
 });
 
 describe('Redis key names', () => {
-  it('are built in RedisKeys only (models/redis/keys.ts); BullMQ builds its own below keys.queuePrefix', () => {
+  it('are built in RedisKeys only (models/redis/keys.ts); BullMQ builds its own below keys.queuePrefixOf', () => {
     const files = LAYERS.flatMap((layer) => sourceFiles(layer)).filter((f) => f !== 'models/redis/keys.ts');
     // A key is a template that puts a prefix before a colon: `${prefix}:run:...`.
     const builders = files.filter((f) => /\$\{[\w.]*[pP]refix\}:/.test(readFileSync(path.join(ROOT, f), 'utf8')));

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { primariesOf } from '../models/redis-connection.js';
 import { redisTarget } from '../models/redis-target.js';
+import { queueName } from '../queues/queue-names.js';
 import { runCliWorker } from './helpers/cli-worker.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, testRedis, until } from './helpers/harness.js';
@@ -18,8 +19,8 @@ import { Receiver } from './helpers/webhook-receiver.js';
  * A gateway on a real Redis Cluster (3 primaries, 3 replicas; test/helpers/redis-cluster.ts), as
  * production would run it: `switchyard serve` given REDIS_CLUSTER_NODES, real CLI demo workers,
  * a caller following a job's events over SSE and a webhook delivered to a real HTTPS receiver.
- * The prefix is given without a hash tag: the gateway must add one (phase 1 of the cluster
- * placement, docs/architecture.md, "Redis Cluster"), or its scripts would be refused CROSSSLOT.
+ * The prefix is given without a hash tag: the gateway must add one (docs/architecture.md,
+ * "Redis Cluster"), or its scripts would be refused CROSSSLOT; its queues each get one of their own.
  */
 const KINDS = ['inference:image:generate', 'inference:llm:text-generate', 'inference:audio:text-to-speech', 'inference:3d:image-to-mesh'];
 
@@ -102,18 +103,27 @@ describe('gateway on a Redis Cluster', function () {
     assert.equal(code, 0, stderr);
   });
 
-  it('keeps every key it wrote under its hash-tagged prefix, in one slot on one primary', async () => {
+  it("keeps its own keys in the prefix's slot, and each queue's in a slot of the queue's own, spread over the primaries", async () => {
     const redis = testRedis('test-cluster-keys', redisTarget(REDIS_URL, nodes));
     try {
-      const held: string[][] = [];
+      const held = new Map<string, string[]>();
       for (const node of await primariesOf(redis)) {
-        held.push([...(await node.keys(`{${prefix}}:*`)), ...(await node.keys(`${prefix}:*`))]);
+        const { port } = node.options;
+        held.set(String(port), [...(await node.keys(`{${prefix}}:*`)), ...(await node.keys(`${prefix}:*`))]);
       }
-      const keys = held.flat();
+      const keys = [...held.values()].flat();
       assert.ok(keys.length > 10, `keys written: ${keys.length}`);
-      assert.ok(keys.every((k) => k.startsWith(`{${prefix}}:`)), `untagged keys: ${keys.filter((k) => !k.startsWith('{')).join(', ')}`);
-      assert.ok(keys.some((k) => k.startsWith(`{${prefix}}:q:`)), "BullMQ's keys carry the tag too");
-      assert.equal(held.filter((k) => k.length > 0).length, 1, 'all on one primary (phase 1)');
+      const queued = keys.filter((k) => k.startsWith(`${prefix}:q:{`));
+      const own = keys.filter((k) => !queued.includes(k));
+      assert.ok(own.every((k) => k.startsWith(`{${prefix}}:`)), `untagged keys: ${own.filter((k) => !k.startsWith('{')).join(', ')}`);
+      assert.equal([...held.values()].filter((list) => list.some((k) => own.includes(k))).length, 1, "the gateway's own keys are on one primary");
+      // BullMQ's keys of a queue under `<prefix>:q:{<queue>}`: one slot per queue (its scripts need it).
+      const queues = new Set(queued.map((k) => /^[^{]*\{([^}]+)\}/.exec(k)![1]));
+      for (const kind of KINDS) assert.ok(queues.has(queueName(kind, 'open')), `the queue of ${kind} has its own tag`);
+      assert.ok(queues.has('webhooks'), 'so has the webhook queue');
+      const primaries = [...held.values()].filter((list) => list.some((k) => queued.includes(k))).length;
+      // The four kinds' queues and the webhooks' hash to slots of all three primaries.
+      assert.equal(primaries, 3, `queue keys on ${primaries} primaries`);
     } finally {
       redis.disconnect();
     }

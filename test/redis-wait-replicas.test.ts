@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { queueName } from '../queues/queue-names.js';
 import { SwitchyardWorker } from '../sdk/worker/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
@@ -13,98 +14,188 @@ import { RedisCluster } from './helpers/redis-cluster.js';
 const LLM = 'inference:llm:text-generate';
 
 /**
- * REDIS_WAIT_REPLICAS=1 on a Redis Cluster of 3 primaries and 3 replicas (a cluster of its own:
- * a killed primary would disturb the shared one's other files). Callers submit without pause
- * while the primary holding the gateway's keys is SIGKILLed; its replica takes over and the
- * gateway follows. Every run answered 202 must be there after the failover and succeed, and
- * no run's end may be acknowledged to the worker twice (a settle the failover forgot would
- * have run it again). A 503 while the cluster fails over is the documented answer to retry.
+ * REDIS_WAIT_REPLICAS=1 on a Redis Cluster of 3 primaries and 3 replicas (a cluster of its own
+ * per case: a killed primary would disturb the shared one's other files). Callers submit
+ * without pause while a primary is SIGKILLed: the one holding the gateway's own keys (runs,
+ * accounts), or the one holding the job queue (on a cluster each queue has a slot of its own,
+ * docs/architecture.md, "Redis Cluster"). Its replica takes over and the gateway follows. Every
+ * run answered 202 must be there after the failover and succeed, and no run's end may be
+ * acknowledged to the worker twice (a settle the failover forgot would have run it again). A
+ * 503 while the cluster fails over is the documented answer to retry.
  */
-describe('REDIS_WAIT_REPLICAS=1: a Redis Cluster primary killed under load', function () {
-  this.timeout(180_000);
-  const prefix = `sytest-wait-${randomBytes(4).toString('hex')}`;
+for (const target of ['runs', 'queue'] as const) {
+  describe(`REDIS_WAIT_REPLICAS=1: the Redis Cluster primary of the ${target === 'runs' ? "gateway's runs" : 'job queue'} killed under load`, function () {
+    this.timeout(180_000);
+    let prefix: string;
+    let cluster: RedisCluster | undefined;
+    let dir: string;
+    let gw: GatewayProcess | undefined;
+    let worker: SwitchyardWorker | undefined;
+    /** A key in the slot of the job queue's keys (models/redis/keys.ts, `queuePrefixOf`). */
+    const queueKey = () => `${prefix}:q:{${queueName(LLM, 'open')}}`;
+
+    before(async function () {
+      cluster = await RedisCluster.start({ server: requireProgram(this, REDIS_SERVER), cli: requireProgram(this, REDIS_CLI) });
+      // A prefix whose slot is on another primary than the queue's, so each case kills only one of them.
+      do prefix = `sytest-wait-${randomBytes(4).toString('hex')}`;
+      while ((await cluster.primaryOf(`{${prefix}}`)) === (await cluster.primaryOf(queueKey())));
+      dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-replicas-'));
+      // After the failover the promoted replica has no replica of its own: each WAIT then times out
+      // (a shortfall), and the run is answered once the store shows it is there. A lease the
+      // failover took is recovered when its lock lapses: 10 s here, not the default 30 s (CI once
+      // had a run still unfinished 60 s after the failover with the default). A job add the
+      // failover took is made again by the enqueue reconciler (runs unconfirmed for 2 s here).
+      gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', LEASE_TTL_MS: '10000', HEARTBEAT_MS: '2000', ENQUEUE_RECONCILE_AFTER_MS: '2000' }).start();
+    });
+
+    after(async () => {
+      await worker?.stop({ timeoutMs: 0 });
+      await gw?.kill();
+      await cluster?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
+
+    it('loses no run it accepted and acknowledges no run\'s end twice', async () => {
+      const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait', credits: 1_000_000 });
+      assert.equal(account.status, 201, JSON.stringify(account.body));
+      const key: string = account.body.api_key;
+      const operator = await call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'wait-op', trust: 'open' });
+      assert.equal(operator.status, 201, JSON.stringify(operator.body));
+
+      // The worker's view: how many times the gateway acknowledged each run's end.
+      const acked = new Map<string, number>();
+      worker = new SwitchyardWorker({
+        gateway: gw!.url,
+        token: operator.body.worker_token,
+        kinds: [LLM],
+        slots: 8,
+        logger: silentLogger,
+        handler: async (_kind, input) => ({ artifacts: [], extra: { text: String(input.prompt) }, usage: { input_tokens: 1, output_tokens: 1 } }),
+      });
+      worker.on('completed', (lease) => acked.set(lease.run_id, (acked.get(lease.run_id) ?? 0) + 1));
+      await worker.start();
+
+      const accepted: string[] = [];
+      const statuses = new Map<number, number>();
+      let submitting = true;
+      const submitter = async (n: number) => {
+        for (let i = 0; submitting; i++) {
+          const res = await call('POST', '/v1/jobs', key, { kind: LLM, input: { prompt: `s${n}-${i}` } });
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          assert.ok(res.status === 202 || res.status === 503, `${res.status} ${JSON.stringify(res.body)}; the gateway's errors: ${JSON.stringify(gw!.lines.filter((l) => Number(l.level) >= 50).slice(-3))}`);
+          if (res.status === 202) accepted.push(res.body.run_id);
+        }
+      };
+      const load = Promise.all([1, 2, 3, 4].map(submitter));
+
+      await until('runs accepted before the kill', async () => accepted.length >= 40, 60_000);
+      const slotKey = target === 'runs' ? `{${prefix}}` : queueKey();
+      const primary = await cluster!.primaryOf(slotKey);
+      // The accepts waited on that primary (WAIT is keyless: the probe of its slot takes it there).
+      assert.ok(/cmdstat_wait:calls=[1-9]/.test(await cluster!.ask(primary, 'INFO', 'commandstats')), 'WAIT ran on the primary of the slot');
+      const atKill = accepted.length;
+      await cluster!.kill(primary);
+      const survivor = cluster!.nodes.find((n) => n.port !== primary)!.port;
+      await cluster!.until(async () => (await cluster!.liveOk()) && (await cluster!.primaryOf(slotKey, survivor)) !== primary, "a replica promoted in the killed primary's place", 60_000);
+      await until('runs accepted after the failover', async () => accepted.length >= atKill + 20, 90_000);
+      submitting = false;
+      await load;
+
+      // Every accepted run is there and ends succeeded, its end acknowledged to the worker once.
+      for (const runId of accepted) {
+        const run = await until(`${runId} to succeed`, async () => {
+          const res = await call('GET', `/v1/jobs/${runId}`, key);
+          assert.ok(res.status === 200 || res.status === 503, `${runId}: ${res.status} ${JSON.stringify(res.body)}`);
+          return res.status === 200 && res.body.terminal && res.body;
+        }, 90_000);
+        assert.equal(run.status, 'succeeded', `${runId}: ${JSON.stringify(run.error)}`);
+      }
+      const twice = [...acked].filter(([, n]) => n > 1);
+      assert.deepEqual(twice, [], 'no run completed twice');
+      assert.equal(new Set(accepted).size, accepted.length);
+      assert.equal(gw!.child.exitCode, null, 'the gateway process lived through it');
+      if (process.env.SY_TEST_VERBOSE) console.log({ target, accepted: accepted.length, atKill, statuses: Object.fromEntries(statuses) });
+    });
+  });
+}
+
+/**
+ * The case the queue's own wait is for, made to happen: a job's add acknowledged by the queue's
+ * primary while its replica is frozen (so the replica cannot have it), then that primary
+ * killed and the replica, thawed, promoted without the job. The accept's wait on the queue's
+ * slot fell short, so the run was left unconfirmed, and the enqueue reconciler adds its job
+ * again after the failover: the run succeeds. Confirmed at once instead, it would wait forever
+ * in a queue that no longer holds it.
+ */
+describe('REDIS_WAIT_REPLICAS=1: a job add the failover of its queue took is made again', function () {
+  this.timeout(120_000);
+  let prefix: string;
   let cluster: RedisCluster | undefined;
   let dir: string;
   let gw: GatewayProcess | undefined;
   let worker: SwitchyardWorker | undefined;
+  const queueKey = () => `${prefix}:q:{${queueName(LLM, 'open')}}`;
 
   before(async function () {
     cluster = await RedisCluster.start({ server: requireProgram(this, REDIS_SERVER), cli: requireProgram(this, REDIS_CLI) });
-    dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-replicas-'));
-    // After the failover the promoted replica has no replica of its own: each WAIT then times out
-    // (a shortfall), and the run is answered once the store shows it is there. A lease the
-    // failover took is recovered when its lock lapses: 10 s here, not the default 30 s (CI once
-    // had a run still unfinished 60 s after the failover with the default).
-    gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', LEASE_TTL_MS: '10000', HEARTBEAT_MS: '2000' }).start();
+    do prefix = `sytest-wait-add-${randomBytes(4).toString('hex')}`;
+    while ((await cluster.primaryOf(`{${prefix}}`)) === (await cluster.primaryOf(queueKey())));
+    dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-add-'));
+    gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', ENQUEUE_RECONCILE_AFTER_MS: '2000' }).start();
   });
 
   after(async () => {
+    for (const node of cluster?.nodes ?? []) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGCONT');
     await worker?.stop({ timeoutMs: 0 });
     await gw?.kill();
     await cluster?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
-
-  it('loses no run it accepted and acknowledges no run\'s end twice', async () => {
-    const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait', credits: 1_000_000 });
-    assert.equal(account.status, 201, JSON.stringify(account.body));
+  it('leaves the run unconfirmed, and the reconciler queues it again on the promoted replica', async () => {
+    const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
+    const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait-add', credits: 1_000 });
     const key: string = account.body.api_key;
-    const operator = await call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'wait-op', trust: 'open' });
-    assert.equal(operator.status, 201, JSON.stringify(operator.body));
+    const operator = await call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'wait-add-op', trust: 'open' });
 
-    // The worker's view: how many times the gateway acknowledged each run's end.
-    const acked = new Map<string, number>();
+    const primary = await cluster!.primaryOf(queueKey());
+    const replicaPort = Number(/slave0:ip=[^,]+,port=(\d+)/.exec(await cluster!.ask(primary, 'INFO', 'replication'))?.[1]);
+    const replica = cluster!.nodes.find((n) => n.port === replicaPort)!;
+    assert.ok(replica, `the queue primary's replica (${replicaPort})`);
+    // Frozen, and its link cut by the primary: a frozen replica's kernel would still take in
+    // the replication stream and apply it once thawed; without the link the primary sends none.
+    replica.child.kill('SIGSTOP');
+    let runId: string;
+    try {
+      assert.equal(await cluster!.ask(primary, 'CLIENT', 'KILL', 'TYPE', 'replica'), '1', 'the replication link cut');
+      const res = await call('POST', '/v1/jobs', key, { kind: LLM, input: { prompt: 'taken by the failover' } });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      runId = res.body.run_id;
+      // The add is on the queue's primary alone; the replica that will replace it never sees it.
+      assert.equal(await cluster!.ask(primary, 'EXISTS', `${queueKey()}:${queueName(LLM, 'open')}:${runId}`), '1', 'the job was added');
+      await cluster!.kill(primary);
+    } finally {
+      replica.child.kill('SIGCONT');
+    }
+    const survivor = cluster!.nodes.find((n) => n.port !== primary && n.port !== replicaPort)!.port;
+    await cluster!.until(async () => (await cluster!.liveOk()) && (await cluster!.primaryOf(queueKey(), survivor)) === replicaPort, 'the frozen replica promoted', 60_000);
+
     worker = new SwitchyardWorker({
       gateway: gw!.url,
       token: operator.body.worker_token,
       kinds: [LLM],
-      slots: 8,
+      slots: 1,
       logger: silentLogger,
       handler: async (_kind, input) => ({ artifacts: [], extra: { text: String(input.prompt) }, usage: { input_tokens: 1, output_tokens: 1 } }),
     });
-    worker.on('completed', (lease) => acked.set(lease.run_id, (acked.get(lease.run_id) ?? 0) + 1));
     await worker.start();
-
-    const accepted: string[] = [];
-    const statuses = new Map<number, number>();
-    let submitting = true;
-    const submitter = async (n: number) => {
-      for (let i = 0; submitting; i++) {
-        const res = await call('POST', '/v1/jobs', key, { kind: LLM, input: { prompt: `s${n}-${i}` } });
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        assert.ok(res.status === 202 || res.status === 503, `${res.status} ${JSON.stringify(res.body)}`);
-        if (res.status === 202) accepted.push(res.body.run_id);
-      }
-    };
-    const load = Promise.all([1, 2, 3, 4].map(submitter));
-
-    await until('runs accepted before the kill', async () => accepted.length >= 40, 60_000);
-    const primary = await cluster!.primaryOf(`{${prefix}}`);
-    // The accepts waited on the cluster's primary (WAIT is keyless: the probe takes it there).
-    assert.ok(/cmdstat_wait:calls=[1-9]/.test(await cluster!.ask(primary, 'INFO', 'commandstats')), 'WAIT ran on the primary of the slot');
-    const atKill = accepted.length;
-    await cluster!.kill(primary);
-    const survivor = cluster!.nodes.find((n) => n.port !== primary)!.port;
-    await cluster!.until(async () => (await cluster!.liveOk()) && (await cluster!.primaryOf(`{${prefix}}`, survivor)) !== primary, "a replica promoted in the killed primary's place", 60_000);
-    await until('runs accepted after the failover', async () => accepted.length >= atKill + 20, 90_000);
-    submitting = false;
-    await load;
-
-    // Every accepted run is there and ends succeeded, its end acknowledged to the worker once.
-    for (const runId of accepted) {
-      const run = await until(`${runId} to succeed`, async () => {
-        const res = await call('GET', `/v1/jobs/${runId}`, key);
-        assert.ok(res.status === 200 || res.status === 503, `${runId}: ${res.status} ${JSON.stringify(res.body)}`);
-        return res.status === 200 && res.body.terminal && res.body;
-      }, 90_000);
-      assert.equal(run.status, 'succeeded', `${runId}: ${JSON.stringify(run.error)}`);
-    }
-    const twice = [...acked].filter(([, n]) => n > 1);
-    assert.deepEqual(twice, [], 'no run completed twice');
-    assert.equal(new Set(accepted).size, accepted.length);
-    assert.equal(gw!.child.exitCode, null, 'the gateway process lived through it');
-    if (process.env.SY_TEST_VERBOSE) console.log({ accepted: accepted.length, atKill, statuses: Object.fromEntries(statuses) });
+    const run = await until('the run to succeed', async () => {
+      const res = await call('GET', `/v1/jobs/${runId}`, key);
+      return res.status === 200 && res.body.terminal && res.body;
+    }, 60_000);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+    assert.ok(gw!.lines.some((l) => l.msg === 'enqueued an accepted run that missed its queue write' && l.runId === runId), 'the reconciler queued it again');
   });
 });

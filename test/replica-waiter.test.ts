@@ -22,12 +22,13 @@ describe('ReplicaWaiter (REDIS_WAIT_REPLICAS)', function () {
   const seen: Array<{ step: DurableStep; enough: boolean }> = [];
   const shortfalls: number[] = [];
 
-  const waiter = (timeoutMs = 5_000) =>
+  const waiter = (timeoutMs = 5_000, queueProbeKey?: (queue: string) => string) =>
     new ReplicaWaiter({
       redis: waiting,
       replicas: 1,
       timeoutMs,
       probeKey: 'probe',
+      ...(queueProbeKey ? { queueProbeKey } : {}),
       observe: (step, _s, enough) => seen.push({ step, enough }),
       shortfall: (acked) => shortfalls.push(acked),
     });
@@ -104,6 +105,24 @@ describe('ReplicaWaiter (REDIS_WAIT_REPLICAS)', function () {
       assert.ok(isDatastoreUnavailable(lost), 'rendered as unavailable');
       const unread = await waiter(100).after('accept', async () => { throw new Error('Connection is closed.'); }).then(() => null, (err: unknown) => err);
       assert.ok(unread instanceof ReplicaWaitError && unread.cause instanceof Error, String(unread));
+    } finally {
+      replica.signal('SIGCONT');
+    }
+  });
+
+  it("waits for a queue's writes on that queue's probe when queues live apart (a cluster's spread queues), and says when they fell short", async () => {
+    const apart = waiter(100, (queue) => `probe:${queue}`);
+    const before = await waits();
+    assert.equal(await apart.queueWrites('image.open'), true);
+    assert.equal((await waits()) - before, 1, 'one WAIT, behind the probe of the queue');
+    assert.equal(await waiting.exists('probe:image.open'), 1, "the probe was written in the queue's slot");
+    replica.signal('SIGSTOP');
+    try {
+      assert.equal(await apart.queueWrites('image.open'), false, 'short of the replica: not confirmed');
+      // Queues in the stores' slot: `after` covers their writes, and nothing more is waited for.
+      const atOnce = await waits();
+      assert.equal(await waiter(100).queueWrites('image.open'), true);
+      assert.equal(await waits(), atOnce, 'no WAIT when queues share the stores\' slot');
     } finally {
       replica.signal('SIGCONT');
     }

@@ -90,6 +90,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     queues: core.queues,
     log,
     afterMs: c.enqueueReconcileAfterMs,
+    ...(core.replicas ? { queueWrites: core.replicas.queueWrites.bind(core.replicas) } : {}),
     onEnqueued: (run) => fleet.dispatcher.announce(runQueueName(run)),
   });
   const follower = new RunFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, queueState: (run) => jobs.queueState(run) });

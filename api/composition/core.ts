@@ -6,6 +6,7 @@ import { createRedis } from '../../models/redis-connection.js';
 import { RedisKeys } from '../../models/redis/keys.js';
 import { RedisRunStore } from '../../models/redis/redis-run-store.js';
 import { ReplicaWaiter } from '../../models/replica-waiter.js';
+import { RunDurability } from '../../models/run-durability.js';
 import { RunEventLog } from '../../models/run-event-log.js';
 import type { Stores } from '../../models/stores.js';
 import { isTerminal } from '../../models/types.js';
@@ -49,7 +50,7 @@ export interface Core {
   queues: JobQueues;
   /**
    * A submission's create and job add in one round trip, on `queueConnection`; absent when the
-   * runs are in MongoDB. It creates through the Redis store itself, past `runs`: a create sets
+   * runs are in MongoDB or the queues on other primaries than the runs (a cluster). It creates through the Redis store itself, past `runs`: a create sets
    * no status, so there is nothing for the observed store's listeners.
    */
   intake?: CreateAndEnqueue;
@@ -60,7 +61,7 @@ export interface Core {
   events: RunEventWriter;
   hub: RunEventHub;
   /** REDIS_WAIT_REPLICAS: waits for a run's accept and settle writes to reach the replicas; absent when 0. */
-  replicas?: ReplicaWaiter;
+  replicas?: RunDurability;
 }
 
 /**
@@ -94,9 +95,13 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
 
   const runs = new ObservedRunStore(base.runs);
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
-  const keys = new RedisKeys(c.redisPrefix);
-  const queues = new JobQueues({ connection: queueConnection, prefix: keys.queuePrefix, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring() });
-  const intake = base.runs instanceof RedisRunStore ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
+  // On a cluster each queue takes a slot of its own, so the queues spread over the primaries.
+  const keys = new RedisKeys(c.redisPrefix, { spreadQueues: c.redis.kind === 'cluster' });
+  const queues = new JobQueues({ connection: queueConnection, prefixOf: keys.queuePrefixOf, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring() });
+  // The intake sends the create and the add on one connection so Redis runs them in that order;
+  // a queue on another primary than the run (spread queues) breaks that: the add then waits
+  // for the create's answer, as with MongoDB.
+  const intake = base.runs instanceof RedisRunStore && !keys.queuesSpread ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
   // The runs finished here keep the intake's guess of each account's fair-share step current.
@@ -110,7 +115,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
-  const replicas = c.redisWaitReplicas > 0 ? openReplicaWaiter(c, keys, metrics, log, lifecycle) : undefined;
+  const replicas = c.redisWaitReplicas > 0 ? new RunDurability(openReplicaWaiter(c, keys, metrics, log, lifecycle), runs) : undefined;
   return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub, replicas };
 }
 
@@ -123,6 +128,7 @@ function openReplicaWaiter(c: Config, keys: RedisKeys, metrics: GatewayMetrics, 
     replicas: c.redisWaitReplicas,
     timeoutMs: c.redisWaitTimeoutMs,
     probeKey: keys.replicaWaitProbe(),
+    ...(keys.queuesSpread ? { queueProbeKey: keys.queueReplicaWaitProbe } : {}),
     observe: (step, seconds, enough) => metrics.replicaWait(step, seconds, enough),
     shortfall: (acked, wanted, err) => log.warn({ err, acked, wanted }, 'writes answered before enough replicas had them (REDIS_WAIT_REPLICAS)'),
   });

@@ -27,7 +27,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore, workerAliasKey?
     subscriber: core.subscriber,
     bullConnection: core.bullConnection,
     prefix: c.redisPrefix,
-    queuePrefix: core.keys.queuePrefix,
+    queuePrefixOf: core.keys.queuePrefixOf,
     runs: core.runs,
     // A dead instance's workers leave the counts within one heartbeat interval (at least a second).
     fleetTtlMs: Math.max(c.heartbeatMs, 1000),

@@ -19,7 +19,7 @@ export interface Outbound {
 export function buildOutbound(core: Core, toolKey: ToolSecretKey): Outbound {
   const { config: c, log } = core;
   const guard = new SsrfGuard(c.outbound);
-  const webhookQueue = new WebhookQueue({ connection: core.queueConnection, prefix: core.keys.queuePrefix, retryDelaysMs: c.webhooks.retryDelaysMs });
+  const webhookQueue = new WebhookQueue({ connection: core.queueConnection, prefixOf: core.keys.queuePrefixOf, retryDelaysMs: c.webhooks.retryDelaysMs });
   const webhooks = new WebhookService({
     queue: webhookQueue,
     attempts: new WebhookAttemptLog({ redis: core.redis, keys: core.keys, ttlSeconds: c.runRetentionSeconds }),

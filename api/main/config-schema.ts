@@ -150,9 +150,10 @@ export const settings = {
   redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') && !given.has('REDIS_CLUSTER_NODES') }),
   redisPrefix: setting({
     env: 'REDIS_PREFIX', schema: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, default: 'sy',
-    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot (docs/architecture.md, \"Redis Cluster\")",
-    // Phase 1 of issue 31: every multi-key script, MULTI and pipeline works on a cluster because
-    // all keys share the prefix's slot. A prefix that already has a tag is the operator's choice.
+    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except the BullMQ queues', each tagged with its name (docs/architecture.md, \"Redis Cluster\")",
+    // Every multi-key script, MULTI and pipeline of the stores works on a cluster because their
+    // keys share the prefix's slot (the queues take tags of their own: RedisKeys.queuePrefixOf).
+    // A prefix that already has a tag is the operator's choice.
     read: (v: string, { env }) => (clusterGiven(env) && !HASH_TAG.test(v) ? `{${v}}` : v),
   }),
   redisWaitReplicas: integer('REDIS_WAIT_REPLICAS', { minimum: 0, maximum: 16 }, 0, "replicas that must hold a run's accept and settle writes (Redis `WAIT`) before the caller or worker is answered; 0 answers at once, and a primary lost right after can forget what it answered (docs/deploy.md, \"Durability across failover\")"),

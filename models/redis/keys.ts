@@ -2,11 +2,30 @@ import { createHash } from 'node:crypto';
 
 /** Every Redis key the stores use, in one place. */
 export class RedisKeys {
-  constructor(readonly prefix: string) {}
-  /** The prefix of this deployment's BullMQ queues (BullMQ builds their keys below it). */
-  get queuePrefix(): string {
-    return `${this.prefix}:q`;
+  /**
+   * `spreadQueues` (on a Redis Cluster): each BullMQ queue under a hash tag of its own, so the
+   * queues spread over the primaries instead of sharing the prefix's slot.
+   */
+  constructor(
+    readonly prefix: string,
+    private readonly placement: { spreadQueues?: boolean } = {},
+  ) {}
+
+  /** Whether each queue has a slot of its own (`queuePrefixOf`), apart from every other key. */
+  get queuesSpread(): boolean {
+    return this.placement.spreadQueues === true;
   }
+
+  /**
+   * The prefix of one BullMQ queue (BullMQ builds its keys below it: `<prefix>:<name>:wait`).
+   * On one server every queue is under `<prefix>:q`. Spread, a queue's prefix is tagged with
+   * its name (`sy:q:{image.open}`; the deployment's own tag, braces dropped, cannot come first,
+   * as Redis hashes a key by its first tag), so its keys share a slot of their own: BullMQ's
+   * scripts need every key of a queue in one slot, and no script spans two queues.
+   */
+  queuePrefixOf = (queue: string): string => (this.queuesSpread ? `${this.prefix.replace(/[{}]/g, '')}:q:{${queue}}` : `${this.prefix}:q`);
+  /** The replica-wait probe of a spread queue's slot (REDIS_WAIT_REPLICAS; models/replica-waiter.ts). */
+  queueReplicaWaitProbe = (queue: string) => `${this.queuePrefixOf(queue)}:replica-wait`;
   account = (id: string) => `${this.prefix}:acct:${id}`;
   accountKeys = (id: string) => `${this.prefix}:acct:${id}:keys`;
   /**

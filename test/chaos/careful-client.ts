@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SubmitAttempt } from './history.js';
 
 /** Submission body of the load: the demo engine's image job (a fixed price). */
-const JOB = { kind: 'inference:image:generate', input: { prompt: 'chaos' } };
+export const JOB = { kind: 'inference:image:generate', input: { prompt: 'chaos' } };
 
 /**
  * The client of docs/api.md at its most careful: each submission has its own Idempotency-Key,

@@ -1,9 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createRedis, type RedisClient } from '../../models/redis-connection.js';
+import { redisTarget } from '../../models/redis-target.js';
 import { ADMIN_TOKEN } from '../helpers/harness.js';
 import { GatewayProcess } from '../helpers/gateway-process.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
 import { RedisServerProcess } from '../helpers/redis-server-process.js';
+import { S3StandIn } from '../helpers/s3-stand-in.js';
 import { FaultProxy } from './fault-proxy.js';
 import { WorkerFleet } from './worker-fleet.js';
 
@@ -16,6 +20,14 @@ export const PREFIX = 'chaos';
 
 export interface ClusterOptions {
   redisBin: string;
+  /**
+   * Where the gateways keep their state: one redis-server with its AOF (the default), or a
+   * Redis Cluster of 3 primaries and 3 replicas with REDIS_WAIT_REPLICAS=1 and artifacts in an
+   * S3 stand-in, the deployment of docs/deploy.md past one machine (needs `cliBin`).
+   */
+  target?: 'server' | 'cluster';
+  /** redis-cli, which makes the cluster. */
+  cliBin?: string;
   workers: number;
   demoDelayMs: number;
   /** DATA_DIR (the shared artifact directory); a temporary directory when not given. */
@@ -31,7 +43,11 @@ export interface ClusterOptions {
  * each gateway for the clients, and the worker fleet.
  */
 export class ChaosCluster {
+  /** The one server (target `server`). */
   redis!: RedisServerProcess;
+  /** The Redis Cluster (target `cluster`) and the object storage beside it. */
+  redisCluster?: RedisCluster;
+  private s3?: S3StandIn;
   readonly gateways: Array<GatewayProcess | null> = [null, null];
   readonly fronts: FaultProxy[] = [];
   fleet!: WorkerFleet;
@@ -44,7 +60,12 @@ export class ChaosCluster {
   constructor(readonly opts: ClusterOptions) {}
 
   async start(): Promise<void> {
-    this.redis = await RedisServerProcess.start(this.opts.redisBin);
+    if (this.opts.target === 'cluster') {
+      this.redisCluster = await RedisCluster.start({ server: this.opts.redisBin, cli: this.opts.cliBin! });
+      this.s3 = await new S3StandIn().start();
+    } else {
+      this.redis = await RedisServerProcess.start(this.opts.redisBin);
+    }
     this.ownDataDir = !this.opts.dataDir;
     this.dataDir = this.opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'switchyard-chaos-data-'));
     await Promise.all([this.startGateway(0), this.startGateway(1)]);
@@ -57,6 +78,19 @@ export class ChaosCluster {
     await this.fleet.start(this.opts.workers);
   }
 
+  /** The gateways' key prefix as they write it (hash-tagged on a cluster). */
+  get keyPrefix(): string {
+    return this.redisCluster ? `{${PREFIX}}` : PREFIX;
+  }
+
+  /** A client of the gateways' Redis for the harness's own reads and sabotage: its commands wait out an outage. */
+  tamperClient(): RedisClient {
+    const target = this.redisCluster ? redisTarget('redis://127.0.0.1', this.redisCluster.setting) : redisTarget(this.redis.url);
+    const client = createRedis(target, { name: 'chaos-tamper', blocking: true });
+    client.on('error', () => {}); // Redis is down on purpose in some scenarios
+    return client;
+  }
+
   get frontUrls(): string[] {
     return this.fronts.map((f) => f.url);
   }
@@ -66,8 +100,13 @@ export class ChaosCluster {
   }
 
   async startGateway(i: number): Promise<void> {
+    // On a cluster every accept and settle waits for a replica (REDIS_WAIT_REPLICAS): without it
+    // a primary killed right after answering may take the write with it (docs/deploy.md).
+    const redis: Record<string, string> = this.redisCluster
+      ? { REDIS_CLUSTER_NODES: this.redisCluster.setting, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', ...this.s3!.env(PREFIX) }
+      : { REDIS_URL: this.redis.url };
     const env = {
-      REDIS_URL: this.redis.url,
+      ...redis,
       REDIS_PREFIX: PREFIX,
       DATA_DIR: this.dataDir,
       ...Object.fromEntries(Object.entries(CLOCKS).map(([k, v]) => [k, String(v)])),
@@ -111,6 +150,8 @@ export class ChaosCluster {
     }
     if (this.redis?.running) this.redis.signal('SIGCONT');
     await this.redis?.stop();
+    await this.redisCluster?.stop();
+    await this.s3?.stop();
     if (this.ownDataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,6 @@
-import { Redis } from 'ioredis';
 import { CarefulClient } from './careful-client.js';
-import { ChaosCluster, PREFIX } from './chaos-cluster.js';
+import type { RedisClient } from '../../models/redis-connection.js';
+import { ChaosCluster } from './chaos-cluster.js';
 import { readFinalState } from './final-state.js';
 import type { ChaosHistory, OutageWindow } from './history.js';
 import { checkHistory, RECOVERY_BOUND_S, type ChaosVerdict } from './invariants.js';
@@ -13,6 +13,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface RunOptions {
   redisBin: string;
+  /** One redis-server (default) or a Redis Cluster with S3 storage (ChaosCluster's `target`; needs `cliBin`). */
+  target?: 'server' | 'cluster';
+  cliBin?: string;
   /** The scenarios injected together (one for a plain run, several for --mixed). */
   scenarios: Scenario[];
   label?: string;
@@ -36,14 +39,13 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
   const log = o.log ?? (() => {});
   const label = o.label ?? o.scenarios.map((s) => s.name).join('+');
   const dataDir = o.scenarios.map((s) => s.dataDir?.()).find((d) => d) ?? undefined;
-  const cluster = new ChaosCluster({ redisBin: o.redisBin, workers: o.workers ?? 4, demoDelayMs: 300, dataDir });
+  const cluster = new ChaosCluster({ redisBin: o.redisBin, target: o.target, cliBin: o.cliBin, workers: o.workers ?? 4, demoDelayMs: 300, dataDir });
   const outages: OutageWindow[] = [];
   const followers: SseFollower[] = [];
-  let tamper: Redis | null = null;
+  let tamper: RedisClient | null = null;
   try {
     await cluster.start();
-    tamper = new Redis(cluster.redis.url, { maxRetriesPerRequest: null });
-    tamper.on('error', () => {}); // Redis is down on purpose in some scenarios; commands wait for it
+    tamper = cluster.tamperClient();
     const startedAt = Date.now();
     const client = new CarefulClient(cluster.frontUrls, cluster.apiKey);
     const watcher = new TerminalWatcher(client.accepted, () => cluster.gateways.find((g) => g)?.url ?? null, cluster.apiKey);
@@ -107,7 +109,7 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
     const verdict = checkHistory(history);
     // A run no answer named: say which Idempotency-Key made it and what that key was answered with.
     for (const id of [...final.runs.keys()].filter((r) => !client.accepted.has(r)).slice(0, 5)) {
-      const doc = JSON.parse((await tamper.hget(`${PREFIX}:run:${id}`, 'doc')) ?? '{}') as { idempotency_key?: string };
+      const doc = JSON.parse((await tamper.hget(`${cluster.keyPrefix}:run:${id}`, 'doc')) ?? '{}') as { idempotency_key?: string };
       const key = doc.idempotency_key ?? '';
       const answered = [...(client.runsByKey.get(key) ?? [])].join(',');
       const tries = client.attempts.filter((a) => a.key === key).map((a) => `${a.status || 'neterr'}@+${a.at - startedAt}`).join(' ');

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { RedisClient } from '../../models/redis-connection.js';
 import { PREFIX, type ChaosCluster } from './chaos-cluster.js';
 
 /**
@@ -10,9 +10,9 @@ export interface Sabotage {
   name: string;
   scenario: string;
   /** Planted while the fault is on (e.g. a lost run's job deleted so it is never requeued). */
-  duringFault?(cluster: ChaosCluster, redis: Redis, accepted: Map<string, number>): Promise<string>;
+  duringFault?(cluster: ChaosCluster, redis: RedisClient, accepted: Map<string, number>): Promise<string>;
   /** Planted at rest, after every run has settled and before the final state is read. */
-  atRest?(cluster: ChaosCluster, redis: Redis, accepted: Map<string, number>): Promise<string>;
+  atRest?(cluster: ChaosCluster, redis: RedisClient, accepted: Map<string, number>): Promise<string>;
   /** The verdict column that must be non-zero. */
   caughtBy: 'lost' | 'twice' | 'creditError' | 'sseViolations';
 }
@@ -34,7 +34,7 @@ async function runsWithStatus(cluster: ChaosCluster, status: string): Promise<st
 }
 
 /** Deletes a run's BullMQ job everywhere it can be: its hash and every list or sorted set of the queues. */
-async function deleteJob(redis: Redis, runId: string): Promise<number> {
+async function deleteJob(redis: RedisClient, runId: string): Promise<number> {
   let removed = 0;
   let cursor = '0';
   do {

@@ -2,7 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CLOCKS, type ChaosCluster } from './chaos-cluster.js';
+import { RedisKeys } from '../../models/redis/keys.js';
+import { queueName } from '../../queues/queue-names.js';
+import { CLOCKS, PREFIX, type ChaosCluster } from './chaos-cluster.js';
+import { JOB } from './careful-client.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -19,6 +22,8 @@ export interface Scenario {
   promise: string;
   /** Injects the fault and ends it (returns once the system is whole again, from the outside). */
   inject(ctx: FaultContext): Promise<void>;
+  /** The Redis targets it runs on (ChaosCluster's `target`); default: the one server only. */
+  on?: Array<'server' | 'cluster'>;
   /** Prepares a DATA_DIR the scenario needs (the full-disk one); null means use a temporary one. */
   dataDir?(): string | null;
   cleanup?(): void;
@@ -32,17 +37,34 @@ async function restartGatewayAfter(ctx: FaultContext, i: number, signal: 'SIGKIL
   ctx.outage(`gateway ${i} ${signal}`, from, 1000);
 }
 
+/**
+ * SIGKILLs the Redis Cluster primary serving `key`'s slot and returns once a replica serves it
+ * and every live node says the cluster is whole again.
+ */
+async function killPrimaryOf(ctx: FaultContext, key: string, what: string): Promise<void> {
+  const cluster = ctx.cluster.redisCluster;
+  if (!cluster) throw new Error(`${what}: the scenario needs a Redis Cluster`);
+  const from = Date.now();
+  const primary = await cluster.primaryOf(key);
+  await cluster.kill(primary);
+  const survivor = cluster.nodes.find((n) => n.port !== primary)!.port;
+  await cluster.until(async () => (await cluster.liveOk()) && (await cluster.primaryOf(key, survivor)) !== primary, `a replica promoted in place of ${what}`, 60_000);
+  ctx.outage(what, from, 3000);
+}
+
 /** The tmpfs mounted for the full-disk scenario, if any. */
 let diskMount: string | null = null;
 
 export const SCENARIOS: Scenario[] = [
   {
     name: 'gateway-kill',
+    on: ['server', 'cluster'],
     promise: 'a gateway SIGKILLed under load loses no accepted run and settles none twice; its leases and unqueued runs are recovered by the other',
     inject: (ctx) => restartGatewayAfter(ctx, 0, 'SIGKILL'),
   },
   {
     name: 'gateway-term',
+    on: ['server', 'cluster'],
     promise: 'a gateway stopped with SIGTERM hands its leases over and loses nothing',
     inject: (ctx) => restartGatewayAfter(ctx, 1, 'SIGTERM'),
   },
@@ -70,6 +92,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'worker-kill-storm',
+    on: ['server', 'cluster'],
     promise: 'workers SIGKILLed mid-job, again and again: their jobs are requeued and finished once',
     async inject(ctx) {
       const fleet = ctx.cluster.fleet;
@@ -83,6 +106,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'worker-partition',
+    on: ['server', 'cluster'],
     promise: 'half the workers cut off, then delayed, then blackholed past the lease TTL: their leases move to other workers and nothing is finished twice',
     async inject(ctx) {
       const cut = ctx.cluster.fleet.members.filter((m) => m.index % 2 === 0).map((m) => m.proxy);
@@ -94,6 +118,18 @@ export const SCENARIOS: Scenario[] = [
       await sleep(CLOCKS.LEASE_TTL_MS + 1500);
       for (const p of cut) p.set('up');
     },
+  },
+  {
+    name: 'primary-kill',
+    on: ['cluster'],
+    promise: "the Redis Cluster primary holding the gateways' runs SIGKILLed under load: its replica is promoted, the gateways follow, and (REDIS_WAIT_REPLICAS=1) no accepted run is lost or finished twice",
+    inject: (ctx) => killPrimaryOf(ctx, `{${PREFIX}}`, "the runs' primary"),
+  },
+  {
+    name: 'queue-primary-kill',
+    on: ['cluster'],
+    promise: "the Redis Cluster primary holding the job queue SIGKILLed under load: leases it held lapse and are run again, adds it took are queued again, nothing is lost or finished twice",
+    inject: (ctx) => killPrimaryOf(ctx, new RedisKeys(PREFIX, { spreadQueues: true }).queuePrefixOf(queueName(JOB.kind, 'open')), "the queue's primary"),
   },
   {
     name: 'disk-full',

@@ -18,7 +18,9 @@ export const CLUSTER_FILES = [
   'store-contract',
   'redis-cluster-gateway',
   // Jobs: submission, listing, files, attempts, deadlines, cost, credits, batches, limits.
-  'jobs', 'jobs-listing', 'jobs-include-input', 'create-and-enqueue', 'credits-and-idempotency', 'batches',
+  // Not create-and-enqueue: on a cluster the queues are on other primaries than the runs, and a
+  // job's add waits for its run's create (api/composition/core.ts), so there is no intake.
+  'jobs', 'jobs-listing', 'jobs-include-input', 'credits-and-idempotency', 'batches',
   'job-attempts', 'job-deadlines', 'job-cost', 'job-file-inputs', 'job-file-fetch', 'job-file-refusals', 'concurrency-limits',
   // Dispatch: leases, fleet counters, worker identities, trust, tiers, model routing, pipelines.
   'dispatch', 'lease-table', 'lease-hand-back', 'lease-handover', 'lease-retry', 'lease-scheduler-wake', 'lease-settlement-free',

@@ -78,18 +78,26 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
   });
 }
 
-/** Deletes every key under `prefix` (never FLUSHALL: other suites share this Redis), on every primary of a cluster. */
+/**
+ * Deletes every key under `prefix` (never FLUSHALL: other suites share this Redis), on every
+ * primary of a cluster. A tagged prefix (`{p}`) takes the untagged one's keys too (`p:*`): a
+ * cluster's spread queues are there (`p:q:{queue}:...`, models/redis/keys.ts).
+ */
 export async function cleanupPrefix(prefix: string, target: RedisTarget = TEST_REDIS): Promise<void> {
   const redis = testRedis('test-cleanup', target);
+  const untagged = prefix.replace(/[{}]/g, '');
+  const patterns = [prefix, ...(untagged !== prefix ? [untagged] : [])].map((p) => `${p.replace(/[?*[\]\\]/g, '\\$&')}:*`);
   try {
     for (const node of await primariesOf(redis)) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix.replace(/[?*[\]\\]/g, '\\$&')}:*`, 'COUNT', 1000);
-        cursor = next;
-        // One UNLINK per key: on a cluster a prefix without a hash tag spreads over slots.
-        if (keys.length) await Promise.all(keys.map((key) => node.unlink(key)));
-      } while (cursor !== '0');
+      for (const pattern of patterns) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          cursor = next;
+          // One UNLINK per key: on a cluster a prefix without a hash tag spreads over slots.
+          if (keys.length) await Promise.all(keys.map((key) => node.unlink(key)));
+        } while (cursor !== '0');
+      }
     }
   } finally {
     redis.disconnect();

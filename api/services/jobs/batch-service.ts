@@ -1,4 +1,4 @@
-import type { ReplicaWaiter } from '../../../models/replica-waiter.js';
+import type { RunDurability } from '../../../models/run-durability.js';
 import type { Logger } from 'pino';
 import { MAX_BATCH_JOBS, type BatchCounts, type BatchRecord, type BatchSummary } from '../../../models/batch-types.js';
 import { AlreadyTerminalError, ApiError, BudgetExceededError, NotFoundError, UnauthorizedError } from '../../../models/errors.js';
@@ -67,7 +67,7 @@ export interface BatchServiceOptions {
   jobs: Pick<JobService, 'cancel'>;
   log: Logger;
   /** REDIS_WAIT_REPLICAS: a batch is answered accepted once its writes are on the replicas. */
-  replicas?: Pick<ReplicaWaiter, 'after'>;
+  replicas?: Pick<RunDurability, 'batchAccepted' | 'queueWrites'>;
 }
 
 /** Cancels sent at once by a batch cancel: enough to overlap round trips, few enough not to crowd other requests. */
@@ -141,7 +141,7 @@ export class BatchService {
 
   /** The answer, once the batch's writes are on the replicas (a replay too: its first answer may not have waited). */
   private async accepted(submission: BatchSubmission): Promise<BatchSubmission> {
-    await this.opts.replicas?.after('accept', async () => (await this.opts.runs.getBatch(submission.batch.batch_id)) !== null);
+    await this.opts.replicas?.batchAccepted(submission.batch.batch_id);
     return submission;
   }
 
@@ -220,7 +220,12 @@ export class BatchService {
   private async enqueue(runs: RunRecord[]): Promise<void> {
     try {
       await this.opts.queues.addMany(runs);
-      for (const run of runs) this.opts.confirmer.confirm(run.run_id);
+      // Spread queues: each queue's adds reach its replicas, or its runs stay to the reconciler.
+      const replicas = this.opts.replicas;
+      const queues = [...new Set(runs.map(runQueueName))];
+      const enough = replicas ? await Promise.all(queues.map((q) => replicas.queueWrites(q))) : queues.map(() => true);
+      const written = new Set(queues.filter((_, i) => enough[i]));
+      for (const run of runs) if (written.has(runQueueName(run))) this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, count: runs.length }, 'the queue write of a batch failed; the enqueue reconciler will retry it');
       return;

@@ -7,7 +7,7 @@ import type { CreateRunResult, RunStore, IdempotencyStore } from '../../../model
 import { isTerminal, type GateCheck, type GateVerdict, type NewRun, type RunRecord, type RunStatus, type WebhookEvent } from '../../../models/types.js';
 import type { CreateAndEnqueue } from '../../../queues/create-and-enqueue.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
-import type { ReplicaWaiter } from '../../../models/replica-waiter.js';
+import type { RunDurability } from '../../../models/run-durability.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { routedModel, runQueueName } from '../../../queues/queue-names.js';
 import { fileFields, findKind, KINDS, KIND_NAMES, type JobClass, type KindSpec, type Tier } from '../../../models/kinds.js';
@@ -92,7 +92,7 @@ export interface JobServiceOptions {
   /** The fleet as it is now, to say why a queued run waits. */
   fleet?: Pick<FleetCounters, 'read'>;
   /** REDIS_WAIT_REPLICAS: a run is answered accepted (or canceled) once its writes are on the replicas. */
-  replicas?: Pick<ReplicaWaiter, 'after'>;
+  replicas?: RunDurability;
 }
 
 /**
@@ -320,6 +320,9 @@ export class JobService {
   private async write(run: RunRecord): Promise<void> {
     try {
       await this.opts.queues.add(run);
+      // A job's add on another primary than its run (a cluster's spread queues) must reach the
+      // replicas too; short of them the run stays unconfirmed, and the reconciler adds it again.
+      if (this.opts.replicas && !(await this.opts.replicas.queueWrites(runQueueName(run)))) return;
       this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');
@@ -328,7 +331,7 @@ export class JobService {
 
   /** REDIS_WAIT_REPLICAS: the run's accept is on the replicas, or (short of them) still in the store. */
   private async durable(runId: string): Promise<void> {
-    await this.opts.replicas?.after('accept', async () => (await this.opts.runs.get(runId)) !== null);
+    await this.opts.replicas?.accepted(runId);
   }
 
   /** The account's run, or 404 (another account's run is as good as missing). */
@@ -371,7 +374,7 @@ export class JobService {
       });
       if (t.ok) {
         await this.opts.queues.remove(run).catch((err) => this.opts.log.warn({ err, runId }, 'could not remove a canceled job; dispatch will drop it'));
-        await this.opts.replicas?.after('settle', async () => isTerminal((await this.opts.runs.get(runId))?.status ?? 'queued'));
+        await this.opts.replicas?.settled(runId);
         return t.run;
       }
       if (!t.run) throw new NotFoundError('run');
