@@ -92,11 +92,18 @@ export class RedisKeys {
   operators = () => `${this.prefix}:ops`;
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
-  rateLimit = (subject: string) => `${this.prefix}:rl:${subject}`;
+  /**
+   * An API key's rate limiter and its revocation marker, checked together on every request
+   * (the requestGate script). Spread, under the key's own tag: a deployment's requests spread
+   * over the primaries by key instead of all meeting on the prefix's slot.
+   */
+  keyRateLimit = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:rl` : `${this.prefix}:rl:key:${lookupId}`);
+  /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
+  revokedKey = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:revoked` : `${this.prefix}:revoked:${lookupId}`);
+  /** A bot's rate limiters, of the bot and of one of its clients (checked together), under the bot's tag when spread. */
+  botRateLimit = (botId: string, client?: string) => `${this.spread ? `${this.base}:bot:{${botId}}` : `${this.prefix}:rl:bot:${botId}`}${client === undefined ? '' : `:client:${client}`}`;
   /** A one-time console sign-in link, by the sha256 of its code: the account it signs in to (expires with the link). */
   consoleSignIn = (codeHash: string) => `${this.prefix}:signin:${codeHash}`;
-  /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
-  revokedKey = (lookupId: string) => `${this.prefix}:revoked:${lookupId}`;
   /** Pub/sub channel on which key revocations are announced to every gateway instance. */
   revocations = () => `${this.prefix}:chan:revocations`;
 
