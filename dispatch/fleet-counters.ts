@@ -264,12 +264,11 @@ export class FleetCounters {
     if (this.flushing) clearImmediate(this.flushing);
     this.flushing = undefined;
     const { gatewayId } = this.opts;
-    await this.opts.redis
-      .multi()
-      .del(this.keys.fleetCounts(gatewayId), this.keys.fleetRetired(gatewayId))
-      .zrem(this.keys.fleetInstances(), gatewayId)
-      .exec()
-      .catch(() => {});
+    // Two steps, not one MULTI: on a cluster the instance's counts have a slot of their own. Out
+    // of the index first; counts left by a stop cut short expire on their own.
+    const { redis } = this.opts;
+    await redis.zrem(this.keys.fleetInstances(), gatewayId).catch(() => {});
+    await redis.del(this.keys.fleetCounts(gatewayId), this.keys.fleetRetired(gatewayId)).catch(() => {});
   }
 
   /**

@@ -52,8 +52,10 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
     smallDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sy-artifacts-small-'));
     // A fixed port, so that PUBLIC_URL's default (http://HOST:PORT) is the very origin served:
     // the URLs the uploads return are fetched as they are.
-    gw = await new TestGateway(prefix, { DATA_DIR: dataDir, PORT: String(await freePort()), ARTIFACT_MAX_BYTES: '200mb' }).start();
-    small = await new TestGateway(prefix, { DATA_DIR: smallDir, ARTIFACT_MAX_BYTES: '1kb' }).start();
+    // The filesystem store, whatever the run's storage (the cluster pass's is S3): these tests
+    // look at its files. test/artifacts-s3.test.ts is the same promises on S3.
+    gw = await new TestGateway(prefix, { DATA_DIR: dataDir, PORT: String(await freePort()), ARTIFACT_MAX_BYTES: '200mb', STORAGE: 'fs' }).start();
+    small = await new TestGateway(prefix, { DATA_DIR: smallDir, ARTIFACT_MAX_BYTES: '1kb', STORAGE: 'fs' }).start();
     leases = new LeaseStore(gw.redis, prefix);
   });
   after(async () => {

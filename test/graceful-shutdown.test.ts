@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { EventSource } from 'eventsource';
-import { Redis } from 'ioredis';
+import { RedisKeys } from '../models/redis/keys.js';
 import { queueName } from '../queues/queue-names.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
-import { ADMIN_TOKEN, REDIS_URL, TestGateway, cleanupPrefix, sleep, uniquePrefix, until } from './helpers/harness.js';
+import { ADMIN_TOKEN, TestGateway, cleanupPrefix, sleep, testRedis, uniquePrefix, until } from './helpers/harness.js';
 import type { SseFrame } from './helpers/sse-client.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
 
@@ -112,7 +112,7 @@ describe('graceful shutdown: leases handed over to another instance', function (
     // New connections go to A while it listens, then to B.
     lb.targets = [a.port, b.port];
     const workers: SwitchyardWorker[] = [];
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedis('test-shutdown');
     let load: LoadGenerator | undefined;
     try {
       const created = await call(`${lb.url}/v1/admin/accounts`, ADMIN_TOKEN, { method: 'POST', body: { name: 'load', credits: 1_000_000 } });
@@ -185,7 +185,9 @@ describe('graceful shutdown: leases handed over to another instance', function (
       await until('every completion answered to its worker', async () => completed.length >= accepted.length + 1);
       assert.equal(completed.length, accepted.length + 1);
       assert.equal(new Set(completed).size, completed.length, 'no run completed twice');
-      const queues = { [IMAGE]: new Queue(queueName(IMAGE, 'open'), { connection: redis, prefix: `${prefix}:q` }), [LLM]: new Queue(queueName(LLM, 'open'), { connection: redis, prefix: `${prefix}:q` }) };
+      // Each queue under its own tag on a cluster, as the gateway places them (models/redis/keys.ts).
+      const queuePrefixOf = new RedisKeys(prefix).queuePrefixOf;
+      const queues = { [IMAGE]: new Queue(queueName(IMAGE, 'open'), { connection: redis, prefix: queuePrefixOf(queueName(IMAGE, 'open')) }), [LLM]: new Queue(queueName(LLM, 'open'), { connection: redis, prefix: queuePrefixOf(queueName(LLM, 'open')) }) };
       const counts = await queues[IMAGE].getJobCounts('completed', 'failed', 'active', 'wait', 'prioritized', 'delayed');
       assert.deepEqual(counts, { completed: accepted.length, failed: 0, active: 0, wait: 0, prioritized: 0, delayed: 0 });
       for (const id of handedOver) {
@@ -281,7 +283,7 @@ describe('graceful shutdown: leases handed over to another instance', function (
       const stopping = a.stop();
       await until('the worker to leave A with its lease', async () => !worker.connected && worker.activeLeases === 1);
       // As if the lease had lapsed meanwhile: B finds no lease to adopt.
-      await b.redis.del(`${b.prefix}:lease:${leaseId}`);
+      await b.redis.del(new RedisKeys(b.prefix).lease(leaseId));
       toB();
       await until('the lease to be dropped', async () => dropped.get(run));
       assert.match(dropped.get(run)!, /did not take the lease back/);

@@ -39,7 +39,8 @@ describe('private tier refusals at the gateway', function () {
   before(async () => {
     await verifier.init();
     await impostor.init('another-verifier');
-    gw = await new TestGateway(prefix, { ATTESTATION_JWKS: verifier.jwksFile, DATA_DIR: dataDir, HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000', JOB_MAX_ATTEMPTS: '2', ATTESTATION_NONCE_TTL_MS: '1000' }).start();
+    // The filesystem store, whatever the run's storage: a receipt test changes an artifact's bytes in it.
+    gw = await new TestGateway(prefix, { ATTESTATION_JWKS: verifier.jwksFile, DATA_DIR: dataDir, HEARTBEAT_MS: '300', LEASE_TTL_MS: '3000', JOB_MAX_ATTEMPTS: '2', ATTESTATION_NONCE_TTL_MS: '1000', STORAGE: 'fs' }).start();
     key = (await gw.account(10_000)).key;
     token = (await gw.workerToken('trusted', 'vetted'));
   });

@@ -48,6 +48,8 @@ describe('gateway on a Redis Cluster', function () {
     gw = await new GatewayProcess({
       REDIS_CLUSTER_NODES: nodes,
       REDIS_PREFIX: prefix,
+      // Rate limiting on, so each request runs the API key's limiter (under the key's tag).
+      RATE_LIMIT_PER_SEC: '1000',
       DATA_DIR: dir,
       OUTBOUND_CA_FILE: Receiver.caFile(dir),
       OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32',
@@ -103,7 +105,7 @@ describe('gateway on a Redis Cluster', function () {
     assert.equal(code, 0, stderr);
   });
 
-  it("keeps its own keys in the prefix's slot, and each queue's in a slot of the queue's own, spread over the primaries", async () => {
+  it("keeps its keys in the prefix's slot, except each queue's, instance's, lease's and API key's, in a slot of its own; the queues spread over the primaries", async () => {
     const redis = testRedis('test-cluster-keys', redisTarget(REDIS_URL, nodes));
     try {
       const held = new Map<string, string[]>();
@@ -114,7 +116,11 @@ describe('gateway on a Redis Cluster', function () {
       const keys = [...held.values()].flat();
       assert.ok(keys.length > 10, `keys written: ${keys.length}`);
       const queued = keys.filter((k) => k.startsWith(`${prefix}:q:{`));
-      const own = keys.filter((k) => !queued.includes(k));
+      // An instance's fleet counts, a lease and an API key's limiter under their own tags (models/redis/keys.ts).
+      const apart = keys.filter((k) => ['fleet', 'lease', 'key'].some((what) => k.startsWith(`${prefix}:${what}:{`)));
+      assert.ok(apart.some((k) => k.startsWith(`${prefix}:fleet:{${gw.gatewayId}}:`)), "the instance's fleet counts have its tag");
+      assert.ok(apart.some((k) => /:key:\{[^}]+\}:rl$/.test(k)), "the caller's API key's limiter has the key's tag");
+      const own = keys.filter((k) => !queued.includes(k) && !apart.includes(k));
       assert.ok(own.every((k) => k.startsWith(`{${prefix}}:`)), `untagged keys: ${own.filter((k) => !k.startsWith('{')).join(', ')}`);
       assert.equal([...held.values()].filter((list) => list.some((k) => own.includes(k))).length, 1, "the gateway's own keys are on one primary");
       // BullMQ's keys of a queue under `<prefix>:q:{<queue>}`: one slot per queue (its scripts need it).

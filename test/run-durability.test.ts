@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ReplicaWaitError, ReplicaWaiter } from '../models/replica-waiter.js';
 import { RunDurability } from '../models/run-durability.js';
-import type { BatchRecord, RunRecord, RunStatus } from '../models/types.js';
+import type { BatchRecord } from '../models/batch-types.js';
+import type { RunRecord, RunStatus } from '../models/types.js';
 import { testRedis } from './helpers/harness.js';
 
 /**

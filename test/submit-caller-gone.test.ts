@@ -50,6 +50,8 @@ describe('a caller that hangs up while an https input is fetched', function () {
       OUTBOUND_ALLOWED_PORTS: String(origin.port),
       FILE_FETCH_TIMEOUT_MS: String(FETCH_MS),
       DATA_DIR: path.join(dir, 'data'),
+      // The filesystem store, whatever the run's storage: these tests watch its files being written.
+      STORAGE: 'fs',
     }).start();
   });
   after(async () => {

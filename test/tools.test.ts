@@ -3,11 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { SecretBox } from '../api/services/tools/secret-box.js';
 import type { ToolRecord } from '../api/services/tools/tool-service.js';
-import { REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, type Res } from './helpers/harness.js';
+import { TestGateway, cleanupPrefix, errorCode, testRedis, uniquePrefix, type Res } from './helpers/harness.js';
 import { ToolServer } from './helpers/tool-server.js';
 
 /**
@@ -111,7 +110,7 @@ describe('custom tools', function () {
       const answers = [res, await gw.request('GET', `/v1/tools/definitions/${res.body.id}`, { key: a.key }), await gw.request('GET', '/v1/tools/definitions', { key: a.key })];
       for (const answer of answers) assert.ok(!answer.text.includes(token), 'no answer carries the token');
 
-      const redis = new Redis(REDIS_URL);
+      const redis = testRedis('test-tools');
       try {
         const raw = await redis.hgetall(`${prefix}:tool:${res.body.id}`);
         assert.equal(raw.account_id, a.id);
@@ -321,7 +320,7 @@ describe('custom tools', function () {
     it('checks a store whose tool secrets predate the key check against one of them, and claims no check for a key that does not open it', async () => {
       const [sealedWith, other] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
       const store = uniquePrefix('tools-oldstore');
-      const redis = new Redis(REDIS_URL);
+      const redis = testRedis('test-tools');
       try {
         const first = await new TestGateway(store, { DATA_DIR: keyDir, TOOL_SECRET_KEY: sealedWith, ...outboundEnv() }).start();
         try {
@@ -450,7 +449,7 @@ describe('custom tools', function () {
     it('reports a secret sealed under a previous key id as unavailable, naming both key ids, and sends nothing', async () => {
       const tool = await record({ auth: { type: 'bearer', token: 'current' } });
       const previous = new SecretBox(randomBytes(32));
-      const redis = new Redis(REDIS_URL);
+      const redis = testRedis('test-tools');
       try {
         // As if a store kept a tool from before a key change (the key check stops such a start; this is the call's own guard).
         const doc = JSON.parse(await redis.hget(`${prefix}:tool:${tool.id}`, 'doc') as string);

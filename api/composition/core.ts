@@ -95,13 +95,13 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
 
   const runs = new ObservedRunStore(base.runs);
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
-  // On a cluster each queue takes a slot of its own, so the queues spread over the primaries.
-  const keys = new RedisKeys(c.redisPrefix, { spreadQueues: c.redis.kind === 'cluster' });
+  // On a cluster the prefix is tagged, and each queue, instance and lease takes a slot of its own.
+  const keys = new RedisKeys(c.redisPrefix);
   const queues = new JobQueues({ connection: queueConnection, prefixOf: keys.queuePrefixOf, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring() });
   // The intake sends the create and the add on one connection so Redis runs them in that order;
   // a queue on another primary than the run (spread queues) breaks that: the add then waits
   // for the create's answer, as with MongoDB.
-  const intake = base.runs instanceof RedisRunStore && !keys.queuesSpread ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
+  const intake = base.runs instanceof RedisRunStore && !keys.spread ? new CreateAndEnqueue({ store: base.runs, queues, log }) : undefined;
   const metrics = new GatewayMetrics();
   runs.onStatusChange(metrics.statusChanged);
   // The runs finished here keep the intake's guess of each account's fair-share step current.
@@ -128,7 +128,7 @@ function openReplicaWaiter(c: Config, keys: RedisKeys, metrics: GatewayMetrics, 
     replicas: c.redisWaitReplicas,
     timeoutMs: c.redisWaitTimeoutMs,
     probeKey: keys.replicaWaitProbe(),
-    ...(keys.queuesSpread ? { queueProbeKey: keys.queueReplicaWaitProbe } : {}),
+    ...(keys.spread ? { queueProbeKey: keys.queueReplicaWaitProbe } : {}),
     observe: (step, seconds, enough) => metrics.replicaWait(step, seconds, enough),
     shortfall: (acked, wanted, err) => log.warn({ err, acked, wanted }, 'writes answered before enough replicas had them (REDIS_WAIT_REPLICAS)'),
   });

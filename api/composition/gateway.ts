@@ -206,7 +206,7 @@ export class Gateway {
       stop: () => this.closeTheDoor(http),
     });
     await l.start();
-    this.log.info({ url: address.url, store: c.mongoUrl ? 'mongodb' : 'redis' }, 'gateway listening');
+    this.log.info({ url: address.url, store: c.mongoUrl ? 'mongodb' : 'redis', gatewayId: this.gatewayId }, 'gateway listening');
     return address;
   }
 

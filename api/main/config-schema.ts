@@ -3,10 +3,9 @@ import { KIND_NAMES, findKind } from '../../models/kinds.js';
 import { priceProblem, type KindPrice, type UnitRate } from '../../models/pricing.js';
 import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
 import { readDeadlines } from './deadline-settings.js';
+import { HASH_TAG } from '../../models/redis/keys.js';
 import { CLUSTER_URL, parseRedisTarget, type RedisTarget } from '../../models/redis-target.js';
 
-/** A key's hash tag as Redis reads it: the first `{`, then at least one character before the next `}`. */
-const HASH_TAG = /\{[^}]+\}/;
 const clusterGiven = (env: EnvValues) => env.REDIS_CLUSTER_NODES !== undefined || CLUSTER_URL.test(String(env.REDIS_URL));
 
 /**
@@ -150,7 +149,7 @@ export const settings = {
   redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') && !given.has('REDIS_CLUSTER_NODES') }),
   redisPrefix: setting({
     env: 'REDIS_PREFIX', schema: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, default: 'sy',
-    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except the BullMQ queues', each tagged with its name (docs/architecture.md, \"Redis Cluster\")",
+    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except those of each BullMQ queue, gateway instance, lease, API key and bot limiter, each under a tag of its own (docs/architecture.md, \"Redis Cluster\")",
     // Every multi-key script, MULTI and pipeline of the stores works on a cluster because their
     // keys share the prefix's slot (the queues take tags of their own: RedisKeys.queuePrefixOf).
     // A prefix that already has a tag is the operator's choice.

@@ -1,29 +1,39 @@
 import { createHash } from 'node:crypto';
 
-/** Every Redis key the stores use, in one place. */
-export class RedisKeys {
-  /**
-   * `spreadQueues` (on a Redis Cluster): each BullMQ queue under a hash tag of its own, so the
-   * queues spread over the primaries instead of sharing the prefix's slot.
-   */
-  constructor(
-    readonly prefix: string,
-    private readonly placement: { spreadQueues?: boolean } = {},
-  ) {}
+/** A key's hash tag as Redis reads it: the first `{`, then at least one character before the next `}`. */
+export const HASH_TAG = /\{[^}]+\}/;
 
-  /** Whether each queue has a slot of its own (`queuePrefixOf`), apart from every other key. */
-  get queuesSpread(): boolean {
-    return this.placement.spreadQueues === true;
+/**
+ * Every Redis key the stores use, in one place.
+ *
+ * Placement on a Redis Cluster (docs/architecture.md, "Redis Cluster"): there the prefix carries
+ * a hash tag (`{sy}`, api/main/config-schema.ts), and a tagged prefix is what spreads: the keys
+ * that have a tag of their own (each BullMQ queue, each gateway instance's fleet counts, each
+ * lease) take it, under the prefix with its braces dropped (`sy:q:{image.open}`: Redis hashes
+ * a key by its first tag, so the prefix's must not come first); every other key shares the
+ * prefix's slot, where the stores' multi-key scripts need them. Read from the prefix alone, so
+ * every RedisKeys built from a deployment's prefix (a gateway's, a test's, a tool's) agrees. An
+ * untagged prefix (one server) keeps every key under it.
+ */
+export class RedisKeys {
+  /** The prefix with its braces dropped, under which the keys with a tag of their own go. */
+  private readonly base: string;
+
+  constructor(readonly prefix: string) {
+    this.base = prefix.replace(/[{}]/g, '');
+    this.spread = HASH_TAG.test(prefix);
   }
+
+  /** Whether the keys with a tag of their own (queues, instances, leases) take it (a tagged prefix). */
+  readonly spread: boolean;
 
   /**
    * The prefix of one BullMQ queue (BullMQ builds its keys below it: `<prefix>:<name>:wait`).
-   * On one server every queue is under `<prefix>:q`. Spread, a queue's prefix is tagged with
-   * its name (`sy:q:{image.open}`; the deployment's own tag, braces dropped, cannot come first,
-   * as Redis hashes a key by its first tag), so its keys share a slot of their own: BullMQ's
-   * scripts need every key of a queue in one slot, and no script spans two queues.
+   * Untagged, every queue is under `<prefix>:q`. Spread, a queue's prefix is tagged with its
+   * name (`sy:q:{image.open}`), so its keys share a slot of their own: BullMQ's scripts need
+   * every key of a queue in one slot, and no script spans two queues.
    */
-  queuePrefixOf = (queue: string): string => (this.queuesSpread ? `${this.prefix.replace(/[{}]/g, '')}:q:{${queue}}` : `${this.prefix}:q`);
+  queuePrefixOf = (queue: string): string => (this.spread ? `${this.base}:q:{${queue}}` : `${this.prefix}:q`);
   /** The replica-wait probe of a spread queue's slot (REDIS_WAIT_REPLICAS; models/replica-waiter.ts). */
   queueReplicaWaitProbe = (queue: string) => `${this.queuePrefixOf(queue)}:replica-wait`;
   account = (id: string) => `${this.prefix}:acct:${id}`;
@@ -82,11 +92,18 @@ export class RedisKeys {
   operators = () => `${this.prefix}:ops`;
   workerToken = (lookupId: string) => `${this.prefix}:wtok:${lookupId}`;
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
-  rateLimit = (subject: string) => `${this.prefix}:rl:${subject}`;
+  /**
+   * An API key's rate limiter and its revocation marker, checked together on every request
+   * (the requestGate script). Spread, under the key's own tag: a deployment's requests spread
+   * over the primaries by key instead of all meeting on the prefix's slot.
+   */
+  keyRateLimit = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:rl` : `${this.prefix}:rl:key:${lookupId}`);
+  /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
+  revokedKey = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:revoked` : `${this.prefix}:revoked:${lookupId}`);
+  /** A bot's rate limiters, of the bot and of one of its clients (checked together), under the bot's tag when spread. */
+  botRateLimit = (botId: string, client?: string) => `${this.spread ? `${this.base}:bot:{${botId}}` : `${this.prefix}:rl:bot:${botId}`}${client === undefined ? '' : `:client:${client}`}`;
   /** A one-time console sign-in link, by the sha256 of its code: the account it signs in to (expires with the link). */
   consoleSignIn = (codeHash: string) => `${this.prefix}:signin:${codeHash}`;
-  /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
-  revokedKey = (lookupId: string) => `${this.prefix}:revoked:${lookupId}`;
   /** Pub/sub channel on which key revocations are announced to every gateway instance. */
   revocations = () => `${this.prefix}:chan:revocations`;
 
@@ -108,7 +125,7 @@ export class RedisKeys {
 
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */
-  lease = (leaseId: string) => `${this.prefix}:lease:${leaseId}`;
+  lease = (leaseId: string) => (this.spread ? `${this.base}:lease:{${leaseId}}` : `${this.prefix}:lease:${leaseId}`);
   /** The gateway instances that may have workers attached (a sorted set scored by expiry). */
   fleetInstances = () => `${this.prefix}:fleet:instances`;
   /**
@@ -116,8 +133,8 @@ export class RedisKeys {
    * `i:<identity>`), rewritten on attach, lease, release and detach; expires on its own. Its
    * retired set (same hash tag) lists its workers that registered again elsewhere.
    */
-  fleetCounts = (gatewayId: string) => `${this.prefix}:fleet:{${gatewayId}}:counts`;
-  fleetRetired = (gatewayId: string) => `${this.prefix}:fleet:{${gatewayId}}:retired`;
+  fleetCounts = (gatewayId: string) => `${this.spread ? this.base : this.prefix}:fleet:{${gatewayId}}:counts`;
+  fleetRetired = (gatewayId: string) => `${this.spread ? this.base : this.prefix}:fleet:{${gatewayId}}:retired`;
   /** Channel: a queue has new jobs (payload: the queue name). */
   queuedChannel = () => `${this.prefix}:chan:queued`;
   /** Channel: a run was canceled (payload: the run id), so the instance holding its lease ends it. */

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { RedisKeys } from '../../models/redis/keys.js';
 import { queueName } from '../../queues/queue-names.js';
-import { CLOCKS, PREFIX, type ChaosCluster } from './chaos-cluster.js';
+import { CLOCKS, type ChaosCluster } from './chaos-cluster.js';
 import { JOB } from './careful-client.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -123,13 +123,13 @@ export const SCENARIOS: Scenario[] = [
     name: 'primary-kill',
     on: ['cluster'],
     promise: "the Redis Cluster primary holding the gateways' runs SIGKILLed under load: its replica is promoted, the gateways follow, and (REDIS_WAIT_REPLICAS=1) no accepted run is lost or finished twice",
-    inject: (ctx) => killPrimaryOf(ctx, `{${PREFIX}}`, "the runs' primary"),
+    inject: (ctx) => killPrimaryOf(ctx, ctx.cluster.keyPrefix, "the runs' primary"),
   },
   {
     name: 'queue-primary-kill',
     on: ['cluster'],
     promise: "the Redis Cluster primary holding the job queue SIGKILLed under load: leases it held lapse and are run again, adds it took are queued again, nothing is lost or finished twice",
-    inject: (ctx) => killPrimaryOf(ctx, new RedisKeys(PREFIX, { spreadQueues: true }).queuePrefixOf(queueName(JOB.kind, 'open')), "the queue's primary"),
+    inject: (ctx) => killPrimaryOf(ctx, new RedisKeys(ctx.cluster.keyPrefix).queuePrefixOf(queueName(JOB.kind, 'open')), "the queue's primary"),
   },
   {
     name: 'disk-full',

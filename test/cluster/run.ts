@@ -28,6 +28,13 @@ export const CLUSTER_FILES = [
   // Events, webhooks, files, rate limits, bots, logs, a gateway killed mid-run.
   'events-sse', 'run-status-events', 'webhooks', 'webhook-stream-events', 'files', 'rate-limit', 'auth-and-account', 'bots', 'logs',
   'crash-recovery',
+  // The rest of the end-to-end surface: callers' sockets and clients, the OpenAI surface, tools
+  // and agents, artifacts, workers and models, ranked pipelines.
+  'caller-websocket', 'client-library', 'client-batches', 'client-files', 'cli-run', 'submit-gate', 'submit-caller-gone', 'job-service-resent-create',
+  'run-follower-race', 'openai-surface', 'openai-gate', 'llm-availability', 'outbound-stream', 'tools', 'agent-loop', 'artifacts', 'output-files',
+  'model-submission', 'admin-models', 'worker-sdk', 'worker-models', 'worker-sdk-models', 'delta-seq', 'metrics', 'model-metrics', 'engine-usage', 'bull-board', 'bot-widget',
+  'run-event-hub', 'graceful-shutdown', 'private-handover', 'private-input-files', 'private-refusals', 'pipeline-lease', 'pipeline-failure', 'pipeline-backpressure',
+  'pipeline-placement', 'concurrency-limits-pipelines', 'ranked-model', 'ranked-fleet', 'ranked-registration', 'ranked-waiting', 'rank-counts', 'worker-sdk-ranks-gateway',
 ].map((name) => `test/${name}.test.ts`);
 
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : CLUSTER_FILES;

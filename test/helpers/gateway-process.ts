@@ -14,6 +14,8 @@ export class GatewayProcess {
   child!: ChildProcess;
   url = '';
   port = 0;
+  /** The instance's id (its fleet counts' tag), from its 'gateway listening' line. */
+  gatewayId = '';
   readonly lines: LogLine[] = [];
   /** Stdout lines that were not JSON (there should be none). */
   readonly stray: string[] = [];
@@ -40,6 +42,7 @@ export class GatewayProcess {
         this.lines.push(line);
         if (line.msg === 'gateway listening') {
           this.url = line.url;
+          this.gatewayId = String(line.gatewayId);
           this.port = Number(new URL(line.url).port);
           resolve();
         }

@@ -31,5 +31,5 @@ export async function scriptCalls(gw: TestGateway, fn: () => Promise<void>): Pro
   return calls;
 }
 
-/** The calls that ran the request gate (they name the key's revocation), in order. */
-export const gateCalls = (calls: string[][]) => calls.filter((args) => args.some((x) => x.includes(':revoked:')));
+/** The calls that ran the request gate (they name the key's revocation marker: `<prefix>:revoked:<key>`, or `...:key:{<key>}:revoked` spread), in order. */
+export const gateCalls = (calls: string[][]) => calls.filter((args) => args.some((x) => /:revoked(:|$)/.test(x)));

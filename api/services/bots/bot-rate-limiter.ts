@@ -24,7 +24,7 @@ export class BotRateLimiter {
   async admit(botId: string, client: string): Promise<void> {
     const limits = [this.opts.perBotPerMinute, this.opts.perClientPerMinute];
     const args = limits.flatMap((perMinute) => [60_000 / perMinute, 60_000]);
-    const keys = [this.opts.keys.rateLimit(`bot:${botId}`), this.opts.keys.rateLimit(`bot:${botId}:client:${client}`)];
+    const keys = [this.opts.keys.botRateLimit(botId), this.opts.keys.botRateLimit(botId, client)];
     const [waitMs, which] = await redisScripts.run(this.opts.redis, 'admitBotMessage', keys, args);
     if (waitMs === 0) return;
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
