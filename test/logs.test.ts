@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../api/main/logger.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
+import { RedisKeys } from '../models/redis/keys.js';
 import { ADMIN_TOKEN, cleanupPrefix, testRedis, uniquePrefix } from './helpers/harness.js';
 import { RawWorker } from './helpers/raw-worker.js';
 
@@ -51,7 +52,7 @@ describe('structured logs', function () {
       const worker = await new RawWorker(gw.url, secrets.workerToken).connect({ kinds: ['inference:image:generate'] });
       const lease = await worker.lease();
       secrets.uploadToken = lease.upload_token;
-      secrets.lockToken = JSON.parse((await redis.get(`${prefix}:lease:${lease.lease_id}`))!).lock_token;
+      secrets.lockToken = JSON.parse((await redis.get(new RedisKeys(prefix).lease(lease.lease_id)))!).lock_token;
       assert.equal((await send(lease.upload_url + '?name=a.png', bearer('not-the-upload-token'), { method: 'POST', raw: Buffer.from('png') })).status, 401);
       const uploaded = await send(lease.upload_url + '?name=a.png', bearer(secrets.uploadToken), { method: 'POST', raw: Buffer.from('png') });
       assert.equal(uploaded.status, 201);

@@ -235,8 +235,9 @@ describe('private tier refusals at the gateway', function () {
 
     it('refuses a receipt signed after the worker’s evidence lapsed', async () => {
       let answers = 0;
-      // Two-second evidence, and silence when the gateway asks for fresh evidence.
-      const { worker, keys } = await attested({ answer: async (nonce, jwk) => (answers++ === 0 ? verifier.answer(nonce, jwk, { ttlSeconds: 2 }) : null) });
+      // Five-second evidence (time for the lease to come first on a loaded machine: the cluster
+      // pass once timed out at two), and silence when the gateway asks for fresh evidence.
+      const { worker, keys } = await attested({ answer: async (nonce, jwk) => (answers++ === 0 ? verifier.answer(nonce, jwk, { ttlSeconds: 5 }) : null) });
       const expiresAt = Date.parse(worker.frames.find((f) => f.type === 'registered')!.attestation.expires_at);
       const runId = await submit();
       const lease = await worker.lease();
