@@ -50,6 +50,8 @@ interface CycleOptions {
   mode: 'sdk' | 'users';
   /** `--cluster`: the cycle on one server, then on a 3+3 Redis Cluster (bench/lib/cluster-cycle.ts). */
   cluster: boolean;
+  /** `--accounts N` (with `--cluster`): the load's accounts, taking turns; a cluster spreads runs by account group. */
+  accounts: number;
 }
 
 const fail = (why: string): never => {
@@ -70,6 +72,7 @@ function parseCycleOptions(args: string[]): CycleOptions {
       json: { type: 'boolean', default: false },
       mode: { type: 'string', default: 'sdk' },
       cluster: { type: 'boolean', default: false },
+      accounts: { type: 'string', default: '30' },
     },
   });
   const num = (name: string, text: string, min: number) => {
@@ -87,6 +90,7 @@ function parseCycleOptions(args: string[]): CycleOptions {
     latencyDuration: num('latency-duration', values['latency-duration'], 1),
     json: values.json,
     cluster: values.cluster,
+    accounts: Math.round(num('accounts', values.accounts, 1)),
     mode: values.mode === 'users' || values.mode === 'sdk' ? values.mode : fail(`--mode must be sdk or users (got ${JSON.stringify(values.mode)})`),
   };
 }

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { RedisKeys } from '../models/redis/keys.js';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -111,10 +112,12 @@ async function trial(bins: { server: string; cli: string }, env: Record<string, 
     const cpuUsPerJob = (processCpuUs(gw.child.pid!) - cpu0) / Math.max(1, accepted.length);
     beforeKill = false;
     const { buckets: waitBuckets } = await scrape(gw.url);
-    const primary = await cluster.primaryOf(`{${prefix}}`);
+    // The primary holding the runs: their account's group's slot (models/redis/keys.ts).
+    const runsKey = new RedisKeys(`{${prefix}}`).account(account.body.account.id);
+    const primary = await cluster.primaryOf(runsKey);
     await cluster.kill(primary);
     const survivor = cluster.nodes.find((n) => n.port !== primary)!.port;
-    await cluster.until(async () => (await cluster.liveOk()) && (await cluster.primaryOf(`{${prefix}}`, survivor)) !== primary, 'the failover', 60_000);
+    await cluster.until(async () => (await cluster.liveOk()) && (await cluster.primaryOf(runsKey, survivor)) !== primary, 'the failover', 60_000);
     const atFailover = accepted.length;
     await until('accepts after the failover', async () => accepted.length >= atFailover + o.concurrency, 60_000);
     submitting = false;

@@ -18,15 +18,49 @@ function pooledRandom(): number {
 
 const ulid = monotonicFactory(pooledRandom);
 
-/** `run_` followed by a ULID: sortable by creation time, so lists page by id. */
-export const newRunId = (): string => `run_${ulid()}`;
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * The account group of an account (docs/architecture.md, "Redis Cluster"): two Crockford base32
+ * characters (1,024 groups) from a 32-bit FNV-1a hash of its id. On a Redis Cluster an account's
+ * keys and its runs' and batches' keys share the group's hash tag, so a run's create and settle
+ * stay one script while accounts spread over the primaries.
+ */
+export function accountGroup(accountId: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < accountId.length; i++) h = Math.imul(h ^ accountId.charCodeAt(i), 0x01000193);
+  h >>>= 0;
+  return CROCKFORD[h & 31]! + CROCKFORD[(h >>> 5) & 31]!;
+}
+
+/** Every account group, for what must visit them all (the enqueue reconciler's outboxes). */
+export const ACCOUNT_GROUPS: readonly string[] = [...CROCKFORD].flatMap((a) => [...CROCKFORD].map((b) => a + b));
+
+/**
+ * A ULID whose two characters after the time are the account's group, so the group can be read
+ * back from the id alone (`groupOfId`). Still 26 Crockford base32 characters in time order (the
+ * monotonic low part follows on), so an account's ids sort by creation.
+ */
+const groupedUlid = (accountId: string): string => {
+  const id = ulid();
+  return `${id.slice(0, 10)}${accountGroup(accountId)}${id.slice(12)}`;
+};
+
+/** The account group a run or batch id carries (`run_` / `batch_` then a grouped ULID). */
+export const groupOfId = (id: string): string => {
+  const ulidStart = id.indexOf('_') + 1;
+  return id.slice(ulidStart + 10, ulidStart + 12);
+};
+
+/** `run_` followed by a ULID carrying the account's group: sortable by creation time, so lists page by id. */
+export const newRunId = (accountId: string): string => `run_${groupedUlid(accountId)}`;
 export const newAccountId = (): string => `acct_${ulid()}`;
 export const newOperatorId = (): string => `op_${ulid()}`;
 /** `file_` and a ULID: an account's files list newest first by id. */
 export const newFileId = (): string => `file_${ulid()}`;
 
-/** `batch_` and a ULID (docs/jobs.md, "Batches"). */
-export const newBatchId = (): string => `batch_${ulid()}`;
+/** `batch_` and a ULID carrying the account's group (docs/jobs.md, "Batches"). */
+export const newBatchId = (accountId: string): string => `batch_${groupedUlid(accountId)}`;
 export const BATCH_ID_PATTERN = /^batch_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export const FILE_ID_PATTERN = /^file_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -35,7 +69,7 @@ export const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** The smallest run id that a run created at `ms` can have; ids below it are older. */
 export function runIdFloor(ms: number): string {
-  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  const alphabet = CROCKFORD;
   let t = Math.max(0, Math.floor(ms));
   let time = '';
   for (let i = 0; i < 10; i++) {

@@ -74,9 +74,9 @@ export class ReplicaWaiter {
    * `ReplicaWaitError` (a 503 for a caller; a worker sends its report again), never a success
    * for a write a failover took away.
    */
-  async after(step: DurableStep, stillThere: () => Promise<boolean>): Promise<void> {
+  async after(step: DurableStep, stillThere: () => Promise<boolean>, probeKey = this.opts.probeKey): Promise<void> {
     const started = performance.now();
-    const acked = await this.waitOn(this.opts.probeKey);
+    const acked = await this.waitOn(probeKey);
     const enough = acked >= this.opts.replicas;
     this.opts.observe?.(step, (performance.now() - started) / 1000, enough);
     if (enough) return;

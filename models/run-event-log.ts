@@ -50,6 +50,11 @@ export class RunEventLog {
     return this.keys.runEvents(runId);
   }
 
+  /** The run whose live events `channel` carries, or null for another channel. */
+  runIdOf(channel: string): string | null {
+    return this.keys.runIdOfEvents(channel);
+  }
+
   private key(runId: string): string {
     return this.keys.runEventLog(runId);
   }

@@ -50,7 +50,7 @@ describe('ArtifactService: worker uploads against their lease', function () {
     const token = `upl_${randomBytes(24).toString('base64url')}`;
     const record: LeaseRecord = {
       lease_id: `lse_${randomBytes(12).toString('hex')}`,
-      run_id: newRunId(),
+      run_id: newRunId('acct_uploads'),
       account_id: 'acct_uploads',
       worker_id: 'wkr_uploads',
       kind: 'inference:image:generate',

@@ -72,7 +72,7 @@ describe('artifacts on S3 (STORAGE=s3, s3rver standing in for S3)', function () 
     const token = `upl_${randomBytes(24).toString('base64url')}`;
     const lease_id = `lse_${randomBytes(12).toString('hex')}`;
     await leases.put(
-      { lease_id, run_id: newRunId(), account_id: 'acct_s3', worker_id: 'wkr_s3', kind: 'inference:image:generate', tier: 'open', fence: 1, upload_hash: hashSecret(token), gateway_id: 'gw_test' },
+      { lease_id, run_id: newRunId('acct_s3'), account_id: 'acct_s3', worker_id: 'wkr_s3', kind: 'inference:image:generate', tier: 'open', fence: 1, upload_hash: hashSecret(token), gateway_id: 'gw_test' },
       600_000,
     );
     return { lease_id, token };

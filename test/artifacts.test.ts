@@ -67,7 +67,7 @@ describe('artifacts: uploads with a lease, public downloads, retention', functio
 
   async function lease(ttlMs = 60_000): Promise<TestLease> {
     const token = `upl_${randomBytes(24).toString('base64url')}`;
-    const l = { lease_id: `lse_${randomBytes(12).toString('hex')}`, token, run_id: newRunId() };
+    const l = { lease_id: `lse_${randomBytes(12).toString('hex')}`, token, run_id: newRunId('acct_test') };
     await leases.put(
       {
         lease_id: l.lease_id,

@@ -85,7 +85,7 @@ describe('batches (POST /v1/jobs/batch)', function () {
     const b = await balance(key);
     assert.deepEqual([b.credits, b.reserved], [3 + PRICE * 1000, PRICE], 'every credit of the batch came back');
     // Kept as long as its runs: it expires with its last one, not before.
-    const ttl = await gw.redis.ttl(`${gw.config.redisPrefix}:batch:${batchId}`);
+    const ttl = await gw.redis.ttl(new RedisKeys(gw.config.redisPrefix).batch(batchId));
     assert.ok(ttl > 0 && ttl <= gw.config.runRetentionSeconds, `the batch's ttl: ${ttl}`);
     const again = await gw.request('POST', `/v1/batches/${batchId}/cancel`, { key });
     assert.deepEqual(again.body, { batch_id: batchId, canceled: 0, cancel_requested: 0, already_terminal: 1000 });

@@ -25,7 +25,7 @@ describe('crash between the run record and the queue write', () => {
     const first = await new TestGateway(prefix).start();
     const { id: accountId } = await first.account(100);
     // The state a crash right after the record write leaves: a run (credits reserved) in the outbox, no job.
-    const runId = newRunId();
+    const runId = newRunId(accountId);
     const created = await first.stores.runs.create(
       newRunSpec(accountId, { run_id: runId, input: { prompt: 'survivor' }, created_at: new Date(Date.now() - 10_000).toISOString() }),
     );
@@ -56,7 +56,7 @@ describe('crash between the run record and the queue write', () => {
     const gw = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     try {
       const { id: accountId, key } = await gw.account(100);
-      const runId = newRunId();
+      const runId = newRunId(accountId);
       await gw.stores.runs.create(
         newRunSpec(accountId, { run_id: runId, kind: 'inference:rig', class: 'batch', priorityBase: 30, price: 10, input: { mesh: 'https://example.com/m.glb' } }),
       );

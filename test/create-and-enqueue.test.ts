@@ -198,7 +198,7 @@ describe('a run created and queued in one round trip', function () {
     assert.equal((await gw.request('GET', '/v1/jobs', { key: poor.key })).body.data.length, 0);
     // A job that went in under a run that was never made (a dispatcher faster than its removal): dropped at lease.
     const w = await worker();
-    const ghost = newRunId();
+    const ghost = newRunId(poor.id);
     await gw.queues.add({ run_id: ghost, account_id: poor.id, kind: KIND, confidentiality: 'open', priority: 20, input: { prompt: 'ghost' } });
     await gw.dispatcher.announce(runQueueName({ kind: KIND, confidentiality: 'open', input: {} }));
     await until('the ghost job dropped', async () => (await queue().getJobState(ghost)) === 'failed');

@@ -150,7 +150,7 @@ describe('credits and idempotency', () => {
     it('makes one run when the claimer releases the key under a retry that read its claim', async () => {
       const { id, key } = await gw.account(100);
       const idemKey = 'k-released';
-      const runX = newRunId();
+      const runX = newRunId(id);
       // A's claim, as its request made it before staging its files.
       await gw.stores.idempotency.claim(id, idemKey, fingerprint(body('lost')), runX, IDEMPOTENCY_TTL_MS);
       const store = gw.stores.runs;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { RedisKeys } from '../models/redis/keys.js';
 import { InputFiles } from '../api/services/files/input-files.js';
 import type { FileService } from '../api/services/files/file-service.js';
 import { ApiError } from '../models/errors.js';
@@ -125,7 +126,7 @@ describe('refused submissions keep no staged file', function () {
     const { acct, before } = await accountWithFile(100);
     // The key record stays valid; only the account record (credits) is gone, as after a deletion
     // that the key cache has not caught up with.
-    await gw.redis.del(`${prefix}:acct:${acct.id}`);
+    await gw.redis.del(new RedisKeys(prefix).account(acct.id));
     for (const value of staged()) {
       const res = await gw.submit(acct.key, { kind: KIND, input: { image: value } });
       assert.equal(res.status, 401, res.text);

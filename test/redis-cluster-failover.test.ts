@@ -56,7 +56,7 @@ describe('gateway on a Redis Cluster: its primary fails over', function () {
     const args = ['--engine', 'demo', '--demo-delay-ms', '20', '--kinds', 'inference:image:generate'];
     const { code, stderr } = await runCliWorker({ gateway: gw!.url, token: operator.body.worker_token, env: process.env }, args, async () => {
       const before = await completes(key, 'before the failover');
-      const primary = await cluster!.primaryOf(`{${prefix}}:run:${before}`);
+      const primary = await cluster!.primaryOf(`{${prefix}}`);
       await cluster!.kill(primary);
       const survivor = cluster!.nodes.find((n) => n.port !== primary)!.port;
       await cluster!.until(async () => (await cluster!.liveOk()) && (await cluster!.primaryOf(`{${prefix}}`, survivor)) !== primary, 'a replica promoted in the killed primary\'s place');

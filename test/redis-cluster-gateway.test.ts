@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { primariesOf } from '../models/redis-connection.js';
+import { accountGroup } from '../models/ids.js';
 import { redisTarget } from '../models/redis-target.js';
 import { queueName } from '../queues/queue-names.js';
 import { runCliWorker } from './helpers/cli-worker.js';
@@ -32,6 +33,7 @@ describe('gateway on a Redis Cluster', function () {
   let receiver: Receiver;
   let gw: GatewayProcess;
   let key: string;
+  let accountId: string;
   let token: string;
 
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -48,8 +50,11 @@ describe('gateway on a Redis Cluster', function () {
     gw = await new GatewayProcess({
       REDIS_CLUSTER_NODES: nodes,
       REDIS_PREFIX: prefix,
-      // Rate limiting on, so each request runs the API key's limiter (under the key's tag).
-      RATE_LIMIT_PER_SEC: '1000',
+      // Rate limiting on, so each request runs the API key's limiter (under the key's tag); slow
+      // enough that the limiter's key (it expires once the bucket is full again) outlives the
+      // first test: each request adds a second to it, the burst letting them all through.
+      RATE_LIMIT_PER_SEC: '1',
+      RATE_LIMIT_BURST: '1000',
       DATA_DIR: dir,
       OUTBOUND_CA_FILE: Receiver.caFile(dir),
       OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32',
@@ -58,6 +63,7 @@ describe('gateway on a Redis Cluster', function () {
     const account = await call('POST', '/v1/admin/accounts', admin, { name: 'cluster', credits: 10_000 });
     assert.equal(account.status, 201, JSON.stringify(account.body));
     key = account.body.api_key;
+    accountId = account.body.account.id;
     const operator = await call('POST', '/v1/admin/operators', admin, { name: 'cluster-op', trust: 'open' });
     assert.equal(operator.status, 201, JSON.stringify(operator.body));
     token = operator.body.worker_token;
@@ -105,7 +111,7 @@ describe('gateway on a Redis Cluster', function () {
     assert.equal(code, 0, stderr);
   });
 
-  it("keeps its keys in the prefix's slot, except each queue's, instance's, lease's and API key's, in a slot of its own; the queues spread over the primaries", async () => {
+  it("keeps its keys in the prefix's slot, except each queue's, instance's, lease's, API key's and account group's, in a slot of its own; the queues spread over the primaries", async () => {
     const redis = testRedis('test-cluster-keys', redisTarget(REDIS_URL, nodes));
     try {
       const held = new Map<string, string[]>();
@@ -120,7 +126,11 @@ describe('gateway on a Redis Cluster', function () {
       const apart = keys.filter((k) => ['fleet', 'lease', 'key'].some((what) => k.startsWith(`${prefix}:${what}:{`)));
       assert.ok(apart.some((k) => k.startsWith(`${prefix}:fleet:{${gw.gatewayId}}:`)), "the instance's fleet counts have its tag");
       assert.ok(apart.some((k) => /:key:\{[^}]+\}:rl$/.test(k)), "the caller's API key's limiter has the key's tag");
-      const own = keys.filter((k) => !queued.includes(k) && !apart.includes(k));
+      // The account, its runs and their event logs under its group's tag (models/ids.ts, accountGroup): one group, one slot.
+      const grouped = keys.filter((k) => k.startsWith(`${prefix}:{a`));
+      assert.deepEqual([...new Set(grouped.map((k) => /\{(a..)\}/.exec(k)![1]))], [`a${accountGroup(accountId)}`], 'one account, one group');
+      for (const what of ['acct', 'run', 'evlog']) assert.ok(grouped.some((k) => k.includes(`}:${what}:`)), `its ${what} keys are in the group`);
+      const own = keys.filter((k) => !queued.includes(k) && !apart.includes(k) && !grouped.includes(k));
       assert.ok(own.every((k) => k.startsWith(`{${prefix}}:`)), `untagged keys: ${own.filter((k) => !k.startsWith('{')).join(', ')}`);
       assert.equal([...held.values()].filter((list) => list.some((k) => own.includes(k))).length, 1, "the gateway's own keys are on one primary");
       // BullMQ's keys of a queue under `<prefix>:q:{<queue>}`: one slot per queue (its scripts need it).

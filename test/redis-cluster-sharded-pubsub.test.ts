@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { createRedis, primariesOf, type RedisClient } from '../models/redis-connection.js';
 import { pubsub } from '../models/redis-pubsub.js';
+import { RedisKeys } from '../models/redis/keys.js';
 import { redisTarget } from '../models/redis-target.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
 import { ADMIN_TOKEN, REDIS_URL, cleanupPrefix, until } from './helpers/harness.js';
@@ -70,19 +71,19 @@ describe('sharded pub/sub on a Redis Cluster', function () {
       const sse = await new SseClient(`${gw!.url}/v1/jobs/${runId}/events`, key).open();
       try {
         await sse.until((c) => c.frames.length >= 1);
-        // While the run is followed: its channel and the dispatcher's are shard channels of the
-        // primary serving the prefix's slot, and of no other node; no node has a plain channel of them.
-        const channels = `${tagged}:*`;
-        const held = await Promise.all(primaries.map(async (n) => (await n.call('PUBSUB', 'SHARDCHANNELS', channels)) as string[]));
-        const owners = held.filter((c) => c.length > 0);
-        assert.equal(owners.length, 1, `shard channels on ${owners.length} primaries`);
-        for (const channel of [`${tagged}:ev:${runId}`, `${tagged}:chan:queued`, `${tagged}:chan:cancel`, `${tagged}:chan:workers`, `${tagged}:chan:operators`]) {
-          assert.ok(owners[0].includes(channel), `${channel} in ${owners[0].join(', ')}`);
+        // While the run is followed: its channel (in its account group's slot, models/redis/keys.ts)
+        // and the dispatcher's (in the prefix's) are shard channels of the primary serving each
+        // one's slot, and of no other node; no node has a plain channel of them.
+        const runChannel = new RedisKeys(tagged).runEvents(runId);
+        const held = await Promise.all(primaries.map(async (n) => (await n.call('PUBSUB', 'SHARDCHANNELS')) as string[]));
+        for (const channel of [runChannel, `${tagged}:chan:queued`, `${tagged}:chan:cancel`, `${tagged}:chan:workers`, `${tagged}:chan:operators`]) {
+          const owners = primaries.filter((_, i) => held[i].includes(channel));
+          assert.equal(owners.length, 1, `${channel} is a shard channel of ${owners.length} primaries`);
+          const slot = (await redis.cluster('KEYSLOT', channel)) as number;
+          assert.equal(await owners[0].call('CLUSTER', 'MYID'), await nodeOfSlot(redis, slot), `the node holding ${channel} serves its slot`);
         }
-        const slot = (await redis.cluster('KEYSLOT', tagged)) as number;
-        const owner = primaries[held.findIndex((c) => c.length > 0)];
-        assert.equal(await owner.call('CLUSTER', 'MYID'), await nodeOfSlot(redis, slot), "the node holding them serves the prefix's slot");
-        for (const node of all) assert.deepEqual(await node.pubsub('CHANNELS', channels), [], `plain channels on ${node.options.port}`);
+        const base = tagged.replace(/[{}]/g, '');
+        for (const node of all) assert.deepEqual([...(await node.pubsub('CHANNELS', `${tagged}:*`)), ...(await node.pubsub('CHANNELS', `${base}:*`))], [], `plain channels on ${node.options.port}`);
 
         // Acknowledged once logged and published (the submission's announcement was published too).
         await worker.report(lease, { type: 'log', line: 'live, over SPUBLISH' });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { RedisKeys } from '../models/redis/keys.js';
 import { queueName } from '../queues/queue-names.js';
 import { SwitchyardWorker } from '../sdk/worker/index.js';
 import { silentLogger } from '../sdk/worker/logger.js';
@@ -12,6 +13,20 @@ import { REDIS_CLI, REDIS_SERVER, requireProgram } from './helpers/optional-prog
 import { RedisCluster } from './helpers/redis-cluster.js';
 
 const LLM = 'inference:llm:text-generate';
+
+/**
+ * An account whose runs (its group's slot, models/redis/keys.ts) are on another primary than
+ * the job queue's, so a case that kills one of the two kills only that one.
+ */
+async function accountApartFromQueue(gw: GatewayProcess, cluster: RedisCluster, prefix: string, credits: number): Promise<{ id: string; key: string; runsKey: string }> {
+  const queueKey = new RedisKeys(`{${prefix}}`).queuePrefixOf(queueName(LLM, 'open'));
+  for (let i = 0; ; i++) {
+    const res = await gw.call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: `wait-${i}`, credits });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const runsKey = new RedisKeys(`{${prefix}}`).account(res.body.account.id);
+    if ((await cluster.primaryOf(runsKey)) !== (await cluster.primaryOf(queueKey))) return { id: res.body.account.id, key: res.body.api_key, runsKey };
+  }
+}
 
 /**
  * REDIS_WAIT_REPLICAS=1 on a Redis Cluster of 3 primaries and 3 replicas (a cluster of its own
@@ -36,9 +51,7 @@ for (const target of ['runs', 'queue'] as const) {
 
     before(async function () {
       cluster = await RedisCluster.start({ server: requireProgram(this, REDIS_SERVER), cli: requireProgram(this, REDIS_CLI) });
-      // A prefix whose slot is on another primary than the queue's, so each case kills only one of them.
-      do prefix = `sytest-wait-${randomBytes(4).toString('hex')}`;
-      while ((await cluster.primaryOf(`{${prefix}}`)) === (await cluster.primaryOf(queueKey())));
+      prefix = `sytest-wait-${randomBytes(4).toString('hex')}`;
       dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-replicas-'));
       // After the failover the promoted replica has no replica of its own: each WAIT then times out
       // (a shortfall), and the run is answered once the store shows it is there. A lease the
@@ -58,9 +71,7 @@ for (const target of ['runs', 'queue'] as const) {
     const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
 
     it('loses no run it accepted and acknowledges no run\'s end twice', async () => {
-      const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait', credits: 1_000_000 });
-      assert.equal(account.status, 201, JSON.stringify(account.body));
-      const key: string = account.body.api_key;
+      const { key, runsKey } = await accountApartFromQueue(gw!, cluster!, prefix, 1_000_000);
       const operator = await call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'wait-op', trust: 'open' });
       assert.equal(operator.status, 201, JSON.stringify(operator.body));
 
@@ -91,7 +102,7 @@ for (const target of ['runs', 'queue'] as const) {
       const load = Promise.all([1, 2, 3, 4].map(submitter));
 
       await until('runs accepted before the kill', async () => accepted.length >= 40, 60_000);
-      const slotKey = target === 'runs' ? `{${prefix}}` : queueKey();
+      const slotKey = target === 'runs' ? runsKey : queueKey();
       const primary = await cluster!.primaryOf(slotKey);
       // The accepts waited on that primary (WAIT is keyless: the probe of its slot takes it there).
       assert.ok(/cmdstat_wait:calls=[1-9]/.test(await cluster!.ask(primary, 'INFO', 'commandstats')), 'WAIT ran on the primary of the slot');
@@ -140,8 +151,7 @@ describe('REDIS_WAIT_REPLICAS=1: a job add the failover of its queue took is mad
 
   before(async function () {
     cluster = await RedisCluster.start({ server: requireProgram(this, REDIS_SERVER), cli: requireProgram(this, REDIS_CLI) });
-    do prefix = `sytest-wait-add-${randomBytes(4).toString('hex')}`;
-    while ((await cluster.primaryOf(`{${prefix}}`)) === (await cluster.primaryOf(queueKey())));
+    prefix = `sytest-wait-add-${randomBytes(4).toString('hex')}`;
     dir = mkdtempSync(path.join(os.tmpdir(), 'sy-wait-add-'));
     gw = await new GatewayProcess({ REDIS_CLUSTER_NODES: cluster.setting, REDIS_PREFIX: prefix, DATA_DIR: dir, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', ENQUEUE_RECONCILE_AFTER_MS: '2000' }).start();
   });
@@ -156,8 +166,7 @@ describe('REDIS_WAIT_REPLICAS=1: a job add the failover of its queue took is mad
 
   it('leaves the run unconfirmed, and the reconciler queues it again on the promoted replica', async () => {
     const call = (method: string, route: string, token: string, body?: unknown) => gw!.call(method, route, token, body);
-    const account = await call('POST', '/v1/admin/accounts', ADMIN_TOKEN, { name: 'wait-add', credits: 1_000 });
-    const key: string = account.body.api_key;
+    const { key } = await accountApartFromQueue(gw!, cluster!, prefix, 1_000);
     const operator = await call('POST', '/v1/admin/operators', ADMIN_TOKEN, { name: 'wait-add-op', trust: 'open' });
 
     const primary = await cluster!.primaryOf(queueKey());

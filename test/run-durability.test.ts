@@ -20,7 +20,7 @@ describe('RunDurability (REDIS_WAIT_REPLICAS, short of the replicas)', () => {
     get: async (id: string) => (runs.get(id) ?? null) as RunRecord | null,
     getBatch: async (id: string) => (batches.has(id) ? ({ batch_id: id } as BatchRecord) : null),
   };
-  const durability = new RunDurability(new ReplicaWaiter({ redis, replicas: 99, timeoutMs: 20, probeKey }), store);
+  const durability = new RunDurability(new ReplicaWaiter({ redis, replicas: 99, timeoutMs: 20, probeKey }), store, () => probeKey);
   const refused = (p: Promise<void>) => p.then(() => null, (err: unknown) => err);
 
   after(async () => {

@@ -13,7 +13,7 @@ import { describeEachStore } from './helpers/store-targets.js';
 describe('store contract: batches', () => {
   describeEachStore((stores) => {
     const batchOf = (accountId: string, runs: NewRun[]): BatchRecord => ({
-      batch_id: newBatchId(),
+      batch_id: newBatchId(accountId),
       account_id: accountId,
       created_at: new Date().toISOString(),
       run_ids: runs.map((r) => r.run_id),

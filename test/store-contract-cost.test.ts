@@ -102,7 +102,7 @@ describe('store contract: cost', () => {
       const createdAt = '2031-07-01T00:00:00.000Z';
       const batch = (prices: number[]) => {
         const runs = prices.map((price) => newRunSpec(a.id, { price, rate: RATE, created_at: createdAt }));
-        return stores.runs.createBatch({ batch_id: newBatchId(), account_id: a.id, created_at: createdAt, run_ids: runs.map((r) => r.run_id), price: prices.reduce((x, y) => x + y, 0), idempotency_key: null }, runs);
+        return stores.runs.createBatch({ batch_id: newBatchId(a.id), account_id: a.id, created_at: createdAt, run_ids: runs.map((r) => r.run_id), price: prices.reduce((x, y) => x + y, 0), idempotency_key: null }, runs);
       };
       assert.deepEqual(await batch([6, 6]), { outcome: 'budget_exceeded', budget: 10, spent: 0, reserved: 0 });
       assert.deepEqual(await account(a.id), [1000, 0, 0], 'a refused batch holds nothing');

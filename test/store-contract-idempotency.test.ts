@@ -26,18 +26,21 @@ describe('store contract: idempotency', () => {
       assert.equal(new Set(claims.map((c) => c.runId)).size, 1);
     });
 
+    // Run ids as the gateway mints them: on a cluster one carries its account's group (models/ids.ts).
+    const [runA, runB, runC] = [newRunId('acct_1'), newRunId('acct_1'), newRunId('acct_1')];
+
     it('releases only a claim that still names the run', async () => {
-      await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_A', 60_000);
-      await stores.idempotency.release('acct_1', 'rel', 'run_B');
-      assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).runId, 'run_A');
-      await stores.idempotency.release('acct_1', 'rel', 'run_A');
-      assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', 'run_C', 60_000)).claimed, true);
+      await stores.idempotency.claim('acct_1', 'rel', 'fp', runA, 60_000);
+      await stores.idempotency.release('acct_1', 'rel', runB);
+      assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', runC, 60_000)).runId, runA);
+      await stores.idempotency.release('acct_1', 'rel', runA);
+      assert.equal((await stores.idempotency.claim('acct_1', 'rel', 'fp', runC, 60_000)).claimed, true);
     });
 
     it('forgets a claim after its time to live', async () => {
-      await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_A', 50);
+      await stores.idempotency.claim('acct_1', 'ttl', 'fp', runA, 50);
       await new Promise((r) => setTimeout(r, 120));
-      assert.equal((await stores.idempotency.claim('acct_1', 'ttl', 'fp', 'run_B', 60_000)).claimed, true);
+      assert.equal((await stores.idempotency.claim('acct_1', 'ttl', 'fp', runB, 60_000)).claimed, true);
     });
 
     const credits = async (accountId: string) => (await stores.accounts.get(accountId))!.credits;
@@ -63,7 +66,7 @@ describe('store contract: idempotency', () => {
       await stores.idempotency.claim(a.id, 'k-made', 'fp', run.run_id, 60_000);
       assert.equal((await stores.runs.create(run)).outcome, 'created');
       await stores.idempotency.release(a.id, 'k-made', run.run_id);
-      assert.deepEqual(await stores.idempotency.claim(a.id, 'k-made', 'fp', newRunId(), 60_000), { runId: run.run_id, fingerprint: 'fp', claimed: false });
+      assert.deepEqual(await stores.idempotency.claim(a.id, 'k-made', 'fp', newRunId(a.id), 60_000), { runId: run.run_id, fingerprint: 'fp', claimed: false });
     });
 
     it('leaves a key naming one run or none when releases race creates', async () => {
@@ -73,7 +76,7 @@ describe('store contract: idempotency', () => {
         const run = newRunSpec(a.id, { idempotency_key: key, price: 1 });
         await stores.idempotency.claim(a.id, key, 'fp', run.run_id, 60_000);
         const [made] = await Promise.all([stores.runs.create(run), stores.idempotency.release(a.id, key, run.run_id)]);
-        const claim = await stores.idempotency.claim(a.id, key, 'fp', newRunId(), 60_000);
+        const claim = await stores.idempotency.claim(a.id, key, 'fp', newRunId(a.id), 60_000);
         if (made.outcome === 'created') assert.equal(claim.runId, run.run_id, 'a made run keeps its claim');
         else assert.deepEqual([made.outcome, claim.claimed], ['claim_lost', true], 'a released key is free and names no run');
       }
@@ -83,7 +86,7 @@ describe('store contract: idempotency', () => {
       const a = await stores.accounts.create({ name: 'a', credits: 100 });
       const batchOf = (key: string): [BatchRecord, ReturnType<typeof newRunSpec>[]] => {
         const runs = [newRunSpec(a.id, { price: 2 }), newRunSpec(a.id, { price: 3 })];
-        return [{ batch_id: newBatchId(), account_id: a.id, created_at: new Date().toISOString(), run_ids: runs.map((r) => r.run_id), price: 5, idempotency_key: key }, runs];
+        return [{ batch_id: newBatchId(a.id), account_id: a.id, created_at: new Date().toISOString(), run_ids: runs.map((r) => r.run_id), price: 5, idempotency_key: key }, runs];
       };
       const [lost, lostRuns] = batchOf('b-lost');
       await stores.idempotency.claim(a.id, 'b-lost', 'fp', lost.batch_id, 60_000);
@@ -96,7 +99,7 @@ describe('store contract: idempotency', () => {
       await stores.idempotency.claim(a.id, 'b-made', 'fp', made.batch_id, 60_000);
       assert.equal((await stores.runs.createBatch(made, madeRuns)).outcome, 'created');
       await stores.idempotency.release(a.id, 'b-made', made.batch_id);
-      assert.equal((await stores.idempotency.claim(a.id, 'b-made', 'fp', newBatchId(), 60_000)).runId, made.batch_id);
+      assert.equal((await stores.idempotency.claim(a.id, 'b-made', 'fp', newBatchId(a.id), 60_000)).runId, made.batch_id);
     });
   });
 });

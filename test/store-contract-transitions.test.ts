@@ -73,7 +73,7 @@ describe('store contract: transition options', () => {
       assert.deepEqual(byStatus, { ok: false, run: current });
       const byFence = await stores.runs.transition(run, { from: ['running'], fence: 2, set: { progress: 1 }, returnPrior: true });
       assert.deepEqual(byFence, { ok: false, run: current });
-      assert.deepEqual(await stores.runs.transition({ run_id: newRunId(), account_id: run.account_id }, { from: ['queued'], returnPrior: true }), { ok: false, run: null });
+      assert.deepEqual(await stores.runs.transition({ run_id: newRunId(run.account_id), account_id: run.account_id }, { from: ['queued'], returnPrior: true }), { ok: false, run: null });
     });
 
     it('answers a lean transition with ok alone, and still with the record when it refuses', async () => {
@@ -90,7 +90,7 @@ describe('store contract: transition options', () => {
       assert.equal(current?.progress, 0.5, 'written all the same');
       const stale = await stores.runs.transition(run, { from: ['running'], fence: 2, set: { progress: 0.9 }, returning: 'none' });
       assert.deepEqual(stale, { ok: false, run: current });
-      const gone = await stores.runs.transition({ run_id: newRunId(), account_id: run.account_id }, { from: ['running'], returning: 'none' });
+      const gone = await stores.runs.transition({ run_id: newRunId(run.account_id), account_id: run.account_id }, { from: ['running'], returning: 'none' });
       assert.deepEqual(gone, { ok: false, run: null });
       const withPrior = await stores.runs.transition(run, { from: ['running'], set: { progress: 0.6 }, returning: 'none', returnPrior: true });
       assert.deepEqual(withPrior, { ok: true, prior: { status: 'running', worker_id: null, attempts: 0, fence: 1, started_at: null, progress: 0.5 } });

@@ -215,7 +215,7 @@ describe('store contract', () => {
         const created = await stores.runs.create(newRunSpec(a.id));
         const run = created.outcome === 'created' ? created.run : assert.fail();
         assert.deepEqual(await stores.runs.transition({ run_id: run.run_id, account_id: 'acct_other' }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
-        assert.deepEqual(await stores.runs.transition({ run_id: newRunId(), account_id: a.id }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
+        assert.deepEqual(await stores.runs.transition({ run_id: newRunId(a.id), account_id: a.id }, { from: ['queued'], to: 'canceled' }), { ok: false, run: null });
         assert.equal((await stores.runs.get(run.run_id))?.status, 'queued');
       });
 
@@ -300,7 +300,7 @@ describe('store contract', () => {
     describe('tools', () => {
       /** A tool of `accountId`; ids come from the run id clock, so they sort by creation. */
       const tool = (accountId: string, name: string): StoredTool => ({
-        id: `tool_${newRunId().slice(4)}`,
+        id: `tool_${newRunId('acct_tools').slice(4)}`,
         account_id: accountId,
         name,
         description: 'd',

@@ -115,7 +115,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const hub = new RunEventHub({ subscriber, log: eventLog, logger: log });
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
-  const replicas = c.redisWaitReplicas > 0 ? new RunDurability(openReplicaWaiter(c, keys, metrics, log, lifecycle), runs) : undefined;
+  const replicas = c.redisWaitReplicas > 0 ? new RunDurability(openReplicaWaiter(c, keys, metrics, log, lifecycle), runs, keys.replicaWaitProbeOf) : undefined;
   return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub, replicas };
 }
 

@@ -6,7 +6,7 @@ import { REDIS_CLI, REDIS_SERVER, findProgram } from '../../test/helpers/optiona
 import { RedisCluster } from '../../test/helpers/redis-cluster.js';
 import { startBenchGateway } from './bench-gateway.js';
 import { CpuMeter, processCpuUs, type CpuTotals } from './cpu.js';
-import { Driver, pct } from './job-driver.js';
+import { adminPost, Driver, pct } from './job-driver.js';
 import { startPrivateRedis } from './private-redis.js';
 import { fmt, table } from './report.js';
 import { startWorkerFleet } from './worker-fleet.js';
@@ -18,6 +18,8 @@ export interface ClusterCycleOptions {
   workers: number;
   slots: number;
   kind: string;
+  /** Accounts the load comes from, taking turns: on a cluster each account's runs live in its group's slot. */
+  accounts: number;
 }
 
 /** One target's closed-loop cycle: jobs, and the Redis CPU it took, per node. */
@@ -63,6 +65,7 @@ export async function clusterCycle(o: ClusterCycleOptions, log: (msg: string) =>
   const single = await startPrivateRedis(server);
   const replica = await startPrivateRedis(server);
   try {
+    log(`the load: ${o.concurrency} callers in a closed loop, from ${o.accounts} account${o.accounts === 1 ? '' : 's'} taking turns (--accounts)`);
     log('target 1/2: one redis-server and its replica');
     const port = Number(new URL(single.url).port);
     const replicaPort = Number(new URL(replica.url).port);
@@ -132,11 +135,13 @@ async function runTarget(name: string, o: ClusterCycleOptions, redisUrl: string,
   const meters = nodes.map((n) => new CpuMeter(`redis://127.0.0.1:${n.port}`));
   const stoppers: Array<() => Promise<void>> = [];
   try {
-    const { server: gw, apiKey, workerToken } = await startBenchGateway({ redisUrl, prefix: 'bench-cycle', dataDir, env });
+    const { server: gw, adminToken, apiKey, workerToken } = await startBenchGateway({ redisUrl, prefix: 'bench-cycle', dataDir, env });
     stoppers.push(() => gw.stop());
+    const keys = [apiKey];
+    while (keys.length < o.accounts) keys.push((await adminPost<{ api_key: string }>(gw, adminToken, '/v1/admin/accounts', { name: `bench-${keys.length}`, credits: 1e12 })).api_key);
     const fleet = await startWorkerFleet({ gateway: gw.url, token: workerToken, workers: o.workers, slots: o.slots });
     stoppers.push(() => fleet.stop());
-    const driver = new Driver(gw.url, apiKey, fleet, (n) => ({ kind: o.kind, input: { prompt: `a lighthouse ${n}` } }));
+    const driver = new Driver(gw.url, keys, fleet, (n) => ({ kind: o.kind, input: { prompt: `a lighthouse ${n}` } }));
     const probe = await driver.submit(-1);
     if (!probe) throw new Error('probe submission failed');
     await driver.completion(probe);

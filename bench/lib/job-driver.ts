@@ -43,7 +43,8 @@ export class Driver {
 
   constructor(
     private readonly url: string,
-    private readonly apiKey: string,
+    /** One account's key, or several that submissions take in turn (a load of many accounts). */
+    private readonly apiKey: string | string[],
     fleet: WorkerFleet,
     private readonly body: JobBody,
   ) {
@@ -68,12 +69,17 @@ export class Driver {
     };
   }
 
+  private keyFor(n: number): string {
+    const keys = this.apiKey;
+    return typeof keys === 'string' ? keys : keys[Math.abs(n) % keys.length]!;
+  }
+
   /** POST /v1/jobs; the run id, or undefined on a non-202 or error. */
   async submit(n: number): Promise<string | undefined> {
     try {
       const res = await fetch(`${this.url}/v1/jobs`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${this.keyFor(n)}`, 'content-type': 'application/json' },
         body: JSON.stringify(this.body(n)),
       });
       const body = (await res.json()) as { run_id?: string };

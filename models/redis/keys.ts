@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ACCOUNT_GROUPS, accountGroup, groupOfId } from '../ids.js';
 
 /** A key's hash tag as Redis reads it: the first `{`, then at least one character before the next `}`. */
 export const HASH_TAG = /\{[^}]+\}/;
@@ -36,14 +37,37 @@ export class RedisKeys {
   queuePrefixOf = (queue: string): string => (this.spread ? `${this.base}:q:{${queue}}` : `${this.prefix}:q`);
   /** The replica-wait probe of a spread queue's slot (REDIS_WAIT_REPLICAS; models/replica-waiter.ts). */
   queueReplicaWaitProbe = (queue: string) => `${this.queuePrefixOf(queue)}:replica-wait`;
-  account = (id: string) => `${this.prefix}:acct:${id}`;
+
+  /**
+   * The prefix of an account group's keys (models/ids.ts, `accountGroup`): spread, under the
+   * group's tag (`sy:{a7Q}`), so an account, its runs and its batches share a slot and a run's
+   * create and settle stay one script; untagged, the prefix itself.
+   */
+  private grouped(group: string): string {
+    return this.spread ? `${this.base}:{a${group}}` : this.prefix;
+  }
+  /** The group prefix of an account's keys. */
+  private ofAccount(accountId: string): string {
+    return this.spread ? this.grouped(accountGroup(accountId)) : this.prefix;
+  }
+  /** The group prefix of a run's or batch's keys, read from its id (which carries its account's group). */
+  private ofId(id: string): string {
+    return this.spread ? this.grouped(groupOfId(id)) : this.prefix;
+  }
+
+  /** Whether a run's or batch's id is in an account's group (always, untagged): else it is not that account's. */
+  inGroupOf(id: string, accountId: string): boolean {
+    return !this.spread || groupOfId(id) === accountGroup(accountId);
+  }
+
+  account = (id: string) => `${this.ofAccount(id)}:acct:${id}`;
   accountKeys = (id: string) => `${this.prefix}:acct:${id}:keys`;
   /**
    * Index of an account's runs (a sorted set, every score 0, so ordered by run id: by time).
    * One index per filter a listing takes narrows it, kept by the scripts that create runs and
    * change their status: `:s:<status>`, `:k:<kind>` and `:sk:<status>:<kind>` (`accountRunIndex`).
    */
-  accountRuns = (id: string) => `${this.prefix}:acct:${id}:runs`;
+  accountRuns = (id: string) => `${this.ofAccount(id)}:acct:${id}:runs`;
   /** The index that holds exactly the account's runs of a filter (`accountRuns` without one). */
   accountRunIndex = (id: string, filter: { status?: string; kind?: string }) => {
     const base = this.accountRuns(id);
@@ -54,23 +78,30 @@ export class RedisKeys {
    * The account's `:sk:` indexes filled in from `:s:` and `:k:` (a hash, field `<status>:<kind>`):
    * gateways before them kept only those two, so each is filled once before it is first read.
    */
-  accountRunIndexesBuilt = (id: string) => `${this.prefix}:acct:${id}:runs:built`;
+  accountRunIndexesBuilt = (id: string) => `${this.ofAccount(id)}:acct:${id}:runs:built`;
   /** A batch (docs/jobs.md, "Batches"): a hash of `account_id` and the record as JSON (`doc`). */
-  batch = (id: string) => `${this.prefix}:batch:${id}`;
+  batch = (id: string) => `${this.ofId(id)}:batch:${id}`;
   /** Index of a batch's runs (a sorted set, every score 0, so by run id), read by listings with `batch_id`. */
-  batchRuns = (id: string) => `${this.prefix}:batch:${id}:runs`;
+  batchRuns = (id: string) => `${this.ofId(id)}:batch:${id}:runs`;
   apiKey = (lookupId: string) => `${this.prefix}:key:${lookupId}`;
-  run = (runId: string) => `${this.prefix}:run:${runId}`;
+  run = (runId: string) => `${this.ofId(runId)}:run:${runId}`;
   /** Capped list of a run's webhook delivery attempts, oldest first. */
-  webhookAttempts = (runId: string) => `${this.prefix}:wh:${runId}`;
+  webhookAttempts = (runId: string) => `${this.ofId(runId)}:wh:${runId}`;
   /** Queued runs with a `ttl_s`, scored by when they expire (docs/jobs.md, "Deadlines"). */
   runsExpiring = () => `${this.prefix}:runs:expiring`;
-  /** Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time. */
-  unconfirmed = () => `${this.prefix}:runs:unconfirmed`;
+  /**
+   * Runs accepted whose queue write is not confirmed yet (the outbox), scored by creation time:
+   * the one of the run's (or batch's) account group, written by its create script.
+   */
+  unconfirmed = (id: string) => `${this.ofId(id)}:runs:unconfirmed`;
+  /** Every outbox the enqueue reconciler sweeps: the prefix's one, or spread, one per account group. */
+  unconfirmedAll = (): string[] => (this.spread ? ACCOUNT_GROUPS.map((g) => `${this.grouped(g)}:runs:unconfirmed`) : [`${this.prefix}:runs:unconfirmed`]);
   /** REDIS_WAIT_REPLICAS's probe write (models/replica-waiter.ts): in the slot of the writes it waits for. */
   replicaWaitProbe = () => `${this.prefix}:replica-wait`;
+  /** The probe in the slot of a run's (or batch's) writes: its account group's (the prefix's probe, untagged). */
+  replicaWaitProbeOf = (id: string) => `${this.ofId(id)}:replica-wait`;
   /** An Idempotency-Key's claim: JSON of the run (or batch) id it names and the request's fingerprint. */
-  idempotency = (accountId: string, key: string) => `${this.prefix}:idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
+  idempotency = (accountId: string, key: string) => `${this.ofAccount(accountId)}:idem:${accountId}:${createHash('sha256').update(key).digest('hex')}`;
   /** A custom tool: a hash of `account_id`, `name` and the record as JSON (`doc`). */
   tool = (id: string) => `${this.prefix}:tool:${id}`;
   /** An account's tools by name (name -> tool id): the name is unique per account, HLEN counts them. */
@@ -166,13 +197,19 @@ export class RedisKeys {
 
   // Live events (kept in Redis also when the stores are in MongoDB: fan-out plumbing, not records).
   /** Channel of a run's live events. */
-  runEvents = (runId: string) => `${this.prefix}:ev:${runId}`;
+  runEvents = (runId: string) => `${this.ofId(runId)}:ev:${runId}`;
+  /** The run whose events channel this is (`runEvents`), or null. */
+  runIdOfEvents = (channel: string): string | null => {
+    const at = channel.lastIndexOf(':ev:');
+    const id = at < 0 ? '' : channel.slice(at + 4);
+    return id !== '' && this.runEvents(id) === channel ? id : null;
+  };
   /** A run's event log: a capped stream whose entry ids are the event numbers. */
-  runEventLog = (runId: string) => `${this.prefix}:evlog:${runId}`;
+  runEventLog = (runId: string) => `${this.ofId(runId)}:evlog:${runId}`;
   /** The last event number a run's log used (same lifetime as the log). */
-  runEventSeq = (runId: string) => `${this.prefix}:evseq:${runId}`;
+  runEventSeq = (runId: string) => `${this.ofId(runId)}:evseq:${runId}`;
   /** The last event of a run's log its `output` or `logs` webhook has carried (docs/webhooks.md). */
-  webhookCursor = (runId: string, event: string) => `${this.prefix}:whcur:${runId}:${event}`;
+  webhookCursor = (runId: string, event: string) => `${this.ofId(runId)}:whcur:${runId}:${event}`;
   /** Protocol 4: the highest output `seq` logged per lease of a run (same lifetime as the log). */
-  runDeltaSeq = (runId: string) => `${this.prefix}:evdseq:${runId}`;
+  runDeltaSeq = (runId: string) => `${this.ofId(runId)}:evdseq:${runId}`;
 }

@@ -139,7 +139,7 @@ export class RedisRunStore implements RunStore {
       ...(batch_id != null && { batch_id }),
     };
     return {
-      keys: [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed()],
+      keys: [this.keys.run(run.run_id), this.keys.account(run.account_id), this.keys.accountRuns(run.account_id), this.keys.unconfirmed(run.run_id)],
       args: [
         run.run_id,
         run.account_id,
@@ -165,7 +165,7 @@ export class RedisRunStore implements RunStore {
   async createBatch(batch: NewBatch, runs: NewRun[]): Promise<CreateBatchResult> {
     const calls = runs.map((run) => this.createCall({ ...run, batch_id: batch.batch_id }));
     const claim = batch.idempotency_key === null ? this.keys.batch(batch.batch_id) : this.keys.idempotency(batch.account_id, batch.idempotency_key);
-    const keys = [this.keys.account(batch.account_id), this.keys.accountRuns(batch.account_id), this.keys.unconfirmed(), this.keys.batch(batch.batch_id), this.keys.batchRuns(batch.batch_id), claim];
+    const keys = [this.keys.account(batch.account_id), this.keys.accountRuns(batch.account_id), this.keys.unconfirmed(batch.batch_id), this.keys.batch(batch.batch_id), this.keys.batchRuns(batch.batch_id), claim];
     const created = Date.parse(batch.created_at);
     const args: Array<string | number> = [batch.batch_id, batch.account_id, batch.price, created, this.opts.fairShareStep, this.indexFloor(), JSON.stringify(batch), batch.idempotency_key === null ? '' : '1'];
     for (const { keys: runKeys, args: a } of calls) {
@@ -210,6 +210,9 @@ export class RedisRunStore implements RunStore {
   }
 
   async transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>> {
+    // Spread, a run id carries its account's group: another account's run is not in this one's
+    // slot, and is as missing as it would be to the script.
+    if (!this.keys.inGroupOf(run.run_id, run.account_id)) return { ok: false, run: null } as TransitionResult<T>;
     const set = encodePatch(t.set ?? {});
     const events = t.logStatus && t.to ? this.opts.eventLog : undefined;
     const reply = await redisScripts.run(
@@ -219,7 +222,7 @@ export class RedisRunStore implements RunStore {
         this.keys.run(run.run_id),
         this.keys.account(run.account_id),
         this.keys.accountRuns(run.account_id),
-        this.keys.unconfirmed(),
+        this.keys.unconfirmed(run.run_id),
         this.keys.runEventLog(run.run_id),
         this.keys.runEventSeq(run.run_id),
       ],
@@ -330,24 +333,35 @@ export class RedisRunStore implements RunStore {
     return this.redis.zrange(index, max, '-', ...range);
   }
 
+  /**
+   * Every outbox is read in one turn: the one of an untagged prefix, or spread over a cluster,
+   * one per account group (1,024 cheap reads, which the auto-pipelined connection sends as a
+   * batch per node), and the runs' records the same way (they may be in as many slots).
+   */
   async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
-    const ids = await this.redis.zrangebyscore(this.keys.unconfirmed(), '-inf', Date.now() - olderThanMs, 'LIMIT', 0, limit);
+    const before = Date.now() - olderThanMs;
+    const lists = await Promise.all(this.keys.unconfirmedAll().map((key) => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit)));
+    const ids = lists.flat().slice(0, limit);
     if (ids.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hgetall(this.keys.run(id));
-    const replies = (await pipeline.exec()) ?? [];
+    const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.keys.run(id))));
     const runs: RunRecord[] = [];
     const gone: string[] = [];
-    replies.forEach(([, h], i) => {
-      const run = decodeRun(h as Record<string, string>);
+    records.forEach((h, i) => {
+      const run = decodeRun(h);
       if (run) runs.push(run);
       else gone.push(ids[i]);
     });
-    if (gone.length) await this.redis.zrem(this.keys.unconfirmed(), ...gone);
+    await this.confirmEnqueued(gone);
     return runs;
   }
 
+  /** Takes the runs out of their outboxes (one ZREM per outbox they are in). */
   async confirmEnqueued(runIds: string[]): Promise<void> {
-    if (runIds.length) await this.redis.zrem(this.keys.unconfirmed(), ...runIds);
+    const byOutbox = new Map<string, string[]>();
+    for (const id of runIds) {
+      const key = this.keys.unconfirmed(id);
+      byOutbox.set(key, [...(byOutbox.get(key) ?? []), id]);
+    }
+    await Promise.all([...byOutbox].map(([key, ids]) => this.redis.zrem(key, ...ids)));
   }
 }

@@ -1,3 +1,4 @@
+import { RedisKeys } from '../../models/redis/keys.js';
 import { CarefulClient } from './careful-client.js';
 import type { RedisClient } from '../../models/redis-connection.js';
 import { ChaosCluster } from './chaos-cluster.js';
@@ -109,7 +110,7 @@ export async function runChaos(o: RunOptions): Promise<ChaosVerdict> {
     const verdict = checkHistory(history);
     // A run no answer named: say which Idempotency-Key made it and what that key was answered with.
     for (const id of [...final.runs.keys()].filter((r) => !client.accepted.has(r)).slice(0, 5)) {
-      const doc = JSON.parse((await tamper.hget(`${cluster.keyPrefix}:run:${id}`, 'doc')) ?? '{}') as { idempotency_key?: string };
+      const doc = JSON.parse((await tamper.hget(new RedisKeys(cluster.keyPrefix).run(id), 'doc')) ?? '{}') as { idempotency_key?: string };
       const key = doc.idempotency_key ?? '';
       const answered = [...(client.runsByKey.get(key) ?? [])].join(',');
       const tries = client.attempts.filter((a) => a.key === key).map((a) => `${a.status || 'neterr'}@+${a.at - startedAt}`).join(' ');

@@ -123,7 +123,8 @@ export const SCENARIOS: Scenario[] = [
     name: 'primary-kill',
     on: ['cluster'],
     promise: "the Redis Cluster primary holding the gateways' runs SIGKILLed under load: its replica is promoted, the gateways follow, and (REDIS_WAIT_REPLICAS=1) no accepted run is lost or finished twice",
-    inject: (ctx) => killPrimaryOf(ctx, ctx.cluster.keyPrefix, "the runs' primary"),
+    // The account's runs are in its group's slot (models/redis/keys.ts).
+    inject: (ctx) => killPrimaryOf(ctx, new RedisKeys(ctx.cluster.keyPrefix).account(ctx.cluster.accountId), "the runs' primary"),
   },
   {
     name: 'queue-primary-kill',

@@ -216,7 +216,7 @@ export function errorCode(res: Res): string {
 /** A run as a submission would create it (an image job for 4 credits), with overrides. */
 export function newRunSpec(accountId: string, over: Partial<NewRun> = {}): NewRun {
   return {
-    run_id: newRunId(),
+    run_id: newRunId(over.account_id ?? accountId),
     account_id: accountId,
     kind: 'inference:image:generate',
     confidentiality: 'open',

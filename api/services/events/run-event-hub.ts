@@ -63,13 +63,12 @@ export class RunEventHub {
   /** The end of this turn's SUBSCRIBE, awaited by the runs it will subscribe; null when none is due. */
   private due: { reply: Promise<unknown>; send: (reply: Promise<unknown>) => void } | null = null;
   private flushScheduled = false;
-  private readonly channelPrefix: string;
   private readonly onMessage = (channel: string, message: string) => {
-    if (!channel.startsWith(this.channelPrefix)) return;
-    const group = this.runs.get(channel.slice(this.channelPrefix.length));
+    // A run's channel is not one prefix and its id: on a cluster it carries the run's group.
+    const runId = this.opts.log.runIdOf(channel);
+    const group = runId === null ? undefined : this.runs.get(runId);
     if (!group) return;
-    const runId = channel.slice(this.channelPrefix.length);
-    this.enqueue(runId, group, RunEventLog.parseMessage(message));
+    this.enqueue(runId!, group, RunEventLog.parseMessage(message));
   };
   // Messages published while the subscriber was reconnecting are lost to pub/sub: read them
   // back from the log for every run still followed here (at `ready` on one server; on a
@@ -83,9 +82,7 @@ export class RunEventHub {
 
   private listening: Array<() => void> = [];
 
-  constructor(private readonly opts: RunEventHubOptions) {
-    this.channelPrefix = opts.log.channel('');
-  }
+  constructor(private readonly opts: RunEventHubOptions) {}
 
   start(): void {
     const { subscriber } = this.opts;

@@ -99,7 +99,7 @@ export class BatchService {
       });
     }
 
-    let batchId = newBatchId();
+    let batchId = newBatchId(accountId);
     let claimed = false;
     const print = fingerprint(body);
     if (idempotencyKey !== undefined) {
@@ -182,7 +182,7 @@ export class BatchService {
       const warnings = await this.opts.models.check(spec, item.input);
       const jobClass = item.class ?? 'standard';
       return {
-        run_id: newRunId(),
+        run_id: newRunId(accountId),
         account_id: accountId,
         kind: item.kind,
         confidentiality: item.confidentiality ?? 'open',

@@ -165,7 +165,7 @@ export class JobService {
     if (gate && !fused) await gate.admit();
     if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
 
-    let runId = newRunId();
+    let runId = newRunId(accountId);
     let claimed = false;
     if (idempotencyKey !== undefined) {
       const claim = await this.opts.idempotency.claim(accountId, idempotencyKey, fingerprint(body), runId, IDEMPOTENCY_TTL_MS);
@@ -289,7 +289,7 @@ export class JobService {
         return { result: done.result, queued: done.queued };
       }
       // Nothing was made (Redis lacked the script): again the two-step way, under an id its stray job cannot meet.
-      run = { ...run, run_id: newRunId() };
+      run = { ...run, run_id: newRunId(run.account_id) };
     }
     return { result: fused ? await this.createGated(run, fused) : await this.opts.runs.create(run), queued: false };
   }
