@@ -98,8 +98,12 @@ export class ObservedRunStore implements RunStore {
     return result as TransitionResult<T>;
   }
 
-  listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
-    return this.inner.listUnconfirmed(olderThanMs, limit);
+  get outboxParts(): number | undefined {
+    return this.inner.outboxParts;
+  }
+
+  listUnconfirmed(olderThanMs: number, limit: number, part?: number): Promise<RunRecord[]> {
+    return this.inner.listUnconfirmed(olderThanMs, limit, part);
   }
 
   confirmEnqueued(runIds: string[]): Promise<void> {

@@ -169,8 +169,14 @@ export interface RunStore {
   transition<T extends RunTransition>(run: Pick<RunRecord, 'run_id' | 'account_id'>, t: T): Promise<TransitionResult<T>>;
   /** True when `transition` can log a status change in the same step (`logStatus`): the Redis store, given the event log's settings. */
   readonly logsStatusEvents?: boolean;
-  /** Runs created more than `olderThanMs` ago whose queue write is not confirmed (the outbox). */
-  listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]>;
+  /**
+   * Runs created more than `olderThanMs` ago whose queue write is not confirmed (the outbox).
+   * `part` (0 to `outboxParts` - 1) reads only that part of an outbox kept in parts (a Redis
+   * Cluster's, one per account group): what the enqueue reconciler reads in turn, sweep by sweep.
+   */
+  listUnconfirmed(olderThanMs: number, limit: number, part?: number): Promise<RunRecord[]>;
+  /** How many parts `listUnconfirmed` can read the outbox in (1, or absent: it is one). */
+  readonly outboxParts?: number;
   /** Records that these runs are known to be in their queue (or no longer need to be). */
   confirmEnqueued(runIds: string[]): Promise<void>;
   /**

@@ -62,12 +62,20 @@ export class EnqueueReconciler {
     return new Set(added.filter((r) => short.has(runQueueName(r))).map((r) => r.run_id));
   }
 
-  /** One pass; returns how many runs it had to enqueue. */
+  /** The part of an outbox kept in parts (a Redis Cluster's) the next sweep reads. */
+  private part = 0;
+
+  /**
+   * One pass; returns how many runs it had to enqueue. An outbox kept in parts (a Redis
+   * Cluster's, one per account group) is read one part per pass, in turn.
+   */
   async sweep(): Promise<{ enqueued: number; confirmed: number }> {
     let enqueued = 0;
     let confirmed = 0;
+    const parts = this.opts.runs.outboxParts ?? 1;
+    const part = parts > 1 ? this.part++ % parts : undefined;
     for (;;) {
-      const pending = await this.opts.runs.listUnconfirmed(this.opts.afterMs, this.opts.batch ?? 500);
+      const pending = await this.opts.runs.listUnconfirmed(this.opts.afterMs, this.opts.batch ?? 500, part);
       if (pending.length === 0) break;
       const added: RunRecord[] = [];
       for (const run of pending) {

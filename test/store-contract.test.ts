@@ -291,6 +291,10 @@ describe('store contract', () => {
         assert.ok(old.includes(id1));
         assert.ok(!old.includes(id2), 'a young run is left to its own request');
         assert.ok((await stores.runs.listUnconfirmed(0, 100)).some((r) => r.run_id === id2));
+        // Read in parts (the reconciler reads one a sweep), each run is in exactly one of them.
+        const parts = stores.runs.outboxParts ?? 1;
+        const byPart = await Promise.all(Array.from({ length: parts }, (_, p) => stores.runs.listUnconfirmed(0, 100, parts > 1 ? p : undefined)));
+        for (const id of [id1, id2]) assert.equal(byPart.filter((runs) => runs.some((r) => r.run_id === id)).length, 1, `${id} in one part of ${parts}`);
         await stores.runs.confirmEnqueued([id1, id2]);
         const after = (await stores.runs.listUnconfirmed(0, 100)).map((r) => r.run_id);
         assert.ok(!after.includes(id1) && !after.includes(id2));

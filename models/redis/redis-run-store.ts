@@ -10,6 +10,9 @@ import type { RedisKeys } from './keys.js';
 import { redisScripts } from './redis-scripts.js';
 import { decodePrior, decodeRun, encodePatch, pairsToHash, PRIOR_FIELDS, viewFragment, type ImmutableRunFields } from './run-codec.js';
 
+/** Account groups' outboxes a part of `listUnconfirmed` reads on a cluster (of 1,024). */
+export const OUTBOX_GROUPS_PER_READ = 64;
+
 export interface RedisRunStoreOptions {
   /** Seconds a terminal run is kept. */
   retentionSeconds: number;
@@ -334,13 +337,22 @@ export class RedisRunStore implements RunStore {
   }
 
   /**
-   * Every outbox is read in one turn: the one of an untagged prefix, or spread over a cluster,
-   * one per account group (1,024 cheap reads, which the auto-pipelined connection sends as a
-   * batch per node), and the runs' records the same way (they may be in as many slots).
+   * The outbox of an untagged prefix is one key. Spread over a cluster there is one per account
+   * group, read in OUTBOX_GROUPS_PER_READ at a time: `part` k reads groups 64k to 64k + 63, so
+   * the enqueue reconciler, reading one part per sweep, costs an idle gateway a few dozen reads
+   * a sweep rather than 1,024, and reads every group within 16 sweeps (40 s at the default
+   * ENQUEUE_RECONCILE_AFTER_MS). Without `part`, every group (one auto-pipelined turn, a batch
+   * per node). The runs' records are read the same way (they are in as many slots).
    */
-  async listUnconfirmed(olderThanMs: number, limit: number): Promise<RunRecord[]> {
+  get outboxParts(): number {
+    return Math.ceil(this.keys.unconfirmedAll().length / OUTBOX_GROUPS_PER_READ);
+  }
+
+  async listUnconfirmed(olderThanMs: number, limit: number, part?: number): Promise<RunRecord[]> {
     const before = Date.now() - olderThanMs;
-    const lists = await Promise.all(this.keys.unconfirmedAll().map((key) => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit)));
+    const all = this.keys.unconfirmedAll();
+    const turn = part === undefined ? all : all.slice(part * OUTBOX_GROUPS_PER_READ, (part + 1) * OUTBOX_GROUPS_PER_READ);
+    const lists = await Promise.all(turn.map((key) => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit)));
     const ids = lists.flat().slice(0, limit);
     if (ids.length === 0) return [];
     const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.keys.run(id))));
