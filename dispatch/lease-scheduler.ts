@@ -108,9 +108,8 @@ export class LeaseScheduler {
       entry.sent = new Promise<void>((resolve, reject) =>
         setImmediate(() => {
           this.pendingAnnouncements.delete(queue);
-          // This instance's workers are woken now, not when its own message comes back from
-          // Redis: a pub/sub hop fewer before a job's lease. The message names the sender, which
-          // skips it (older instances read only the first two words).
+          // Local workers are woken now, not when our own message comes back (a pub/sub hop fewer
+          // before a lease); the message names its sender, which skips it (older ones read two words).
           this.wake(queue, entry.count);
           pubsub.publish(this.opts.redis, this.opts.channel, `${queue} ${entry.count} ${this.opts.gatewayId}`).then(() => resolve(), reject);
         }),
