@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
 import { judgeGrowth, type Sample } from './soak/growth-detector.js';
-import { SERIES } from './soak/soak-sampler.js';
+import { SERIES, seriesFor } from './soak/soak-sampler.js';
 
 /**
  * The soak (test/soak/, docs/reliability.md "Soak"): its growth rule on series whose answer is
@@ -70,6 +70,15 @@ describe('soak', () => {
       assert.equal(judgeGrowth(slowDrift, { tolerance: 0.1, floor: 0.02 }).grows, false, 'event-loop delay drifting by 2.4 ms');
       assert.equal(judgeGrowth(slowDrift, { tolerance: 0.1 }).grows, true, 'the same drift with no floor');
     });
+  });
+
+  it("judges a short run's RSS by report only and its heap with twice the floor; a long run by the rules as written", () => {
+    const spec = (specs: typeof SERIES, name: string) => specs.find((s) => s.name === name)!;
+    const short = seriesFor(1);
+    assert.equal(spec(short, 'gateway RSS').reportOnly, true);
+    assert.equal(spec(short, 'gateway heap used').rule.floor, 2 * spec(SERIES, 'gateway heap used').rule.floor!);
+    assert.equal(spec(short, 'Redis keys - kept by design'), spec(SERIES, 'Redis keys - kept by design'), 'the rest as written');
+    assert.equal(seriesFor(30), SERIES);
   });
 
   it('a one-minute soak of the real gateway passes and prints its figures', async function () {

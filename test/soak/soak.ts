@@ -2,7 +2,7 @@ import { KINDS } from '../../models/kinds.js';
 import { judgeGrowth, type GrowthVerdict } from './growth-detector.js';
 import { SoakEnvironment, type SoakSettings } from './soak-environment.js';
 import { SoakLoad, type LoadCounts, type LoadOptions } from './soak-load.js';
-import { SERIES, SoakSampler, type SeriesSpec } from './soak-sampler.js';
+import { SERIES, SoakSampler, seriesFor, type SeriesSpec } from './soak-sampler.js';
 
 export interface SoakOptions {
   /** The sampled, judged period. */
@@ -74,7 +74,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
 }
 
 function judge(opts: SoakOptions, sampler: SoakSampler, load: SoakLoad): SoakResult {
-  const verdicts = SERIES.map((spec) => ({ spec, verdict: judgeGrowth(sampler.series.get(spec.name)!, spec.rule) }));
+  const verdicts = seriesFor(opts.minutes).map((spec) => ({ spec, verdict: judgeGrowth(sampler.series.get(spec.name)!, spec.rule) }));
   const failures = verdicts.filter((v) => !v.spec.reportOnly && v.verdict.grows).map((v) => `${v.spec.name} grows: ${v.verdict.projected.toFixed(3)} projected over the run's length, over its limit ${v.verdict.limit.toFixed(3)}`);
   const c = load.counts;
   if (c.errors) failures.push(`${c.errors} load errors (first: ${load.errorSamples[0]})`);
