@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { RunStore } from '../models/stores.js';
 import type { RunRecord } from '../models/types.js';
 import type { JobQueues } from './job-queues.js';
-import { runQueueName } from './queue-names.js';
+import { runsOnReplicas } from './queue-durability.js';
 
 export interface EnqueueReconcilerOptions {
   runs: RunStore;
@@ -52,16 +52,6 @@ export class EnqueueReconciler {
     await this.running;
   }
 
-  /** The ids of runs whose queue writes fell short of the replicas (none without `queueWrites`). */
-  private async shortOfReplicas(added: RunRecord[]): Promise<Set<string>> {
-    const check = this.opts.queueWrites;
-    if (!check || added.length === 0) return new Set();
-    const queues = [...new Set(added.map(runQueueName))];
-    const enough = await Promise.all(queues.map((q) => check(q)));
-    const short = new Set(queues.filter((_, i) => !enough[i]));
-    return new Set(added.filter((r) => short.has(runQueueName(r))).map((r) => r.run_id));
-  }
-
   /** The part of an outbox kept in parts (a Redis Cluster's) the next sweep reads. */
   private part = 0;
 
@@ -87,7 +77,8 @@ export class EnqueueReconciler {
           this.opts.log.info({ runId: run.run_id }, 'enqueued an accepted run that missed its queue write');
         }
       }
-      const short = await this.shortOfReplicas(added);
+      const written = await runsOnReplicas(added, this.opts.queueWrites);
+      const short = new Set(added.filter((r) => !written.has(r.run_id)).map((r) => r.run_id));
       const done = pending.filter((r) => !short.has(r.run_id));
       await this.opts.runs.confirmEnqueued(done.map((r) => r.run_id));
       confirmed += done.length;

@@ -39,12 +39,12 @@ export class RedisKeys {
   queueReplicaWaitProbe = (queue: string) => `${this.queuePrefixOf(queue)}:replica-wait`;
 
   /**
-   * The prefix of an account group's keys (models/ids.ts, `accountGroup`): spread, under the
+   * The prefix of an account group's keys when spread (models/ids.ts, `accountGroup`): under the
    * group's tag (`sy:{a7Q}`), so an account, its runs and its batches share a slot and a run's
-   * create and settle stay one script; untagged, the prefix itself.
+   * create and settle stay one script. Untagged, `ofAccount` and `ofId` give the prefix itself.
    */
   private grouped(group: string): string {
-    return this.spread ? `${this.base}:{a${group}}` : this.prefix;
+    return `${this.base}:{a${group}}`;
   }
   /** The group prefix of an account's keys. */
   private ofAccount(accountId: string): string {
@@ -95,7 +95,9 @@ export class RedisKeys {
    */
   unconfirmed = (id: string) => `${this.ofId(id)}:runs:unconfirmed`;
   /** Every outbox the enqueue reconciler sweeps: the prefix's one, or spread, one per account group. */
-  unconfirmedAll = (): string[] => (this.spread ? ACCOUNT_GROUPS.map((g) => `${this.grouped(g)}:runs:unconfirmed`) : [`${this.prefix}:runs:unconfirmed`]);
+  unconfirmedAll = (): readonly string[] => (this.outboxes ??= this.spread ? ACCOUNT_GROUPS.map((g) => `${this.grouped(g)}:runs:unconfirmed`) : [`${this.prefix}:runs:unconfirmed`]);
+  /** `unconfirmedAll`, made once (1,024 keys spread, read every reconciler sweep). */
+  private outboxes?: readonly string[];
   /** REDIS_WAIT_REPLICAS's probe write (models/replica-waiter.ts): in the slot of the writes it waits for. */
   replicaWaitProbe = () => `${this.prefix}:replica-wait`;
   /** The probe in the slot of a run's (or batch's) writes: its account group's (the prefix's probe, untagged). */

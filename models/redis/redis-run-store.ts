@@ -372,7 +372,9 @@ export class RedisRunStore implements RunStore {
     const byOutbox = new Map<string, string[]>();
     for (const id of runIds) {
       const key = this.keys.unconfirmed(id);
-      byOutbox.set(key, [...(byOutbox.get(key) ?? []), id]);
+      const ids = byOutbox.get(key);
+      if (ids) ids.push(id);
+      else byOutbox.set(key, [id]);
     }
     await Promise.all([...byOutbox].map(([key, ids]) => this.redis.zrem(key, ...ids)));
   }

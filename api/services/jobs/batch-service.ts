@@ -11,6 +11,7 @@ import { compile, fieldErrors } from '../../../models/validation.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
 import { runQueueName } from '../../../queues/queue-names.js';
+import { runsOnReplicas } from '../../../queues/queue-durability.js';
 import { submitJobBody } from '../../contract/schemas.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
@@ -220,12 +221,9 @@ export class BatchService {
   private async enqueue(runs: RunRecord[]): Promise<void> {
     try {
       await this.opts.queues.addMany(runs);
-      // Spread queues: each queue's adds reach its replicas, or its runs stay to the reconciler.
       const replicas = this.opts.replicas;
-      const queues = [...new Set(runs.map(runQueueName))];
-      const enough = replicas ? await Promise.all(queues.map((q) => replicas.queueWrites(q))) : queues.map(() => true);
-      const written = new Set(queues.filter((_, i) => enough[i]));
-      for (const run of runs) if (written.has(runQueueName(run))) this.opts.confirmer.confirm(run.run_id);
+      const written = await runsOnReplicas(runs, replicas && ((q) => replicas.queueWrites(q)));
+      for (const run of runs) if (written.has(run.run_id)) this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, count: runs.length }, 'the queue write of a batch failed; the enqueue reconciler will retry it');
       return;
