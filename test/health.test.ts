@@ -1,8 +1,62 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import type { Context } from 'mocha';
+import { redisTarget, type RedisTarget } from '../models/redis-target.js';
+import { ADMIN_TOKEN, ON_CLUSTER, REDIS_URL, TestGateway, cleanupPrefix, errorCode, uniquePrefix, until } from './helpers/harness.js';
+import { REDIS_CLI, REDIS_SERVER, requireProgram } from './helpers/optional-program.js';
 import { RawWorker } from './helpers/raw-worker.js';
+import { RedisCluster } from './helpers/redis-cluster.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
+
+/** The link between a gateway and its Redis, through proxies a test can cut. */
+interface Cable {
+  /** The gateway's settings that send it through the proxies. */
+  env: Record<string, string>;
+  /** Where the gateway's keys are, for the cleanup. */
+  target: RedisTarget;
+  cutAll(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** One proxy in front of the tests' one Redis server. */
+async function oneServerCable(): Promise<Cable> {
+  const proxy = await new TcpProxy([Number(new URL(REDIS_URL).port || 6379)]).listen();
+  return {
+    env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}` },
+    target: redisTarget(REDIS_URL),
+    cutAll: () => proxy.cutAll(),
+    restore: () => proxy.restore(),
+    close: () => proxy.close(),
+  };
+}
+
+/**
+ * A Redis Cluster of its own (3 primaries) with a proxy in front of each node, which each node
+ * announces as its address: a cluster client learns the nodes from CLUSTER SLOTS and MOVED, so
+ * a proxy in front of the run's shared cluster would only be used for the first slot map, and
+ * the shared cluster's nodes cannot announce proxies without moving every other client too. The
+ * nodes' bus links go direct, so a cut is the gateway's link failing, not the cluster.
+ */
+async function clusterCable(ctx: Context): Promise<Cable> {
+  ctx.timeout(Math.max(ctx.timeout(), 60_000));
+  const proxies: TcpProxy[] = [];
+  const cluster = await RedisCluster.start(
+    { server: requireProgram(ctx, REDIS_SERVER), cli: requireProgram(ctx, REDIS_CLI) },
+    { primaries: 3, replicasEach: 0, announce: async (port) => proxies[proxies.push(await new TcpProxy([port]).listen()) - 1]!.port },
+  );
+  const nodes = proxies.map((p) => `127.0.0.1:${p.port}`).join(',');
+  return {
+    env: { REDIS_CLUSTER_NODES: nodes },
+    target: redisTarget(REDIS_URL, nodes),
+    cutAll: () => proxies.forEach((p) => p.cutAll()),
+    restore: () => proxies.forEach((p) => p.restore()),
+    close: async () => {
+      await Promise.all(proxies.map((p) => p.close()));
+      await cluster.stop();
+    },
+  };
+}
 
 /** True when a TCP connection to the port is refused (nothing listens). */
 const refused = (port: number) =>
@@ -30,11 +84,11 @@ describe('health probes, and a gateway shutting down', function () {
     }
   });
 
-  it('/readyz answers 503 unavailable while Redis cannot be reached and ready again once it can; /healthz stays 200', async () => {
+  it(`/readyz answers 503 unavailable while Redis${ON_CLUSTER ? ' (every node of a cluster)' : ''} cannot be reached and ready again once it can; /healthz stays 200`, async function () {
     const prefix = uniquePrefix('health-cut');
-    // The gateway reaches Redis only through this proxy, which the test cuts like a failed link.
-    const cable = await new TcpProxy([6379]).listen();
-    const gw = await new TestGateway(prefix, { REDIS_URL: `redis://127.0.0.1:${cable.port}` }).start();
+    // The gateway reaches Redis only through this proxy (one a node), which the test cuts like a failed link.
+    const cable = ON_CLUSTER ? await clusterCable(this) : await oneServerCable();
+    const gw = await new TestGateway(prefix, cable.env).start();
     try {
       assert.equal((await gw.request('GET', '/readyz')).status, 200);
       cable.cutAll();
@@ -50,8 +104,8 @@ describe('health probes, and a gateway shutting down', function () {
     } finally {
       cable.restore();
       await gw.stop();
+      await cleanupPrefix(prefix, cable.target);
       await cable.close();
-      await cleanupPrefix(prefix);
     }
   });
 

@@ -42,9 +42,11 @@ export class RedisCluster {
 
   /**
    * Starts `primaries * (1 + replicasEach)` nodes, joins them into a cluster and resolves once
-   * every node reports `cluster_state:ok` and agrees on all 16384 slots being served.
+   * every node reports `cluster_state:ok` and agrees on all 16384 slots being served. `announce`
+   * gives the port a node tells clients to reach it on (CLUSTER SLOTS, MOVED), e.g. a proxy's in
+   * front of it; the nodes' bus links go direct.
    */
-  static async start(bins: { server: string; cli: string }, opts: { primaries?: number; replicasEach?: number } = {}): Promise<RedisCluster> {
+  static async start(bins: { server: string; cli: string }, opts: { primaries?: number; replicasEach?: number; announce?: (port: number) => Promise<number> } = {}): Promise<RedisCluster> {
     const primaries = opts.primaries ?? 3;
     const replicasEach = opts.replicasEach ?? 1;
     const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-cluster-'));
@@ -69,6 +71,7 @@ export class RedisCluster {
           '--appendonly', 'no', '--save', '',
           // A replica's first sync starts at once (Redis waits 5 s for more replicas by default).
           '--repl-diskless-sync-delay', '0',
+          ...(opts.announce ? ['--cluster-announce-ip', '127.0.0.1', '--cluster-announce-port', String(await opts.announce(client)), '--cluster-announce-bus-port', String(bus)] : []),
         ];
         const child = spawn(bins.server, args, { stdio: 'ignore' });
         nodes.push({ port: client, child });
