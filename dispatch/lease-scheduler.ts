@@ -13,7 +13,7 @@ import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { workerAliases } from './worker-alias.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
-import { isLockLost, type BullWorkers } from './bull-workers.js';
+import { EMPTY, isLockLost, moreUrgent, type BullWorkers } from './bull-workers.js';
 import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './connected-worker.js';
 import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { DispatchObserver } from './dispatch-observer.js';
@@ -217,22 +217,25 @@ export class LeaseScheduler {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
+      const groups = worker.partitionsOf?.[t];
       const first = t === 0 && announced !== undefined ? queues.indexOf(announced) : -1;
-      if (first >= 0 && (await this.leaseFrom(worker, queues, first))) return queues[first];
-      // With many queues, or when there may well be no work, one round trip says which queues
-      // hold work, instead of a fetch per queue.
-      const holding = announced === undefined || n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
+      if (first >= 0 && (await this.leaseFrom(worker, queues, first, groups))) return queues[first];
+      // With many queues, or when there may be no work, one round trip says which hold work and how urgent.
+      const heads = announced === undefined || n > PROBE_ABOVE ? await this.opts.bull.heads(queues) : null;
       for (let i = 0; i < n && offersLeases(worker); i++) {
-        const k = (worker.cursor + i) % n;
-        if (holding ? !holding[k] : k === first) continue;
-        if (await this.leaseFrom(worker, queues, k)) return queues[k];
+        let k = (worker.cursor + i) % n;
+        if (heads ? heads[k].urgency === EMPTY : k === first) continue;
+        // A split queue's turn goes to its most urgent partition: priorities and fair shares hold across them.
+        if (heads && groups) for (const j of groups[k]) if (moreUrgent(heads[j], heads[k])) k = j;
+        if (await this.leaseFrom(worker, queues, k, groups)) return queues[k];
+        if (heads) heads[k] = { urgency: EMPTY };
       }
     }
     return null;
   }
 
-  /** Leases the worker a job of `queues[k]` if it may take one now; true when it did. */
-  private async leaseFrom(worker: ConnectedWorker, queues: string[], k: number): Promise<boolean> {
+  /** Leases the worker a job of `queues[k]` if it may take one now; true when it did, the cursor then past its partitions. */
+  private async leaseFrom(worker: ConnectedWorker, queues: string[], k: number, groups?: number[][]): Promise<boolean> {
     const queue = queues[k];
     while (offersLeases(worker)) {
       if (coolingOff(worker, queue, Date.now()) || this.atModelLimit(worker, queue)) return false;
@@ -240,7 +243,7 @@ export class LeaseScheduler {
       const job = await this.opts.bull.fetch(queue, token);
       if (!job) return false;
       const fetchedAt = performance.now();
-      worker.cursor = (k + 1) % queues.length;
+      worker.cursor = ((groups?.[k]?.at(-1) ?? k) + 1) % queues.length;
       if (await this.startLease(worker, queue, job, token, fetchedAt)) return true;
       // Parked at a concurrency limit: the queue's next job (another account's) is fetched instead.
     }

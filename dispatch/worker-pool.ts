@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { TIERS } from '../models/kinds.js';
 import type { Tier } from '../models/kinds.js';
-import { partitionNames, queueName } from '../queues/queue-names.js';
+import { partitionNames, queueName, unpartitioned } from '../queues/queue-names.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseLossReason } from './dispatch-observer.js';
@@ -217,6 +217,14 @@ function route(worker: ConnectedWorker, partitions: readonly number[]): void {
   const tiers = worker.tiers ?? [worker.info.tier];
   worker.queues = tiers.map((tier) => tierQueues(kinds, models, tier, partitions));
   worker.served = new Set(worker.queues.flat());
+  worker.partitionsOf = worker.queues.map((list) => {
+    const groups = new Map<string, number[]>();
+    list.forEach((q, k) => {
+      const base = unpartitioned(q);
+      groups.set(base, [...(groups.get(base) ?? []), k]);
+    });
+    return list.map((q) => groups.get(unpartitioned(q))!);
+  });
   const limits = new Map<string, number>();
   for (const [kind, list] of Object.entries(models)) {
     for (const m of list) if (m.max_concurrency !== undefined) for (const tier of tiers) for (const q of partitionNames(queueName(kind, tier, m.id), partitions)) limits.set(q, m.max_concurrency);

@@ -17,14 +17,14 @@ function recordingWorker(gw: TestGateway, token: string, ran: string[], slots = 
   return new SwitchyardWorker({ gateway: gw.url, token, kinds: [KIND], slots, handler, logger: silentLogger });
 }
 
-/** The queues each successful fetch of a gateway's dispatcher took a job from, in order. */
-function recordFetches(gw: TestGateway): string[] {
-  const taken: string[] = [];
+/** The queue and priority of each job a gateway's dispatcher fetched, in order. */
+function recordFetches(gw: TestGateway): Array<{ queue: string; priority: number }> {
+  const taken: Array<{ queue: string; priority: number }> = [];
   const bull = (gw.dispatcher as unknown as { bull: BullWorkers }).bull;
   const fetch = bull.fetch.bind(bull);
   bull.fetch = async (queue, token) => {
     const job = await fetch(queue, token);
-    if (job) taken.push(queue);
+    if (job) taken.push({ queue, priority: job.priority });
     return job;
   };
   return taken;
@@ -33,7 +33,7 @@ function recordFetches(gw: TestGateway): string[] {
 /**
  * A hot queue split in QUEUE_PARTITIONS (docs/architecture.md, "Queue partitions"), end to end
  * on one Redis: runs go to the partition their id hashes to, callers see one queue (positions,
- * capacity), a worker drains every partition in turn and each run once, and jobs queued under
+ * capacity), a worker drains every partition, the most urgent job first, each run once, and jobs queued under
  * another count, before or after a dispatcher started, are still leased.
  */
 describe('Queue partitions: queueing and draining a split queue', function () {
@@ -81,7 +81,7 @@ describe('Queue partitions: queueing and draining a split queue', function () {
     await until('capacity counts 35 queued jobs of the kind', async () => (await split.request('GET', '/v1/network/capacity')).body.by_kind.find((k: { kind: string }) => k.kind === KIND).queued === 35);
   });
 
-  it('leases every job of every partition, and of the unsplit queue, once, taking the partitions in turn', async () => {
+  it('leases every job of every partition, and of the unsplit queue, once, the most urgent first across them', async () => {
     const taken = recordFetches(split);
     const ran: string[] = [];
     worker = recordingWorker(split, await split.workerToken(), ran, 1);
@@ -92,9 +92,12 @@ describe('Queue partitions: queueing and draining a split queue', function () {
     });
     assert.equal(ran.length, ids.size, 'each run ran once');
     assert.equal(new Set(ran).size, ids.size);
-    // One slot: each fetch after the first moved on to the next queue that held work.
-    const firstRound = taken.slice(0, 4);
-    assert.equal(new Set(firstRound).size, 4, JSON.stringify(taken));
+    // One slot, every job queued before the worker came: each fetch took the most urgent head of
+    // all the partitions (fair-share ranks and classes hold as in one queue), from every one of them.
+    assert.equal(taken.length, ids.size);
+    const priorities = taken.map((t) => t.priority);
+    assert.deepEqual(priorities, [...priorities].sort((a, b) => a - b), JSON.stringify(taken));
+    assert.equal(new Set(taken.map((t) => t.queue)).size, 4);
   });
 });
 
