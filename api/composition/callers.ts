@@ -56,7 +56,6 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     models,
     fleet: fleet.dispatcher.fleet,
     replicas: core.replicas,
-    gateApart: core.keys.spread,
     inputFiles: new InputFiles({
       files,
       artifacts,

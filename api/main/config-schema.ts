@@ -150,7 +150,7 @@ export const settings = {
   redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') && !given.has('REDIS_CLUSTER_NODES') }),
   redisPrefix: setting({
     env: 'REDIS_PREFIX', schema: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, default: 'sy',
-    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except those of each BullMQ queue, gateway instance, lease, API key and bot limiter, each under a tag of its own (docs/architecture.md, \"Redis Cluster\")",
+    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except those of each account group (with its runs and API key limiters), BullMQ queue, gateway instance, lease and bot limiter, each under a tag of its own (docs/architecture.md, \"Redis Cluster\")",
     // Every multi-key script, MULTI and pipeline of the stores works on a cluster because their
     // keys share the prefix's slot (the queues take tags of their own: RedisKeys.queuePrefixOf).
     // A prefix that already has a tag is the operator's choice.

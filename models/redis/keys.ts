@@ -139,12 +139,13 @@ export class RedisKeys {
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
   /**
    * An API key's rate limiter and its revocation marker, checked together on every request
-   * (the requestGate script). Spread, under the key's own tag: a deployment's requests spread
-   * over the primaries by key instead of all meeting on the prefix's slot.
+   * (the requestGate script). Spread, under its account's group tag: a deployment's requests
+   * spread over the primaries by account, and a submission's gate runs in its create's own
+   * script there as on one server (gatedCreateRun), not as a script of its own before it.
    */
-  keyRateLimit = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:rl` : `${this.prefix}:rl:key:${lookupId}`);
+  keyRateLimit = (lookupId: string, accountId: string) => (this.spread ? `${this.ofAccount(accountId)}:key:${lookupId}:rl` : `${this.prefix}:rl:key:${lookupId}`);
   /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
-  revokedKey = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:revoked` : `${this.prefix}:revoked:${lookupId}`);
+  revokedKey = (lookupId: string, accountId: string) => (this.spread ? `${this.ofAccount(accountId)}:key:${lookupId}:revoked` : `${this.prefix}:revoked:${lookupId}`);
   /** A bot's rate limiters, of the bot and of one of its clients (checked together), under the bot's tag when spread. */
   botRateLimit = (botId: string, client?: string) => `${this.spread ? `${this.base}:bot:{${botId}}` : `${this.prefix}:rl:bot:${botId}`}${client === undefined ? '' : `:client:${client}`}`;
   /** A one-time console sign-in link, by the sha256 of its code: the account it signs in to (expires with the link). */

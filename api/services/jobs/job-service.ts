@@ -93,12 +93,6 @@ export interface JobServiceOptions {
   fleet?: Pick<FleetCounters, 'read'>;
   /** REDIS_WAIT_REPLICAS: a run is answered accepted (or canceled) once its writes are on the replicas. */
   replicas?: RunDurability;
-  /**
-   * The request gate's keys live apart from the runs' (a Redis Cluster: each API key's limiter
-   * has a slot of its own, models/redis/keys.ts), so the gate runs as its own script before the
-   * create, never fused into the create's.
-   */
-  gateApart?: boolean;
 }
 
 /**
@@ -161,7 +155,7 @@ export class JobService {
     // A submission with nothing to do between its checks and its create (no claim, no URL to
     // check, no model to look up, no file to stage) has its gate run inside the create's own
     // script; any other is gated first, as every other route is, before any of that work.
-    const fused = gate && this.opts.runs.createGated && !this.opts.gateApart && idempotencyKey === undefined && body.webhook === undefined && isPlain(spec, body.input) ? gate : undefined;
+    const fused = gate && this.opts.runs.createGated && idempotencyKey === undefined && body.webhook === undefined && isPlain(spec, body.input) ? gate : undefined;
     if (gate && !fused) await gate.admit();
     if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
 
