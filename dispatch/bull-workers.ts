@@ -68,7 +68,29 @@ export class BullWorkers {
    * worker serving many models does not run a fetch script on each empty queue.
    */
   async holding(queues: string[]): Promise<boolean[]> {
-    return (await this.waiting(queues)).map((n) => n > 0);
+    return (await this.heads(queues)).map((h) => h.urgency !== EMPTY);
+  }
+
+  /**
+   * How urgent the job a fetch of each queue would take is, in one round trip (three cheap reads
+   * per queue), as BullMQ orders them: 0 for a job in the wait list (no priority, or handed
+   * back), else its priority (1 most urgent), a due delayed retry after those, `EMPTY` for none;
+   * and a prioritized head's id (a run id: its ULID sorts by creation). What picks, among a split
+   * queue's partitions, the one to fetch from (`moreUrgent`).
+   */
+  async heads(queues: string[]): Promise<QueueHead[]> {
+    if (this.closed) return queues.map(() => ({ urgency: EMPTY }));
+    const keys = queues.map((q) => this.worker(q).keys);
+    const { reads } = this.opts;
+    const due = (Date.now() + 1) * 0x1000 - 1;
+    const read = await Promise.all(keys.flatMap((k) => [reads.llen(k.wait), reads.zrange(k.prioritized, '0', '0', 'WITHSCORES'), reads.zcount(k.delayed, 0, due)]));
+    return queues.map((_, i) => {
+      if ((read[3 * i] as number) > 0) return { urgency: 0 };
+      const head = read[3 * i + 1] as string[];
+      // BullMQ scores a prioritized job priority * 2^32 + a counter (its getPriorityScore.lua).
+      if (head.length === 2) return { urgency: Math.floor(Number(head[1]) / 0x100000000), id: head[0] };
+      return { urgency: (read[3 * i + 2] as number) > 0 ? DELAYED_DUE : EMPTY };
+    });
   }
 
   /** How many jobs each queue holds that a fetch could take now (waiting, prioritized, due delayed): three O(1)/O(log n) reads per queue in one round trip. */
@@ -140,6 +162,24 @@ export class BullWorkers {
     this.workers.clear();
   }
 }
+
+/** The job a fetch of a queue would take next, as `BullWorkers.heads` reads it. */
+export interface QueueHead {
+  urgency: number;
+  /** A prioritized head's job id. */
+  id?: string;
+}
+
+/** `BullWorkers.heads` of a queue with no job a fetch could take now. */
+export const EMPTY = Number.POSITIVE_INFINITY;
+
+/**
+ * Whether head `a` is served before `b` as one queue would serve them: more urgent first, and at
+ * equal priority the older run (run ids are ULIDs; BullMQ's own counters are per queue).
+ */
+export const moreUrgent = (a: QueueHead, b: QueueHead): boolean => a.urgency < b.urgency || (a.urgency === b.urgency && a.id !== undefined && b.id !== undefined && a.id < b.id);
+/** `BullWorkers.heads` of a queue whose only takeable job is a due delayed retry: after any prioritized job (BullMQ's priorities stop at 2^21 - 1). */
+const DELAYED_DUE = 2 ** 21;
 
 /** True when BullMQ refused an operation because the lease's lock is gone or owned by another lease. */
 export function isLockLost(err: unknown): boolean {

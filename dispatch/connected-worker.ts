@@ -23,6 +23,12 @@ export interface ConnectedWorker {
    * ones), each listing per kind the default queue and its models' queues (`tierQueues`).
    */
   queues: string[][];
+  /**
+   * Per tier, for each queue of `queues` the indexes of its queue's partitions there (the same
+   * array for each of them; QUEUE_PARTITIONS), which are adjacent: one turn of the walk picks the
+   * partition whose head is most urgent.
+   */
+  partitionsOf?: number[][][];
   /** Every queue of `queues`, for the announcement of a queue to find the workers it may wake. */
   served?: Set<string>;
   /** A model's `max_concurrency`, by each queue of that model: leases it may hold from the model at once. */

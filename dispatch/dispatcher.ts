@@ -23,6 +23,7 @@ import { WorkerIdentities } from './worker-identities.js';
 import { WorkerPool } from './worker-pool.js';
 import { Pipelines } from './pipelines/pipelines.js';
 import { workerAliases } from './worker-alias.js';
+import type { QueuePartitionCounts } from '../queues/queue-partition-counts.js';
 import { RunDeadlines } from './run-deadlines.js';
 import type { ErrorFrame } from '../sdk/protocol/index.js';
 
@@ -71,6 +72,8 @@ export interface DispatcherOptions {
   catalogue?: Pick<ModelStore, 'advertise' | 'get'>;
   /** Bytes of activation frames held for one receiving rank before its senders wait (RANK_BUFFER_BYTES). @defaultValue 4 MiB */
   rankBufferBytes?: number;
+  /** QUEUE_PARTITIONS: every partition count jobs were queued under, whose partitions are drained (`JobQueues`'). Absent: queues are not split. */
+  partitions?: Pick<QueuePartitionCounts, 'all' | 'refresh'>;
   /** Concurrency limits (docs/jobs.md, "Limits and fairness"): where they are read, and the defaults. Absent: none. */
   limits?: Pick<ConcurrencyGateOptions, 'accounts' | 'apiKeys' | 'accountMaxRunning' | 'keyMaxRunning' | 'cacheMs'>;
 }
@@ -185,7 +188,8 @@ export class Dispatcher {
         metrics: opts.metrics,
       },
     );
-    this.pool = new WorkerPool({ scheduler: this.scheduler, table: this.table, settlement: this.settlement }, { fleet: this.fleet, log: opts.log });
+    const partitions = () => opts.partitions?.all ?? [1];
+    this.pool = new WorkerPool({ scheduler: this.scheduler, table: this.table, settlement: this.settlement }, { fleet: this.fleet, log: opts.log, partitions });
     this.identities = new WorkerIdentities({
       redis: opts.redis,
       channel: this.channels.workers,
@@ -216,6 +220,7 @@ export class Dispatcher {
         heartbeatMs: this.heartbeatMs,
         bufferBytes: opts.rankBufferBytes,
         gate: this.gate,
+        partitions,
         metrics: opts.metrics,
         log: opts.log,
       },
@@ -228,6 +233,7 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
+    await this.opts.partitions?.refresh();
     await this.pipelines.start();
     this.deadlines.start();
     const { subscriber } = this.opts;
@@ -245,7 +251,9 @@ export class Dispatcher {
       else if (channel === this.channels.workers) this.identities.heard(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
-    const sweepQueues = () => void this.scheduler.sweep().catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
+    // A gateway queueing under a partition count new to this one: its workers take those partitions too.
+    const repartition = async () => void ((await this.opts.partitions?.refresh()) && this.pool.reroute());
+    const sweepQueues = () => void repartition().then(() => this.scheduler.sweep()).catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
     pubsub.onResubscribed(subscriber, sweepQueues);
     const sweep = setInterval(() => (sweepQueues(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.

@@ -1,5 +1,6 @@
 import { pubsub } from '../models/redis-pubsub.js';
-import { leaseFileUrl, leaseUploadUrl, type LeaseInputFile } from '../sdk/protocol/index.js';
+import { leaseUploadUrl } from '../sdk/protocol/index.js';
+import { leaseInputFiles } from './lease-input-files.js';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
@@ -12,7 +13,7 @@ import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { workerAliases } from './worker-alias.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
-import { isLockLost, type BullWorkers } from './bull-workers.js';
+import { EMPTY, isLockLost, moreUrgent, type BullWorkers } from './bull-workers.js';
 import { attestedAt, coolingOff, offersLeases, type ConnectedWorker } from './connected-worker.js';
 import type { ConcurrencyGate } from './concurrency-gate.js';
 import type { DispatchObserver } from './dispatch-observer.js';
@@ -185,9 +186,7 @@ export class LeaseScheduler {
       do {
         worker.refill = false;
         while (offersLeases(worker) && worker.leases.size < worker.info.slots && this.ctx.attached(worker.info.worker_id)) {
-          // Not woken for announced jobs (a lease ended, a sweep): look before fetching, since an
-          // empty fetch is a BullMQ script and a look is two O(1) reads.
-          const queue = await this.leaseOne(worker, share === Infinity);
+          const queue = await this.leaseOne(worker, share === Infinity ? undefined : announced?.queue);
           if (!queue) break;
           // Took its share of what was announced: another fetch would most likely find the queue
           // empty. A job taken from another queue leaves the announced ones waiting: go on.
@@ -207,38 +206,48 @@ export class LeaseScheduler {
 
   /**
    * Tries the worker's queues, its own tier first (a weaker tier's job is taken only when its
-   * own tier has none), and within a tier starting at the cursor so kinds and models take
-   * turns (docs/models.md, "Fairness"). A model at its `max_concurrency` is passed over.
-   * The queue it leased a job from, or null.
+   * own tier has none), and within a tier starting at the cursor so kinds, models and partitions
+   * take turns (docs/models.md, "Fairness"); a model at its `max_concurrency` is passed over.
+   * Woken for jobs `announced` in a queue of its own tier, it fetches there first, with no look
+   * (that partition was just given a job; the others may be empty). Otherwise it looks first: an
+   * empty fetch is a BullMQ script, a look three cheap reads. The queue it leased from, or null.
    */
-  private async leaseOne(worker: ConnectedWorker, look: boolean): Promise<string | null> {
+  private async leaseOne(worker: ConnectedWorker, announced?: string): Promise<string | null> {
     for (const [t, queues] of worker.queues.entries()) {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
-      // With many queues, or when there may well be no work, one round trip says which queues
-      // hold work, instead of a fetch per queue.
-      const holding = look || n > PROBE_ABOVE ? await this.opts.bull.holding(queues) : null;
-      const now = Date.now();
+      const groups = worker.partitionsOf?.[t];
+      const first = t === 0 && announced !== undefined ? queues.indexOf(announced) : -1;
+      if (first >= 0 && (await this.leaseFrom(worker, queues, first, groups))) return queues[first];
+      // With many queues, or when there may be no work, one round trip says which hold work and how urgent.
+      const heads = announced === undefined || n > PROBE_ABOVE ? await this.opts.bull.heads(queues) : null;
       for (let i = 0; i < n && offersLeases(worker); i++) {
-        const k = (worker.cursor + i) % n;
-        if (holding && !holding[k]) continue;
-        if (coolingOff(worker, queues[k], now)) continue;
-        if (this.atModelLimit(worker, queues[k])) continue;
-        const token = randomUUID();
-        const job = await this.opts.bull.fetch(queues[k], token);
-        if (!job) continue;
-        const fetchedAt = performance.now();
-        worker.cursor = (k + 1) % n;
-        // Parked at a concurrency limit: the queue's next job (another account's) is fetched instead.
-        if (!(await this.startLease(worker, queues[k], job, token, fetchedAt))) {
-          i--;
-          continue;
-        }
-        return queues[k];
+        let k = (worker.cursor + i) % n;
+        if (heads ? heads[k].urgency === EMPTY : k === first) continue;
+        // A split queue's turn goes to its most urgent partition: priorities and fair shares hold across them.
+        if (heads && groups) for (const j of groups[k]) if (moreUrgent(heads[j], heads[k])) k = j;
+        if (await this.leaseFrom(worker, queues, k, groups)) return queues[k];
+        if (heads) heads[k] = { urgency: EMPTY };
       }
     }
     return null;
+  }
+
+  /** Leases the worker a job of `queues[k]` if it may take one now; true when it did, the cursor then past its partitions. */
+  private async leaseFrom(worker: ConnectedWorker, queues: string[], k: number, groups?: number[][]): Promise<boolean> {
+    const queue = queues[k];
+    while (offersLeases(worker)) {
+      if (coolingOff(worker, queue, Date.now()) || this.atModelLimit(worker, queue)) return false;
+      const token = randomUUID();
+      const job = await this.opts.bull.fetch(queue, token);
+      if (!job) return false;
+      const fetchedAt = performance.now();
+      worker.cursor = ((groups?.[k]?.at(-1) ?? k) + 1) % queues.length;
+      if (await this.startLease(worker, queue, job, token, fetchedAt)) return true;
+      // Parked at a concurrency limit: the queue's next job (another account's) is fetched instead.
+    }
+    return false;
   }
 
   /** True when the worker holds as many leases of the queue's model as the model's `max_concurrency`. */
@@ -357,7 +366,7 @@ export class LeaseScheduler {
       ...(inputSha256 ? { input_sha256: inputSha256 } : {}),
       upload_token: uploadToken,
       upload_url: leaseUploadUrl(this.opts.publicUrl(), lease.id),
-      ...(Object.keys(run.input_files ?? {}).length > 0 && { files: this.leaseFiles(run, lease.id) }),
+      ...(Object.keys(run.input_files ?? {}).length > 0 && { files: leaseInputFiles(this.opts.publicUrl(), run, lease.id) }),
     });
     progress.sent = true;
     if (timeoutAt !== null) this.ctx.deadlines?.arm(lease, timeoutAt);
@@ -379,15 +388,6 @@ export class LeaseScheduler {
     await this.ctx.settlement.finish(run, run.fence, job, token, 'failed', { code: 'worker_lost', message: `no worker finished the run in ${maxAttemptsOf(job.data, this.opts.maxAttempts)} attempts`, retryable: false });
     // Its last lease's concurrency slots, held since that lease's gateway died.
     await this.ctx.gate?.release(job.data);
-  }
-
-  /** The input's files as the worker fetches them: through this lease, never from the caller's URL. */
-  leaseFiles(run: RunRecord, leaseId: string): Record<string, LeaseInputFile> {
-    const out: Record<string, LeaseInputFile> = {};
-    for (const [field, f] of Object.entries(run.input_files)) {
-      out[field] = { url: leaseFileUrl(this.opts.publicUrl(), leaseId, field), size: f.size, content_type: f.content_type, sha256: f.sha256 };
-    }
-    return out;
   }
 
   async discard(job: Job<QueuedJobData>, token: string, why: string): Promise<void> {

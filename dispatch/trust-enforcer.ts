@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { OperatorStore } from '../models/stores.js';
 import type { OperatorTrust } from '../models/types.js';
 import { TIERS } from '../models/kinds.js';
-import { queueName } from '../queues/queue-names.js';
+import { queueName, unpartitioned } from '../queues/queue-names.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { Dispatcher } from './dispatcher.js';
 
@@ -31,7 +31,7 @@ export const TRUST_REVOKED_CODE = 'trust_revoked';
  * Read from the queues it was given at attach, so it holds however its tiers were chosen.
  */
 export function revokedBy(worker: ConnectedWorker, trust: OperatorTrust): boolean {
-  const served = new Set(worker.queues.flat());
+  const served = new Set(worker.queues.flat().map(unpartitioned));
   return TIERS.some((t) => t !== 'private' && TIER_RANK[t] > TIER_RANK[trust] && worker.info.kinds.some((k) => served.has(queueName(k, t))));
 }
 

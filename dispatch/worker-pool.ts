@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { TIERS } from '../models/kinds.js';
 import type { Tier } from '../models/kinds.js';
-import { queueName } from '../queues/queue-names.js';
+import { partitionNames, queueName, unpartitioned } from '../queues/queue-names.js';
 import type { WorkerModels } from '../sdk/protocol/index.js';
 import { TIER_RANK, type ConnectedWorker } from './connected-worker.js';
 import type { LeaseLossReason } from './dispatch-observer.js';
@@ -25,6 +25,8 @@ export interface PoolContext {
 export interface WorkerPoolOptions {
   fleet: FleetCounters;
   log: Logger;
+  /** Every partition count jobs were queued under (QUEUE_PARTITIONS): a worker takes jobs from each partition of its queues. @defaultValue [1] */
+  partitions?: () => readonly number[];
 }
 
 /**
@@ -76,7 +78,7 @@ export class WorkerPool {
     this.opts.log.info({ workerId: info.worker_id, kinds: info.kinds.length, tier: info.tier, slots: info.slots, resumed: worker.leases.size }, 'worker attached');
     const tiers = worker.tiers ?? TIERS.filter((t) => TIER_RANK[t] <= TIER_RANK[info.tier]).sort((a, b) => TIER_RANK[b] - TIER_RANK[a]);
     worker.tiers = tiers;
-    route(worker);
+    this.route(worker);
     this.workers.set(info.worker_id, worker);
     if (worker.identity) {
       let same = this.byIdentity.get(worker.identity);
@@ -95,7 +97,7 @@ export class WorkerPool {
   setModels(worker: ConnectedWorker, models: WorkerModels): void {
     worker.info.models = models;
     if (this.workers.get(worker.info.worker_id) !== worker) return;
-    route(worker);
+    this.route(worker);
     this.opts.fleet.changed();
     void this.ctx.scheduler.fill(worker);
   }
@@ -164,6 +166,19 @@ export class WorkerPool {
     await this.opts.fleet.refresh();
   }
 
+  /** Routes a worker by its kinds, tiers and models over the deployment's partitions. */
+  private route(worker: ConnectedWorker): void {
+    route(worker, this.opts.partitions?.() ?? [1]);
+  }
+
+  /** The deployment's partition counts changed: every worker is routed again, and looks for work in its new queues. */
+  reroute(): void {
+    for (const w of this.workers.values()) {
+      this.route(w);
+      void this.ctx.scheduler.fill(w);
+    }
+  }
+
   /** Lets every worker go (`Dispatcher.stop` says how), then detaches those still here. */
   async stop(drainMs: number, handoverMs: number): Promise<void> {
     this.stopping = true;
@@ -180,29 +195,39 @@ export class WorkerPool {
 /**
  * The queues a worker takes leases from, per tier (docs/models.md, "Routing"): for each of its
  * kinds, the kind's default queue (jobs naming no model) and then the queue of each model it
- * serves whole. The scheduler walks each tier's list round-robin, so kinds and models take turns.
+ * serves whole, each as its partitions under every count in `partitions` (QUEUE_PARTITIONS).
+ * The scheduler walks each tier's list round-robin, so kinds, models and partitions take turns.
  * A model it serves one rank of is not among them: a rank worker never runs a job whole, only
  * its rank of a pipeline (docs/ranks.md). Nor is the kind's queue when every model it lists for
  * the kind is a rank: it has nothing whole to run a job naming no model with.
  */
-export function tierQueues(kinds: readonly string[], models: WorkerModels, tier: Tier): string[] {
+export function tierQueues(kinds: readonly string[], models: WorkerModels, tier: Tier, partitions: readonly number[] = [1]): string[] {
   return kinds.flatMap((kind) => {
     const listed = models[kind] ?? [];
     const whole = listed.filter((m) => !m.rank);
     const onlyRanks = listed.length > 0 && whole.length === 0;
-    return [...(onlyRanks ? [] : [queueName(kind, tier)]), ...whole.map((m) => queueName(kind, tier, m.id))];
+    const queues = [...(onlyRanks ? [] : [queueName(kind, tier)]), ...whole.map((m) => queueName(kind, tier, m.id))];
+    return queues.flatMap((q) => partitionNames(q, partitions));
   });
 }
 
-/** Sets the worker's queues and per-queue limits from its kinds, tiers and models. */
-function route(worker: ConnectedWorker): void {
+/** Sets the worker's queues and per-queue limits from its kinds, tiers and models, and the deployment's partition counts. */
+function route(worker: ConnectedWorker, partitions: readonly number[]): void {
   const { kinds, models } = worker.info;
   const tiers = worker.tiers ?? [worker.info.tier];
-  worker.queues = tiers.map((tier) => tierQueues(kinds, models, tier));
+  worker.queues = tiers.map((tier) => tierQueues(kinds, models, tier, partitions));
   worker.served = new Set(worker.queues.flat());
+  worker.partitionsOf = worker.queues.map((list) => {
+    const groups = new Map<string, number[]>();
+    list.forEach((q, k) => {
+      const base = unpartitioned(q);
+      groups.set(base, [...(groups.get(base) ?? []), k]);
+    });
+    return list.map((q) => groups.get(unpartitioned(q))!);
+  });
   const limits = new Map<string, number>();
   for (const [kind, list] of Object.entries(models)) {
-    for (const m of list) if (m.max_concurrency !== undefined) for (const tier of tiers) limits.set(queueName(kind, tier, m.id), m.max_concurrency);
+    for (const m of list) if (m.max_concurrency !== undefined) for (const tier of tiers) for (const q of partitionNames(queueName(kind, tier, m.id), partitions)) limits.set(q, m.max_concurrency);
   }
   worker.modelLimits = limits;
   // The cursor indexes the lists: past their end after a shorter list, it starts over.

@@ -53,8 +53,9 @@ export interface ApiKeyRecord {
  * atomic step as a run's create (`RunStore.createGated`).
  */
 export interface GateCheck {
-  /** The key's lookup id, which its revocation marker and its rate limiter are found by. */
+  /** The key's lookup id and account, which its revocation marker and its rate limiter are found by. */
   lookupId: string;
+  accountId: string;
   /** The limit: ms between requests, and the burst tolerance (ms: burst × interval). */
   intervalMs: number;
   toleranceMs: number;

@@ -77,7 +77,7 @@ export class EnqueueReconciler {
           this.opts.log.info({ runId: run.run_id }, 'enqueued an accepted run that missed its queue write');
         }
       }
-      const written = await runsOnReplicas(added, this.opts.queueWrites);
+      const written = await runsOnReplicas(added, (run) => this.opts.queues.queueOf(run), this.opts.queueWrites);
       const short = new Set(added.filter((r) => !written.has(r.run_id)).map((r) => r.run_id));
       const done = pending.filter((r) => !short.has(r.run_id));
       await this.opts.runs.confirmEnqueued(done.map((r) => r.run_id));

@@ -2,7 +2,8 @@ import { Job, Queue, type RedisClient as BullClient } from 'bullmq';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { RunRecord } from '../models/types.js';
 import { KINDS, TIERS, type Tier } from '../models/kinds.js';
-import { parseQueueName, queueName, routedModel, runQueueName } from './queue-names.js';
+import { parseQueueName, partitionNames, queueName, routedModel, runQueueName, unpartitioned } from './queue-names.js';
+import type { QueuePartitionCounts } from './queue-partition-counts.js';
 
 /** What a queued BullMQ job carries. The run record is the source of truth; this is a pointer to it. */
 export interface QueuedJobData {
@@ -38,7 +39,7 @@ export function parseExpiringMember(member: string): { queue: string; runId: str
   return queue && runId && accountId ? { queue, runId, accountId } : null;
 }
 
-/** What `JobQueues.place` needs of a run: which queue it is in, and its id. */
+/** What says which queue a run is in (`JobQueues.queueOf`): its id (for its partition), kind, tier and model. */
 export type QueuePlaceOf = Pick<RunRecord, 'run_id' | 'kind' | 'confidentiality' | 'input'>;
 
 /** Where a queued run's job is (`JobQueues.place`). */
@@ -60,6 +61,8 @@ export interface JobQueuesOptions {
   prefixOf: (queue: string) => string;
   /** A set of the model queues ever written to, so every instance can list them without a SCAN. */
   modelQueuesKey: string;
+  /** QUEUE_PARTITIONS: the count jobs are queued under, recorded before the first, and every count used. Absent: queues are not split. */
+  partitions?: QueuePartitionCounts;
   /** A sorted set of the queued runs with a `ttl_s`, by when they expire (`expiringMember`). */
   expiringKey?: string;
   /** Finished BullMQ jobs kept for Bull Board (run records keep the real history). */
@@ -69,8 +72,9 @@ export interface JobQueuesOptions {
 
 /**
  * The producer side of the queues: one BullMQ queue per kind x tier, and one per kind x tier x
- * model for jobs naming a model (made on first use), all sharing one connection. The job id is
- * the run id, so adding a run twice adds it once.
+ * model for jobs naming a model (made on first use), all sharing one connection, each split in
+ * QUEUE_PARTITIONS partitions when more than one (a run in the one its id hashes to: `queueOf`).
+ * The job id is the run id, so adding a run twice adds it once.
  */
 export class JobQueues {
   private readonly queues = new Map<string, Queue<QueuedJobData>>();
@@ -78,9 +82,20 @@ export class JobQueues {
   private readonly recorded = new Set<string>();
 
   constructor(private readonly opts: JobQueuesOptions) {
-    for (const { kind } of KINDS) for (const tier of TIERS) this.queue(kind, tier);
+    for (const { kind } of KINDS) for (const tier of TIERS) for (const name of partitionNames(queueName(kind, tier), [this.partitionCount])) this.named(name);
   }
 
+  /** The count this gateway queues jobs under (QUEUE_PARTITIONS). */
+  get partitionCount(): number {
+    return this.opts.partitions?.own ?? 1;
+  }
+
+  /** The queue, or partition of a split queue, the run's job is in. */
+  queueOf(run: QueuePlaceOf): string {
+    return runQueueName(run, this.partitionCount);
+  }
+
+  /** A kind's, tier's and model's queue, unsplit: its only partition when QUEUE_PARTITIONS is 1, else its jobs are in `queueOf`'s. */
   queue(kind: string, tier: Tier, model?: string | null): Queue<QueuedJobData> {
     return this.named(queueName(kind, tier, model));
   }
@@ -116,12 +131,15 @@ export class JobQueues {
 
   /**
    * Every queue of the deployment: the kinds' default queues and every model queue any
-   * instance has written to (one SMEMBERS), for Bull Board, metrics and capacity.
+   * instance has written to (one SMEMBERS), each partition of each under every partition count
+   * any gateway has used (one SMEMBERS more), for Bull Board, metrics and capacity.
    */
   async known(): Promise<Queue<QueuedJobData>[]> {
-    for (const name of await this.opts.connection.smembers(this.opts.modelQueuesKey)) {
-      if (parseQueueName(name)) this.named(name);
-    }
+    const [models] = await Promise.all([this.opts.connection.smembers(this.opts.modelQueuesKey), this.opts.partitions?.refresh()]);
+    const counts = this.opts.partitions?.all ?? [1];
+    const queues = new Set([...this.queues.keys()].map(unpartitioned));
+    for (const name of models) if (parseQueueName(name)) queues.add(name);
+    for (const queue of queues) for (const name of partitionNames(queue, counts)) this.named(name);
     return this.all();
   }
 
@@ -158,7 +176,7 @@ export class JobQueues {
    */
   private noteExpiry(client: Pick<RedisClient, 'zadd'>, run: QueuedRun): Promise<unknown> | undefined {
     if (!run.expires_at || !this.opts.expiringKey) return undefined;
-    return client.zadd(this.opts.expiringKey, Date.parse(run.expires_at), expiringMember(runQueueName(run), run.run_id, run.account_id));
+    return client.zadd(this.opts.expiringKey, Date.parse(run.expires_at), expiringMember(this.queueOf(run), run.run_id, run.account_id));
   }
 
   /** The connection the queues write on (one for all of them). */
@@ -171,7 +189,7 @@ export class JobQueues {
    * scripts defined on it), its queue recorded first among the model queues when it is one:
    * what `addNow` sends a run's add with.
    */
-  async producer(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<BullClient> {
+  async producer(run: QueuePlaceOf): Promise<BullClient> {
     return (await this.recordedQueue(run)).getBackend().client;
   }
 
@@ -183,23 +201,27 @@ export class JobQueues {
    * the add's outcome.
    */
   addNow(client: BullClient, run: QueuedRun): { job: Job<QueuedJobData>; added: Promise<string> } {
-    const queue = this.named(runQueueName(run));
+    const queue = this.named(this.queueOf(run));
     const job = new Job<QueuedJobData>(queue, run.kind, jobData(run), { ...queue.defaultJobOptions, jobId: run.run_id, priority: run.priority }, run.run_id);
     const added = job.addJob(client);
     const expiring = this.noteExpiry(client as unknown as Pick<RedisClient, 'zadd'>, run);
     return { job, added: expiring ? Promise.all([added, expiring]).then(([id]) => id) : added };
   }
 
-  /** The run's queue, recorded first among the model queues when it is one (once per process). */
-  private async recordedQueue(run: Pick<RunRecord, 'kind' | 'confidentiality' | 'input'>): Promise<Queue<QueuedJobData>> {
+  /**
+   * The run's queue (its partition), recorded first among the model queues when it is one, and
+   * the partition count first among those used (each once per process).
+   */
+  private async recordedQueue(run: QueuePlaceOf): Promise<Queue<QueuedJobData>> {
     const model = routedModel(run.input);
     const name = queueName(run.kind, run.confidentiality, model);
-    // Recorded before the job is added, so a listing never misses a queue that holds a job.
+    // Recorded before the job is added, so a listing or a dispatcher never misses a queue that holds a job.
+    if (this.partitionCount > 1) await this.opts.partitions!.record();
     if (model && !this.recorded.has(name)) {
       await this.opts.connection.sadd(this.opts.modelQueuesKey, name);
       this.recorded.add(name);
     }
-    return this.named(name);
+    return this.named(this.queueOf(run));
   }
 
 
@@ -207,7 +229,8 @@ export class JobQueues {
    * Where a queued run is: its 1-based place among the waiting jobs of its queue (waiting jobs
    * without priority, then by priority and arrival), or null when it is not waiting; when it
    * waits out a retry's backoff instead, the time (ms) the backoff ends. Three O(log n) reads in
-   * one round trip, no scan.
+   * one round trip, no scan. In a queue split in P partitions, which dispatchers drain in turn,
+   * a run r-th in its partition is estimated (r - 1) x P + 1st: 1st when it is next in its own.
    */
   async place(run: QueuePlaceOf): Promise<QueuePlace> {
     return (await this.places([run]))[0];
@@ -223,17 +246,17 @@ export class JobQueues {
     const redis = this.opts.connection;
     return Promise.all(
       runs.map(async (run) => {
-        const queue = this.named(runQueueName(run));
+        const queue = this.named(this.queueOf(run));
         const [waiting, rank, delayed] = await Promise.all([redis.llen(queue.keys.wait), redis.zrank(queue.keys.prioritized, run.run_id), redis.zscore(queue.keys.delayed, run.run_id)]);
         // BullMQ scores a delayed job timestamp * 0x1000 + a counter (its getDelayedScore.lua).
-        return { position: rank === null ? null : waiting + rank + 1, delayedUntil: delayed === null ? null : Math.floor(Number(delayed) / 0x1000) };
+        return { position: rank === null ? null : (waiting + rank) * this.partitionCount + 1, delayedUntil: delayed === null ? null : Math.floor(Number(delayed) / 0x1000) };
       }),
     );
   }
 
   /** Removes a waiting job; a job under lease stays (its worker is told to stop instead). */
   async remove(run: Pick<RunRecord, 'run_id' | 'account_id' | 'kind' | 'confidentiality' | 'input'>): Promise<boolean> {
-    const queue = runQueueName(run);
+    const queue = this.queueOf(run);
     // With its job goes its entry among the expiring runs, if it had one.
     if (this.opts.expiringKey) await this.opts.connection.zrem(this.opts.expiringKey, expiringMember(queue, run.run_id, run.account_id));
     return (await this.named(queue).remove(run.run_id)) === 1;

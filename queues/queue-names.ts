@@ -1,4 +1,6 @@
 import { TIERS, type Tier } from '../models/kinds.js';
+import { fnv1a } from '../models/ids.js';
+import { parsePartition, partitionName } from '../models/redis/queue-partitions.js';
 
 /**
  * BullMQ queue names cannot contain ':' (it separates Redis key parts), and kinds are full of
@@ -20,8 +22,13 @@ export interface QueueAddress {
   model: string | null;
 }
 
-/** The kind, tier and model of a queue named by `queueName`; null for a name it cannot have made. */
-export function parseQueueName(queue: string): QueueAddress | null {
+/**
+ * The kind, tier and model of a queue named by `queueName`, or of one of its partitions
+ * (`partitionNames`); null for a name neither can have made.
+ */
+export function parseQueueName(name: string): QueueAddress | null {
+  const queue = parsePartition(name)?.queue;
+  if (queue === undefined) return null;
   const sep = queue.indexOf(MODEL_SEPARATOR);
   const base = sep < 0 ? queue : queue.slice(0, sep);
   const dot = base.lastIndexOf('.');
@@ -48,13 +55,32 @@ export function routedModel(input: Record<string, unknown> | null | undefined): 
   return typeof model === 'string' && model !== '' ? model : null;
 }
 
-/** The queue a run waits in. */
-export function runQueueName(run: { kind: string; confidentiality: Tier; input: Record<string, unknown> }): string {
-  return queueName(run.kind, run.confidentiality, routedModel(run.input));
+/**
+ * The queue a run waits in: its kind's, tier's and model's, and when that queue is split in
+ * `partitions` (QUEUE_PARTITIONS; docs/architecture.md, "Queue partitions"), the partition its
+ * id hashes to, so a run is always in the one partition every gateway finds it in.
+ */
+export function runQueueName(run: { run_id: string; kind: string; confidentiality: Tier; input: Record<string, unknown> }, partitions = 1): string {
+  const queue = queueName(run.kind, run.confidentiality, routedModel(run.input));
+  return partitions > 1 ? partitionName(queue, fnv1a(run.run_id) % partitions, partitions) : queue;
 }
 
-/** The kind and model of a model queue, whatever its tier (`inference.llm.text-generate~m`); null for a default queue. */
-export function modelQueueKey(queue: string): string | null {
+/**
+ * Every partition of a queue that any of these partition counts can have put a job in (the
+ * plain name for a count of 1), each once: what a dispatcher drains, in this order, in turn.
+ */
+export function partitionNames(queue: string, counts: readonly number[]): string[] {
+  const names = new Set<string>();
+  for (const count of counts) for (let k = 0; k < count; k++) names.add(partitionName(queue, k, count));
+  return [...names];
+}
+
+/** The queue a partition was split from (a plain queue's name is its own). */
+export const unpartitioned = (name: string): string => parsePartition(name)?.queue ?? name;
+
+/** The kind and model of a model queue or partition, whatever its tier (`inference.llm.text-generate~m`); null for a default queue. */
+export function modelQueueKey(name: string): string | null {
+  const queue = unpartitioned(name);
   const sep = queue.indexOf(MODEL_SEPARATOR);
   if (sep < 0) return null;
   const base = queue.slice(0, sep);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { BASIC_CHALLENGE } from '../api/http/middleware/bull-board.js';
 import { KINDS, TIERS } from '../models/kinds.js';
-import { queueName } from '../queues/queue-names.js';
+import { partitionNames, queueName, unpartitioned } from '../queues/queue-names.js';
 import { WEBHOOK_QUEUE } from '../queues/webhook-queue.js';
 import { CHROMIUM, requireProgram } from './helpers/optional-program.js';
 import { ADMIN_TOKEN, TestGateway, cleanupPrefix, errorCode, uniquePrefix } from './helpers/harness.js';
@@ -54,7 +54,9 @@ describe('Bull Board at /admin/queues', function () {
       // The page is a client-side app: its queue names arrive through the board's API.
       await page.getByText('inference.image.generate.open', { exact: true }).first().waitFor({ timeout: 20_000 });
       await page.getByText(WEBHOOK_QUEUE, { exact: true }).first().waitFor({ timeout: 20_000 });
-      await page.goto(`${gw.url}/admin/queues/queue/inference.image.generate.open?status=prioritized`);
+      // The job is in its partition when the queue is split (QUEUE_PARTITIONS; 3 by default on a cluster).
+      const queue = gw.queues.queueOf({ run_id: runId, kind: 'inference:image:generate', confidentiality: 'open', input: {} });
+      await page.goto(`${gw.url}/admin/queues/queue/${encodeURIComponent(queue)}?status=prioritized`);
       await page.getByText(runId).first().waitFor({ timeout: 20_000 });
     } finally {
       await ctx.close();
@@ -93,11 +95,13 @@ describe('Bull Board at /admin/queues', function () {
     const res = await gw.request('GET', '/admin/queues/api/queues', { headers: BEARER });
     assert.equal(res.status, 200, res.text);
     const names = (res.body.queues as { name: string }[]).map((q) => q.name).sort();
-    const expected = [...KINDS.flatMap(({ kind }) => TIERS.map((tier) => queueName(kind, tier))), WEBHOOK_QUEUE].sort();
+    // Each split queue's partitions too (QUEUE_PARTITIONS; 3 by default on a cluster), and the unsplit queue.
+    const partitions = gw.gateway.core.partitions.all;
+    const expected = [...KINDS.flatMap(({ kind }) => TIERS.flatMap((tier) => partitionNames(queueName(kind, tier), partitions))), WEBHOOK_QUEUE].sort();
     assert.deepEqual(names, expected);
-    const image = res.body.queues.find((q: { name: string }) => q.name === 'inference.image.generate.open');
-    assert.equal(image.counts.prioritized + image.counts.waiting, 1);
-    assert.equal(image.readOnlyMode, true);
+    const image = res.body.queues.filter((q: { name: string }) => unpartitioned(q.name) === 'inference.image.generate.open');
+    assert.equal(image.reduce((n: number, q: { counts: Record<string, number> }) => n + q.counts.prioritized + q.counts.waiting, 0), 1);
+    for (const q of image) assert.equal(q.readOnlyMode, true);
   });
 
   it("shows a model's queue once a job names the model, without a restart", async () => {
@@ -106,10 +110,10 @@ describe('Bull Board at /admin/queues', function () {
     const submitted = await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'a cat', model: 'sdxl-turbo' } });
     assert.equal(submitted.status, 202, submitted.text);
     const res = await gw.request('GET', '/admin/queues/api/queues', { headers: BEARER });
-    const queue = res.body.queues.find((q: { name: string }) => q.name === 'inference.image.generate.open~sdxl-turbo');
-    assert.ok(queue, 'the model queue is listed');
-    assert.equal(queue.counts.prioritized + queue.counts.waiting, 1);
-    assert.equal(queue.readOnlyMode, true);
+    const queues = res.body.queues.filter((q: { name: string }) => unpartitioned(q.name) === 'inference.image.generate.open~sdxl-turbo');
+    assert.equal(queues.length, gw.gateway.core.partitions.all.reduce((n, count) => n + (count === 1 ? 1 : count), 0), 'the model queue is listed, each of its partitions');
+    assert.equal(queues.reduce((n: number, q: { counts: Record<string, number> }) => n + q.counts.prioritized + q.counts.waiting, 0), 1);
+    for (const q of queues) assert.equal(q.readOnlyMode, true);
   });
 
   it('guards the page, its static assets and its API: 401 without credentials or with wrong ones, 200 with the bearer or basic auth', async () => {

@@ -32,16 +32,16 @@ describe('crash between the run record and the queue write', () => {
     assert.equal(created.outcome, 'created');
     await first.stop();
 
-    const queueOf = (gw: TestGateway) => gw.queues.queue('inference:image:generate', 'open');
+    const jobs = async (gw: TestGateway) => (await Promise.all(gw.kindQueues('inference:image:generate').map((q) => q.count()))).reduce((a, b) => a + b, 0);
     const second = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     const third = await new TestGateway(prefix, { ENQUEUE_RECONCILE_AFTER_MS: '200' }).start();
     try {
-      const job = await until('the reconciler to enqueue the run', () => queueOf(second).getJob(runId));
+      const job = await until('the reconciler to enqueue the run', () => second.queuedJob(runId, 'inference:image:generate'));
       assert.equal(job.data.run_id, runId);
       assert.equal(job.opts.priority, 20);
       await until('the outbox to empty', async () => (await second.stores.runs.listUnconfirmed(0, 10)).length === 0);
       // Both instances swept; still one job.
-      assert.equal(await queueOf(second).count(), 1);
+      assert.equal(await jobs(second), 1);
       const account = await second.stores.accounts.get(accountId);
       assert.deepEqual([account?.credits, account?.reserved], [96, 4], 'reserved once');
     } finally {
@@ -63,7 +63,7 @@ describe('crash between the run record and the queue write', () => {
       const canceled = await gw.request('POST', `/v1/jobs/${runId}/cancel`, { key });
       assert.equal(canceled.body.status, 'canceled');
       await sleep(600);
-      assert.equal(await gw.queues.queue('inference:rig', 'open').getJob(runId), undefined);
+      assert.equal(await gw.queuedJob(runId, 'inference:rig'), undefined);
       assert.deepEqual(await gw.stores.runs.listUnconfirmed(0, 10), []);
     } finally {
       await gw.stop();
@@ -114,8 +114,7 @@ describe('crash between the run record and the queue write', () => {
         if (page.next === null) break;
         before = page.next;
       }
-      const queue = gw.queues.queue('inference:image:generate', 'open');
-      const jobs = await queue.getJobs(['prioritized', 'wait'], 0, -1);
+      const jobs = (await Promise.all(gw.kindQueues('inference:image:generate').map((q) => q.getJobs(['prioritized', 'wait'], 0, -1)))).flat();
       const recordIds = new Set(runs.map((r) => r.run_id));
       const jobIds = jobs.map((j) => j.id!);
       for (const id of accepted) assert.ok(recordIds.has(id), `accepted run ${id} has its record`);

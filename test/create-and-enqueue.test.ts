@@ -200,7 +200,7 @@ describe('a run created and queued in one round trip', function () {
     const w = await worker();
     const ghost = newRunId(poor.id);
     await gw.queues.add({ run_id: ghost, account_id: poor.id, kind: KIND, confidentiality: 'open', priority: 20, input: { prompt: 'ghost' } });
-    await gw.dispatcher.announce(runQueueName({ kind: KIND, confidentiality: 'open', input: {} }));
+    await gw.dispatcher.announce(runQueueName({ run_id: ghost, kind: KIND, confidentiality: 'open', input: {} }));
     await until('the ghost job dropped', async () => (await queue().getJobState(ghost)) === 'failed');
     assert.equal(await gw.stores.runs.get(ghost), null, 'no record was made for it');
     assert.equal(await gw.redis.exists(`${prefix}:run:${ghost}`), 0);

@@ -121,7 +121,7 @@ describe('credits and idempotency', () => {
       assert.equal((await balance(key)).credits, 100 - PRICE);
       const listed = await gw.request('GET', '/v1/jobs', { key });
       assert.equal(listed.body.data.length, 1);
-      const queued = await gw.queues.queue('inference:image:generate', 'open').getJob(results[0].body.run_id);
+      const queued = await gw.queuedJob(results[0].body.run_id, 'inference:image:generate');
       assert.ok(queued, 'the one run is queued');
     });
 

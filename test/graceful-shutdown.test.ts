@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import { EventSource } from 'eventsource';
 import { RedisKeys } from '../models/redis/keys.js';
-import { queueName } from '../queues/queue-names.js';
+import { partitionNames, queueName } from '../queues/queue-names.js';
 import { createDemoEngine } from '../sdk/engines/demo/index.js';
 import { SwitchyardWorker, silentLogger } from '../sdk/worker/index.js';
 import { GatewayProcess } from './helpers/gateway-process.js';
@@ -186,12 +186,17 @@ describe('graceful shutdown: leases handed over to another instance', function (
       assert.equal(completed.length, accepted.length + 1);
       assert.equal(new Set(completed).size, completed.length, 'no run completed twice');
       // Each queue under its own tag on a cluster, as the gateway places them (models/redis/keys.ts).
-      const queuePrefixOf = new RedisKeys(prefix).queuePrefixOf;
-      const queues = { [IMAGE]: new Queue(queueName(IMAGE, 'open'), { connection: redis, prefix: queuePrefixOf(queueName(IMAGE, 'open')) }), [LLM]: new Queue(queueName(LLM, 'open'), { connection: redis, prefix: queuePrefixOf(queueName(LLM, 'open')) }) };
-      const counts = await queues[IMAGE].getJobCounts('completed', 'failed', 'active', 'wait', 'prioritized', 'delayed');
-      assert.deepEqual(counts, { completed: accepted.length, failed: 0, active: 0, wait: 0, prioritized: 0, delayed: 0 });
+      // Every partition of each (QUEUE_PARTITIONS; 3 by default on a cluster), and the unsplit queue.
+      const keys = new RedisKeys(prefix);
+      const counted = [1, ...(await redis.smembers(keys.queuePartitionCounts())).map(Number)];
+      const open = (kind: string) => partitionNames(queueName(kind, 'open'), counted).map((name) => new Queue(name, { connection: redis, prefix: keys.queuePrefixOf(name) }));
+      const queues = { [IMAGE]: open(IMAGE), [LLM]: open(LLM) };
+      const sums: Record<string, number> = { completed: 0, failed: 0, active: 0, wait: 0, prioritized: 0, delayed: 0 };
+      for (const q of queues[IMAGE]) for (const [state, n] of Object.entries(await q.getJobCounts('completed', 'failed', 'active', 'wait', 'prioritized', 'delayed'))) sums[state] += n;
+      assert.deepEqual(sums, { completed: accepted.length, failed: 0, active: 0, wait: 0, prioritized: 0, delayed: 0 });
       for (const id of handedOver) {
-        const job = await queues[id === llm.body.run_id ? LLM : IMAGE].getJob(id);
+        const found = await Promise.all(queues[id === llm.body.run_id ? LLM : IMAGE].map((q) => q.getJob(id)));
+        const job = found.find((j) => j);
         assert.equal(await job?.getState(), 'completed');
         assert.equal(job?.attemptsStarted, 1, `${id}'s job was fetched once`);
       }
@@ -206,7 +211,7 @@ describe('graceful shutdown: leases handed over to another instance', function (
       assert.equal(followed.frames.filter((f) => f.event === 'done').length, 1);
       assert.ok(followed.frames.some((f) => f.event === 'output'), 'streamed output reached the follower');
       assert.ok(lb.routed.includes(b.port), 'new connections went to B once A stopped');
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await Promise.all(Object.values(queues).flat().map((q) => q.close()));
     } finally {
       await load?.stop();
       await Promise.all(workers.map((w) => w.stop({ timeoutMs: 0 })));

@@ -44,10 +44,10 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     };
     const sweep = scheduler.sweep.bind(scheduler);
     scheduler.sweep = () => (sweeps++, sweep());
-    const holding = bull.holding.bind(bull);
-    bull.holding = async (queues) => {
+    const heads = bull.heads.bind(bull);
+    bull.heads = async (queues) => {
       looks++;
-      return holding(queues);
+      return heads(queues);
     };
     const handler = (async (_kind, input) => {
       started.push(String(input.prompt));
@@ -78,7 +78,7 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     // This listener comes after the dispatcher's on the same connection: once it has heard the
     // announcement, the dispatcher has too (and skipped it, as its own).
     let heard = false;
-    const listener = (_channel: string, message: string) => (heard ||= message.startsWith('inference.image.generate.open '));
+    const listener = (_channel: string, message: string) => (heard ||= /^inference\.image\.generate\.open(#\d+of\d+)? /.test(message));
     const stopListening = pubsub.onMessage(gw.gateway.core.subscriber, listener);
     try {
       assert.equal((await gw.submit(key, { kind: 'inference:image:generate', input: { prompt: 'one' } })).status, 202);
@@ -145,12 +145,12 @@ describe('LeaseScheduler: an announcement during a fill', function () {
     scheduler.sweep = () => (sweeps++, sweep());
     // The registration fill's look answers as Redis did, but only once the job is submitted.
     const bull = (gw.dispatcher as unknown as { bull: BullWorkers }).bull;
-    const holding = bull.holding.bind(bull);
+    const heads = bull.heads.bind(bull);
     let submitted!: () => void;
     const afterSubmit = new Promise<void>((resolve) => (submitted = resolve));
     let looked = false;
-    bull.holding = async (queues) => {
-      const answer = await holding(queues);
+    bull.heads = async (queues) => {
+      const answer = await heads(queues);
       if (!looked) {
         looked = true;
         await afterSubmit;

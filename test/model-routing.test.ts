@@ -175,7 +175,7 @@ describe('model routing: jobs naming a model reach only workers serving it', fun
     await declare('idle-model');
     const queued = await submit('idle-model');
     assert.equal((await gw.request('POST', `/v1/jobs/${queued}/cancel`, { key })).status, 200);
-    assert.equal(await gw.queues.queue(IMAGE, 'open', 'idle-model').getJob(queued), undefined);
+    assert.equal(await gw.queuedJob(queued, IMAGE, 'open', 'idle-model'), undefined);
     const w = await worker(['sdxl']);
     const running = await submit('sdxl');
     const lease = await w.lease();

@@ -111,7 +111,7 @@ describe('gateway on a Redis Cluster', function () {
     assert.equal(code, 0, stderr);
   });
 
-  it("keeps its keys in the prefix's slot, except each queue's, instance's, lease's, API key's and account group's, in a slot of its own; the queues spread over the primaries", async () => {
+  it("keeps its keys in the prefix's slot, except each queue's, instance's, lease's and account group's (with its API keys' limiters), in a slot of its own; the queues spread over the primaries", async () => {
     const redis = testRedis('test-cluster-keys', redisTarget(REDIS_URL, nodes));
     try {
       const held = new Map<string, string[]>();
@@ -122,19 +122,21 @@ describe('gateway on a Redis Cluster', function () {
       const keys = [...held.values()].flat();
       assert.ok(keys.length > 10, `keys written: ${keys.length}`);
       const queued = keys.filter((k) => k.startsWith(`${prefix}:q:{`));
-      // An instance's fleet counts, a lease and an API key's limiter under their own tags (models/redis/keys.ts).
-      const apart = keys.filter((k) => ['fleet', 'lease', 'key'].some((what) => k.startsWith(`${prefix}:${what}:{`)));
+      // An instance's fleet counts and a lease under their own tags (models/redis/keys.ts).
+      const apart = keys.filter((k) => ['fleet', 'lease'].some((what) => k.startsWith(`${prefix}:${what}:{`)));
       assert.ok(apart.some((k) => k.startsWith(`${prefix}:fleet:{${gw.gatewayId}}:`)), "the instance's fleet counts have its tag");
-      assert.ok(apart.some((k) => /:key:\{[^}]+\}:rl$/.test(k)), "the caller's API key's limiter has the key's tag");
       // The account, its runs and their event logs under its group's tag (models/ids.ts, accountGroup): one group, one slot.
       const grouped = keys.filter((k) => k.startsWith(`${prefix}:{a`));
       assert.deepEqual([...new Set(grouped.map((k) => /\{(a..)\}/.exec(k)![1]))], [`a${accountGroup(accountId)}`], 'one account, one group');
       for (const what of ['acct', 'run', 'evlog']) assert.ok(grouped.some((k) => k.includes(`}:${what}:`)), `its ${what} keys are in the group`);
+      // So is its API key's limiter: a submission's gate runs in its create's script.
+      assert.ok(grouped.some((k) => /\}:key:[^:]+:rl$/.test(k)), "the caller's API key's limiter is in its account's group");
       const own = keys.filter((k) => !queued.includes(k) && !apart.includes(k) && !grouped.includes(k));
       assert.ok(own.every((k) => k.startsWith(`{${prefix}}:`)), `untagged keys: ${own.filter((k) => !k.startsWith('{')).join(', ')}`);
       assert.equal([...held.values()].filter((list) => list.some((k) => own.includes(k))).length, 1, "the gateway's own keys are on one primary");
       // BullMQ's keys of a queue under `<prefix>:q:{<queue>}`: one slot per queue (its scripts need it).
-      const queues = new Set(queued.map((k) => /^[^{]*\{([^}]+)\}/.exec(k)![1]));
+      // A partition's tag is its name, salted (models/redis/queue-partitions.ts): read as its queue's.
+      const queues = new Set(queued.map((k) => /^[^{]*\{([^}]+)\}/.exec(k)![1].replace(/#\d+of\d+\.\d+$/, '')));
       for (const kind of KINDS) assert.ok(queues.has(queueName(kind, 'open')), `the queue of ${kind} has its own tag`);
       assert.ok(queues.has('webhooks'), 'so has the webhook queue');
       const primaries = [...held.values()].filter((list) => list.some((k) => queued.includes(k))).length;

@@ -1,6 +1,5 @@
 import { EnqueueConfirmer } from '../../queues/enqueue-confirmer.js';
 import { EnqueueReconciler } from '../../queues/enqueue-reconciler.js';
-import { runQueueName } from '../../queues/queue-names.js';
 import { SseStreams } from '../http/sse-streams.js';
 import { ChatCompletions } from '../http/openai/chat-completions.js';
 import { RunFollower } from '../services/events/run-follower.js';
@@ -57,7 +56,6 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     models,
     fleet: fleet.dispatcher.fleet,
     replicas: core.replicas,
-    gateApart: core.keys.spread,
     inputFiles: new InputFiles({
       files,
       artifacts,
@@ -92,7 +90,7 @@ export function buildCallers(core: Core, fleet: Fleet, outbound: Outbound, files
     log,
     afterMs: c.enqueueReconcileAfterMs,
     ...(core.replicas ? { queueWrites: core.replicas.queueWrites.bind(core.replicas) } : {}),
-    onEnqueued: (run) => fleet.dispatcher.announce(runQueueName(run)),
+    onEnqueued: (run) => fleet.dispatcher.announce(core.queues.queueOf(run)),
   });
   const follower = new RunFollower({ hub: core.hub, log: core.eventLog, runs: core.runs, queueState: (run) => jobs.queueState(run) });
   const sse = new SseStreams({ follower, pingMs: c.events.pingMs, bufferBytes: c.events.clientBufferBytes });

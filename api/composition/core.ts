@@ -11,6 +11,7 @@ import { RunEventLog } from '../../models/run-event-log.js';
 import type { Stores } from '../../models/stores.js';
 import { isTerminal } from '../../models/types.js';
 import { CreateAndEnqueue } from '../../queues/create-and-enqueue.js';
+import { QueuePartitionCounts } from '../../queues/queue-partition-counts.js';
 import { JobQueues } from '../../queues/job-queues.js';
 import type { Config } from '../main/config.js';
 import { ApiKeyAuthenticator } from '../services/auth/api-key-authenticator.js';
@@ -48,6 +49,8 @@ export interface Core {
   stores: Stores;
   runs: ObservedRunStore;
   queues: JobQueues;
+  /** QUEUE_PARTITIONS: the count this gateway queues under, and every count jobs were queued under (what dispatchers drain). */
+  partitions: QueuePartitionCounts;
   /**
    * A submission's create and job add in one round trip, on `queueConnection`; absent when the
    * runs are in MongoDB or the queues on other primaries than the runs (a cluster). It creates through the Redis store itself, past `runs`: a create sets
@@ -97,7 +100,8 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const stores: Stores = { ...pick(base), runs, ping: () => base.ping(), close: () => base.close() };
   // On a cluster the prefix is tagged, and each queue, instance and lease takes a slot of its own.
   const keys = new RedisKeys(c.redisPrefix);
-  const queues = new JobQueues({ connection: queueConnection, prefixOf: keys.queuePrefixOf, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring() });
+  const partitions = new QueuePartitionCounts({ redis, key: keys.queuePartitionCounts(), own: c.queuePartitions });
+  const queues = new JobQueues({ connection: queueConnection, prefixOf: keys.queuePrefixOf, modelQueuesKey: keys.modelQueues(), expiringKey: keys.runsExpiring(), partitions });
   // The intake sends the create and the add on one connection so Redis runs them in that order;
   // a queue on another primary than the run (spread queues) breaks that: the add then waits
   // for the create's answer, as with MongoDB.
@@ -116,7 +120,7 @@ export async function openCore(config: Config, log: Logger, gatewayId: string, l
   const auth = new ApiKeyAuthenticator({ apiKeys: stores.apiKeys, gate, cacheTtlMs: c.keyCacheTtlMs });
   lifecycle.add('queues', { stop: () => queues.close() });
   const replicas = c.redisWaitReplicas > 0 ? new RunDurability(openReplicaWaiter(c, keys, metrics, log, lifecycle), runs, keys.replicaWaitProbeOf) : undefined;
-  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, intake, metrics, gate, auth, eventLog, events, hub, replicas };
+  return { config, log, gatewayId, publicUrl: new PublicUrl(c.publicUrl), redis, subscriber, bullConnection, queueConnection, keys, stores, runs, queues, partitions, intake, metrics, gate, auth, eventLog, events, hub, replicas };
 }
 
 /** The waiter of REDIS_WAIT_REPLICAS, on a connection of its own (WAIT blocks the one it runs on). */

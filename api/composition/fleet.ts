@@ -28,6 +28,7 @@ export function buildFleet(core: Core, artifacts: ArtifactStore, workerAliasKey?
     bullConnection: core.bullConnection,
     prefix: c.redisPrefix,
     queuePrefixOf: core.keys.queuePrefixOf,
+    partitions: core.partitions,
     runs: core.runs,
     // A dead instance's workers leave the counts within one heartbeat interval (at least a second).
     fleetTtlMs: Math.max(c.heartbeatMs, 1000),

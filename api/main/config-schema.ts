@@ -4,6 +4,7 @@ import { priceProblem, type KindPrice, type UnitRate } from '../../models/pricin
 import type { AttestationSettings } from '../../dispatch/attestation/attestation-service.js';
 import { readDeadlines } from './deadline-settings.js';
 import { HASH_TAG } from '../../models/redis/keys.js';
+import { MAX_PARTITIONS } from '../../models/redis/queue-partitions.js';
 import { CLUSTER_URL, parseRedisTarget, type RedisTarget } from '../../models/redis-target.js';
 
 const clusterGiven = (env: EnvValues) => env.REDIS_CLUSTER_NODES !== undefined || CLUSTER_URL.test(String(env.REDIS_URL));
@@ -149,11 +150,16 @@ export const settings = {
   redisUrlDefaulted: setting({ doc: 'true when REDIS_URL is unset', read: (_v: undefined, { given }) => !given.has('REDIS_URL') && !given.has('REDIS_CLUSTER_NODES') }),
   redisPrefix: setting({
     env: 'REDIS_PREFIX', schema: { type: 'string', pattern: '^[A-Za-z0-9_.{}-]+(:[A-Za-z0-9_.{}-]+)*$' }, default: 'sy',
-    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except those of each BullMQ queue, gateway instance, lease, API key and bot limiter, each under a tag of its own (docs/architecture.md, \"Redis Cluster\")",
+    doc: "prefix of every Redis key Switchyard writes, BullMQ's included; on a Redis Cluster a prefix without a `{hash tag}` is made one (`sy` is `{sy}`), which keeps every key in one slot, except those of each account group (with its runs and API key limiters), BullMQ queue, gateway instance, lease and bot limiter, each under a tag of its own (docs/architecture.md, \"Redis Cluster\")",
     // Every multi-key script, MULTI and pipeline of the stores works on a cluster because their
     // keys share the prefix's slot (the queues take tags of their own: RedisKeys.queuePrefixOf).
     // A prefix that already has a tag is the operator's choice.
     read: (v: string, { env }) => (clusterGiven(env) && !HASH_TAG.test(v) ? `{${v}}` : v),
+  }),
+  queuePartitions: setting({
+    env: 'QUEUE_PARTITIONS', schema: { type: 'integer', minimum: 1, maximum: MAX_PARTITIONS }, docDefault: '1; 3 on a Redis Cluster',
+    doc: 'partitions each job queue is split in, a run in the one its id hashes to; dispatchers take the most urgent job of them all, as from one queue. On a Redis Cluster they are placed a partition-th of the slot space apart, so a busy kind spreads over that many primaries: make it a multiple of the primaries. Changing it is safe: every count ever used stays drained (docs/architecture.md, "Queue partitions")',
+    read: (v: number | undefined, { env }) => v ?? (clusterGiven(env) ? 3 : 1),
   }),
   redisWaitReplicas: integer('REDIS_WAIT_REPLICAS', { minimum: 0, maximum: 16 }, 0, "replicas that must hold a run's accept and settle writes (Redis `WAIT`) before the caller or worker is answered; 0 answers at once, and a primary lost right after can forget what it answered (docs/deploy.md, \"Durability across failover\")"),
   redisWaitTimeoutMs: integer('REDIS_WAIT_TIMEOUT_MS', { minimum: 1, maximum: 60_000 }, 1000, 'how long an answer waits for `REDIS_WAIT_REPLICAS`; past it, the answer goes out if the store still has the write (a shortfall, counted in `switchyard_redis_replica_shortfalls_total`), else it is a 503'),

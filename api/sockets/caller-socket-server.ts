@@ -102,7 +102,7 @@ export class CallerSocketServer {
 
   /** The same per-key gate as HTTP requests: revocation at once, the rate limit per message. */
   private async admit(principal: Principal): Promise<void> {
-    const verdict = await this.opts.gate.admit(principal.lookupId);
+    const verdict = await this.opts.gate.admit(principal);
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
       throw new ApiError('rate_limited', 'too many requests for this API key', { details: { retry_after_ms: verdict.retryAfterMs } });

@@ -47,7 +47,8 @@ const callsOf = (c: CpuTotals) => Object.values(c.redisCommands).reduce((s, x) =
 /**
  * `npm run bench -- cycle --cluster`: the gateway's whole job cycle (HTTP submit, SDK workers
  * running the demo engine, succeeded) first on one private redis-server with a replica, then on a private
- * Redis Cluster of 3 primaries and 3 replicas (test/helpers/redis-cluster.ts), each node
+ * Redis Cluster of 3 primaries and 3 replicas (test/helpers/redis-cluster.ts), with each job queue
+ * unsplit and then in 3 partitions (docs/architecture.md, "Queue partitions"), each node
  * without persistence. Per job: Redis CPU on the one server against the cluster's primaries
  * (and, apart, its replicas, which replay every write), and how the primaries share the
  * commands: whether jobs spread across them.
@@ -66,21 +67,25 @@ export async function clusterCycle(o: ClusterCycleOptions, log: (msg: string) =>
   const replica = await startPrivateRedis(server);
   try {
     log(`the load: ${o.concurrency} callers in a closed loop, from ${o.accounts} account${o.accounts === 1 ? '' : 's'} taking turns (--accounts)`);
-    log('target 1/2: one redis-server and its replica');
+    log('target 1/3: one redis-server and its replica');
     const port = Number(new URL(single.url).port);
     const replicaPort = Number(new URL(replica.url).port);
     await replicate(replica.url, port);
-    runs.push(await runTarget('one server', o, single.url, {}, [{ port, role: 'primary' }, { port: replicaPort, role: 'replica' }], log));
+    runs.push(await runTarget('one server', o, single.url, {}, [{ port, role: 'primary' }, { port: replicaPort, role: 'replica' }], log, 'bench-cycle'));
   } finally {
     await replica.stop();
     await single.stop();
   }
   const cluster = await RedisCluster.start({ server, cli });
   try {
-    log('target 2/2: a Redis Cluster, 3 primaries and 3 replicas');
     const primaries = new Set(await cluster.primaries());
     const nodes = cluster.nodes.map((n) => ({ port: n.port, role: primaries.has(n.port) ? ('primary' as const) : ('replica' as const) }));
-    runs.push(await runTarget('cluster', o, `redis://127.0.0.1:${nodes[0]!.port}`, { REDIS_CLUSTER_NODES: cluster.setting }, nodes, log));
+    const url = `redis://127.0.0.1:${nodes[0]!.port}`;
+    // Each under a prefix of its own: a gateway drains every partition count recorded under its prefix.
+    log('target 2/3: a Redis Cluster, 3 primaries and 3 replicas, queues unsplit (QUEUE_PARTITIONS=1)');
+    runs.push(await runTarget('cluster, unsplit', o, url, { REDIS_CLUSTER_NODES: cluster.setting, QUEUE_PARTITIONS: '1' }, nodes, log, 'bench-cycle-1'));
+    log('target 3/3: the same cluster, queues in 3 partitions (the default there)');
+    runs.push(await runTarget('cluster', o, url, { REDIS_CLUSTER_NODES: cluster.setting, QUEUE_PARTITIONS: '3' }, nodes, log, 'bench-cycle-3'));
   } finally {
     await cluster.stop();
   }
@@ -108,11 +113,12 @@ export async function clusterCycle(o: ClusterCycleOptions, log: (msg: string) =>
     const top = Object.entries(r.commands).sort((a, b) => b[1].usec - a[1].usec).slice(0, 8);
     console.log(`Redis commands per job, ${r.name} (execution time only): ${top.map(([n, c]) => `${n} ${fmt(c.usec / r.jobs, 1)} µs (${fmt(c.calls / r.jobs, 2)} calls)`).join(', ')}`);
   }
-  const [one, many] = runs as [TargetRun, TargetRun];
+  const [one, unsplit, many] = runs as [TargetRun, TargetRun, TargetRun];
   const ratio = sumOf(many, 'primary') / many.jobs / (sumOf(one, 'primary') / one.jobs);
   console.log(`\nRedis CPU per job on the cluster's primaries: ${fmt(ratio, 2)}x the one server's (goal: no worse, <= 1.00x): ${ratio <= 1 ? 'met' : 'NOT met'}`);
-  const busiest = Math.max(...many.nodes.filter((n) => n.role === 'primary').map((n) => n.calls)) / Math.max(1, many.nodes.filter((n) => n.role === 'primary').reduce((s, n) => s + n.calls, 0));
-  console.log(`jobs spread across the primaries (the busiest takes <= 45% of the commands): ${busiest <= 0.45 ? 'met' : 'NOT met'} (the busiest took ${fmt(100 * busiest)}%)`);
+  const busiestOf = (r: TargetRun) => Math.max(...r.nodes.filter((n) => n.role === 'primary').map((n) => n.calls)) / Math.max(1, r.nodes.filter((n) => n.role === 'primary').reduce((s, n) => s + n.calls, 0));
+  const busiest = busiestOf(many);
+  console.log(`jobs spread across the primaries (the busiest takes <= 45% of the commands): ${busiest <= 0.45 ? 'met' : 'NOT met'} (the busiest took ${fmt(100 * busiest)}%; unsplit queues: ${fmt(100 * busiestOf(unsplit))}%)`);
   return 0;
 }
 
@@ -130,12 +136,12 @@ async function replicate(url: string, primaryPort: number): Promise<void> {
   }
 }
 
-async function runTarget(name: string, o: ClusterCycleOptions, redisUrl: string, env: Record<string, string>, nodes: Array<{ port: number; role: 'primary' | 'replica' }>, log: (msg: string) => void): Promise<TargetRun> {
+async function runTarget(name: string, o: ClusterCycleOptions, redisUrl: string, env: Record<string, string>, nodes: Array<{ port: number; role: 'primary' | 'replica' }>, log: (msg: string) => void, prefix: string): Promise<TargetRun> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'switchyard-bench-cycle-cluster-'));
   const meters = nodes.map((n) => new CpuMeter(`redis://127.0.0.1:${n.port}`));
   const stoppers: Array<() => Promise<void>> = [];
   try {
-    const { server: gw, adminToken, apiKey, workerToken } = await startBenchGateway({ redisUrl, prefix: 'bench-cycle', dataDir, env });
+    const { server: gw, adminToken, apiKey, workerToken } = await startBenchGateway({ redisUrl, prefix, dataDir, env });
     stoppers.push(() => gw.stop());
     const keys = [apiKey];
     while (keys.length < o.accounts) keys.push((await adminPost<{ api_key: string }>(gw, adminToken, '/v1/admin/accounts', { name: `bench-${keys.length}`, credits: 1e12 })).api_key);

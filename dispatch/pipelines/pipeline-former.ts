@@ -6,7 +6,7 @@ import { TIERS, type Tier } from '../../models/kinds.js';
 import type { RunStore } from '../../models/stores.js';
 import { inputFileHashes, type MiddleRanks, type RunRecord } from '../../models/types.js';
 import { maxAttemptsOf, type QueuedJobData } from '../../queues/job-queues.js';
-import { queueName } from '../../queues/queue-names.js';
+import { parseQueueName, partitionNames, queueName, unpartitioned } from '../../queues/queue-names.js';
 import { inputDigest } from '../../sdk/attestation/index.js';
 import { leaseUploadUrl, type LeaseFrame } from '../../sdk/protocol/index.js';
 import type { BullWorkers } from '../bull-workers.js';
@@ -22,6 +22,7 @@ import type { PipelineRegistry } from './pipeline-registry.js';
 import type { Pipeline, PipelineSpec } from './pipeline.js';
 import type { RankSeat, RankSeats } from './rank-seats.js';
 import { RankWaits } from './rank-waits.js';
+import { leaseInputFiles } from '../lease-input-files.js';
 
 export interface PipelineFormerOptions {
   seats: Pick<RankSeats, 'list' | 'claim' | 'release'>;
@@ -31,7 +32,7 @@ export interface PipelineFormerOptions {
   registry: PipelineRegistry;
   bus: Pick<PipelineBus, 'control'>;
   /** Puts back a job whose pipeline did not form (attempt not counted), fails one past its last attempt, drops a stray. */
-  scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
+  scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard'>;
   /** Expires a job fetched past its `ttl_s`, arms each rank lease's `timeout_s`. */
   deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
   /** A model's rank count and placement policy (the catalogue's), or null for a model served whole. */
@@ -46,6 +47,8 @@ export interface PipelineFormerOptions {
   assignTimeoutMs?: number;
   /** Hard concurrency limits: a job past one is parked instead of formed (docs/jobs.md, "Limits and fairness"). */
   gate?: Pick<ConcurrencyGate, 'admit' | 'release'>;
+  /** Every partition count jobs were queued under (QUEUE_PARTITIONS): each partition of a model's queue is looked at. @defaultValue [1] */
+  partitions?: () => readonly number[];
   metrics?: DispatchObserver;
   log: Logger;
 }
@@ -115,14 +118,14 @@ export class PipelineFormer {
     const entry = await this.opts.catalogue(kind, model);
     const count = entry?.ranks;
     if (!count) return false;
-    const queues = BY_STRENGTH.map((t) => queueName(kind, t, model));
+    const queues = BY_STRENGTH.flatMap((t) => partitionNames(queueName(kind, t, model), this.opts.partitions?.() ?? [1]));
     const holding = await this.opts.bull.holding(queues);
     if (!holding.some(Boolean)) return false;
     const now = Date.now();
     const seats = (await this.opts.seats.list(kind, model)).filter((s) => s.count === count && s.expiresAt > now && s.free > 0);
     for (let i = 0; i < queues.length; i++) {
       if (!holding[i]) continue;
-      const jobTier = BY_STRENGTH[i];
+      const jobTier = parseQueueName(queues[i])!.tier;
       const chosen: RankSeat[] = [];
       const missing: number[] = [];
       for (let rank = 0; rank < count; rank++) {
@@ -130,7 +133,7 @@ export class PipelineFormer {
         if (seat) chosen.push(seat);
         else missing.push(rank);
       }
-      this.waits.set(queues[i], missing, count);
+      this.waits.set(unpartitioned(queues[i]), missing, count);
       if (missing.length) continue;
       const ids = chosen.map((s) => s.workerId);
       if (!(await this.opts.seats.claim(kind, model, ids))) return true; // a seat went meanwhile: look again
@@ -259,7 +262,7 @@ export class PipelineFormer {
         ...signed,
         upload_token: uploadToken,
         upload_url: leaseUploadUrl(this.opts.publicUrl(), m.leaseId),
-        ...(first && Object.keys(run.input_files ?? {}).length > 0 && { files: this.opts.scheduler.leaseFiles(run, m.leaseId) }),
+        ...(first && Object.keys(run.input_files ?? {}).length > 0 && { files: leaseInputFiles(this.opts.publicUrl(), run, m.leaseId) }),
         rank: { index: m.rank, count: p.count, pipeline_id: p.id, model: p.model, workers },
       };
       return { frame, uploadHash: hashSecret(uploadToken) };

@@ -28,7 +28,7 @@ export interface PipelinesOptions {
   bull: BullWorkers;
   records: LeaseStore;
   table: LeaseTable;
-  scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard' | 'leaseFiles'>;
+  scheduler: Pick<LeaseScheduler, 'handBack' | 'failExhausted' | 'discard'>;
   deadlines?: Pick<RunDeadlines, 'expireFetched' | 'arm' | 'started'>;
   catalogue?: Pick<ModelStore, 'get'>;
   workers(): Iterable<ConnectedWorker>;
@@ -43,6 +43,8 @@ export interface PipelinesOptions {
   assignTimeoutMs?: number;
   /** Hard concurrency limits, checked when a pipeline forms (docs/jobs.md, "Limits and fairness"). */
   gate?: Pick<ConcurrencyGate, 'admit' | 'release'>;
+  /** Every partition count jobs were queued under (QUEUE_PARTITIONS). @defaultValue [1] */
+  partitions?: () => readonly number[];
   metrics?: DispatchObserver;
   log: Logger;
 }
@@ -101,6 +103,7 @@ export class Pipelines {
       alias: opts.alias,
       assignTimeoutMs: opts.assignTimeoutMs,
       gate: opts.gate,
+      partitions: opts.partitions,
       metrics: opts.metrics,
       log,
     });

@@ -8,7 +8,7 @@ import type { RedisKeys } from './keys.js';
  */
 export function gateCall(keys: RedisKeys, check: GateCheck): { keys: [string, string]; args: [number, number, '1' | '0'] } {
   return {
-    keys: [keys.revokedKey(check.lookupId), keys.keyRateLimit(check.lookupId)],
+    keys: [keys.revokedKey(check.lookupId, check.accountId), keys.keyRateLimit(check.lookupId, check.accountId)],
     args: [check.intervalMs, check.toleranceMs, check.limiting ? '1' : '0'],
   };
 }

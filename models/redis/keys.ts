@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ACCOUNT_GROUPS, accountGroup, groupOfId } from '../ids.js';
+import { parsePartition, spacedPartitionTag } from './queue-partitions.js';
 
 /** A key's hash tag as Redis reads it: the first `{`, then at least one character before the next `}`. */
 export const HASH_TAG = /\{[^}]+\}/;
@@ -34,7 +35,18 @@ export class RedisKeys {
    * name (`sy:q:{image.open}`), so its keys share a slot of their own: BullMQ's scripts need
    * every key of a queue in one slot, and no script spans two queues.
    */
-  queuePrefixOf = (queue: string): string => (this.spread ? `${this.base}:q:{${queue}}` : `${this.prefix}:q`);
+  queuePrefixOf = (queue: string): string => (this.spread ? `${this.base}:q:{${this.queueTag(queue)}}` : `${this.prefix}:q`);
+  /** A queue's tag: its name, or a partition's slot-spaced tag (models/redis/queue-partitions.ts), made once. */
+  private queueTag(queue: string): string {
+    let tag = this.tags.get(queue);
+    if (tag === undefined) {
+      const at = parsePartition(queue);
+      tag = at && at.count > 1 ? spacedPartitionTag(queue, at.index, at.count) : queue;
+      this.tags.set(queue, tag);
+    }
+    return tag;
+  }
+  private readonly tags = new Map<string, string>();
   /** The replica-wait probe of a spread queue's slot (REDIS_WAIT_REPLICAS; models/replica-waiter.ts). */
   queueReplicaWaitProbe = (queue: string) => `${this.queuePrefixOf(queue)}:replica-wait`;
 
@@ -127,12 +139,13 @@ export class RedisKeys {
   workerTokenById = (id: string) => `${this.prefix}:wtok-id:${id}`;
   /**
    * An API key's rate limiter and its revocation marker, checked together on every request
-   * (the requestGate script). Spread, under the key's own tag: a deployment's requests spread
-   * over the primaries by key instead of all meeting on the prefix's slot.
+   * (the requestGate script). Spread, under its account's group tag: a deployment's requests
+   * spread over the primaries by account, and a submission's gate runs in its create's own
+   * script there as on one server (gatedCreateRun), not as a script of its own before it.
    */
-  keyRateLimit = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:rl` : `${this.prefix}:rl:key:${lookupId}`);
+  keyRateLimit = (lookupId: string, accountId: string) => (this.spread ? `${this.ofAccount(accountId)}:key:${lookupId}:rl` : `${this.prefix}:rl:key:${lookupId}`);
   /** Marker set when an API key is revoked, checked on every request (the cache's safety net). */
-  revokedKey = (lookupId: string) => (this.spread ? `${this.base}:key:{${lookupId}}:revoked` : `${this.prefix}:revoked:${lookupId}`);
+  revokedKey = (lookupId: string, accountId: string) => (this.spread ? `${this.ofAccount(accountId)}:key:${lookupId}:revoked` : `${this.prefix}:revoked:${lookupId}`);
   /** A bot's rate limiters, of the bot and of one of its clients (checked together), under the bot's tag when spread. */
   botRateLimit = (botId: string, client?: string) => `${this.spread ? `${this.base}:bot:{${botId}}` : `${this.prefix}:rl:bot:${botId}`}${client === undefined ? '' : `:client:${client}`}`;
   /** A one-time console sign-in link, by the sha256 of its code: the account it signs in to (expires with the link). */
@@ -155,6 +168,8 @@ export class RedisKeys {
   modelKinds = () => `${this.prefix}:models:kinds`;
   /** The BullMQ queues of jobs naming a model (a set of queue names), written before their first job. */
   modelQueues = () => `${this.prefix}:models:queues`;
+  /** The partition counts (QUEUE_PARTITIONS) any gateway has queued jobs under, so every dispatcher drains their partitions. */
+  queuePartitionCounts = () => `${this.prefix}:queues:partition-counts`;
 
   // Dispatch: leases, the fleet's counts and the channels that wake or stop dispatchers.
   /** A live lease (JSON, expiring with it): read by artifact uploads to check upload tokens. */

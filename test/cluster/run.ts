@@ -28,6 +28,8 @@ export const CLUSTER_FILES = [
   // Events, webhooks, files, rate limits, bots, logs, a gateway killed mid-run.
   'events-sse', 'run-status-events', 'webhooks', 'webhook-stream-events', 'files', 'rate-limit', 'auth-and-account', 'bots', 'logs',
   'crash-recovery',
+  // Queue partitions (3 by default on a cluster), their placement on the primaries.
+  'queue-partitions-dispatch', 'redis-cluster-queue-partitions',
   // The rest of the end-to-end surface: callers' sockets and clients, the OpenAI surface, tools
   // and agents, artifacts, workers and models, ranked pipelines.
   'caller-websocket', 'client-library', 'client-batches', 'client-files', 'cli-run', 'submit-gate', 'submit-caller-gone', 'job-service-resent-create',

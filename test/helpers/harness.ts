@@ -3,6 +3,10 @@ import { loadConfig, type Config } from '../../api/main/config.js';
 import { Gateway } from '../../api/composition/gateway.js';
 import { newRunId } from '../../models/ids.js';
 import type { NewRun } from '../../models/types.js';
+import type { Tier } from '../../models/kinds.js';
+import type { Job, Queue } from 'bullmq';
+import type { QueuedJobData } from '../../queues/job-queues.js';
+import { partitionNames, queueName } from '../../queues/queue-names.js';
 import { createRedis, primariesOf, type RedisClient } from '../../models/redis-connection.js';
 import { redisTarget, type RedisTarget } from '../../models/redis-target.js';
 
@@ -153,6 +157,21 @@ export class TestGateway {
   }
   get dispatcher() {
     return this.gateway.dispatcher;
+  }
+  /**
+   * Every queue a kind's jobs of a tier (and model) may be in: its partitions under each count in
+   * use (QUEUE_PARTITIONS, 3 by default on a cluster) and the unsplit queue.
+   */
+  kindQueues(kind: string, tier: Tier = 'open', model?: string): Queue<QueuedJobData>[] {
+    return partitionNames(queueName(kind, tier, model), this.gateway.core.partitions.all).map((name) => this.queues.named(name));
+  }
+  /** A run's BullMQ job, in whichever of its kind's queues (`kindQueues`) it is. */
+  async queuedJob(runId: string, kind: string, tier: Tier = 'open', model?: string): Promise<Job<QueuedJobData> | undefined> {
+    for (const queue of this.kindQueues(kind, tier, model)) {
+      const job = await queue.getJob(runId);
+      if (job) return job;
+    }
+    return undefined;
   }
   get hub() {
     return this.gateway.hub;

@@ -10,7 +10,7 @@ import type { RequestState } from '../context.js';
 export function authenticateAccount(auth: ApiKeyAuthenticator, gate: RequestGate): Middleware<RequestState> {
   return async (ctx, next) => {
     const principal = await identify(auth, ctx);
-    admitted(ctx, gate, await gate.admit(principal.lookupId));
+    admitted(ctx, gate, await gate.admit(principal));
     ctx.state.principal = principal;
     await next();
   };
@@ -32,10 +32,10 @@ export function authenticateAccountGatedLater(auth: ApiKeyAuthenticator, gate: R
     };
     ctx.state.principal = principal;
     ctx.state.gate = {
-      check: gate.check(principal.lookupId),
+      check: gate.check(principal),
       admit: async () => {
         once();
-        admitted(ctx, gate, await gate.admit(principal.lookupId));
+        admitted(ctx, gate, await gate.admit(principal));
       },
       settle: (verdict) => {
         once();
@@ -47,7 +47,7 @@ export function authenticateAccountGatedLater(auth: ApiKeyAuthenticator, gate: R
     } catch (err) {
       if (!ran) {
         ran = true;
-        admitted(ctx, gate, await gate.admit(principal.lookupId));
+        admitted(ctx, gate, await gate.admit(principal));
       }
       throw err;
     }

@@ -83,7 +83,7 @@ export class ApiKeyAuthenticator {
     const existing = await this.lookup(lookupId);
     if (!existing || existing.account_id !== accountId) return null;
     // Marker first: if we crash before the store write, the key is already refused everywhere.
-    await this.opts.gate.markRevoked(lookupId);
+    await this.opts.gate.markRevoked({ lookupId, accountId });
     const record = await this.opts.apiKeys.revoke(accountId, keyId);
     this.cache.delete(lookupId);
     return record;

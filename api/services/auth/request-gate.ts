@@ -32,6 +32,9 @@ function structuredNumber(n: number): string | null {
   return `${Math.trunc(milli / 1000)}.${String(milli % 1000).padStart(3, '0').replace(/0+$/, '')}`;
 }
 
+/** The API key a request presented: its lookup id, and its account (the gate's keys are in the account's slot on a cluster). */
+export type GateKey = Pick<GateCheck, 'lookupId' | 'accountId'>;
+
 export class RequestGate {
   private readonly interval: number;
   private readonly tolerance: number;
@@ -70,18 +73,18 @@ export class RequestGate {
    * Checked once per authenticated request, in one Redis round trip (the requestGate script):
    * whether the key was revoked (on any instance, whatever the local cache says) and its rate limit.
    */
-  async admit(lookupId: string): Promise<GateVerdict> {
-    const { keys, args } = gateCall(this.opts.keys, this.check(lookupId));
+  async admit(key: GateKey): Promise<GateVerdict> {
+    const { keys, args } = gateCall(this.opts.keys, this.check(key));
     return gateVerdict(await redisScripts.run(this.opts.redis, 'requestGate', keys, args));
   }
 
   /** What the gate checks for a key, for a store that runs the gate inside its own script. */
-  check(lookupId: string): GateCheck {
-    return { lookupId, intervalMs: this.interval, toleranceMs: this.tolerance, limiting: this.opts.perSecond > 0 };
+  check({ lookupId, accountId }: GateKey): GateCheck {
+    return { lookupId, accountId, intervalMs: this.interval, toleranceMs: this.tolerance, limiting: this.opts.perSecond > 0 };
   }
 
   /** Marks a key revoked for every instance; kept well past any cache lifetime. */
-  async markRevoked(lookupId: string): Promise<void> {
-    await this.opts.redis.set(this.opts.keys.revokedKey(lookupId), '1', 'EX', 7 * 86400);
+  async markRevoked({ lookupId, accountId }: GateKey): Promise<void> {
+    await this.opts.redis.set(this.opts.keys.revokedKey(lookupId, accountId), '1', 'EX', 7 * 86400);
   }
 }

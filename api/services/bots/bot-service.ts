@@ -181,7 +181,7 @@ export class BotService {
 
   private async authorizeOwner(bot: BotRecord, key: string): Promise<void> {
     const principal = await this.opts.auth.identify(key);
-    const verdict = await this.opts.gate.admit(principal.lookupId);
+    const verdict = await this.opts.gate.admit(principal);
     if (verdict.outcome === 'revoked') throw new UnauthorizedError('the API key has been revoked');
     if (verdict.outcome === 'limited') {
       const seconds = waitSeconds(verdict.retryAfterMs);

@@ -103,17 +103,22 @@ export class FleetService {
     return this.cachedCounts.value;
   }
 
-  /** Counts of every queue (the kinds' default queues and every model queue), by kind, tier and model. */
+  /** Counts of every queue (the kinds' default queues and every model queue, each the sum of its partitions), by kind, tier and model. */
   private async queueCounts(): Promise<Map<string, { queued: number; running: number }>> {
     const queues = await this.opts.queues.known();
-    const entries = await Promise.all(
+    const counts = new Map<string, { queued: number; running: number }>();
+    await Promise.all(
       queues.map(async (queue) => {
         const at = parseQueueName(queue.name)!;
         const c = await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
-        return [countKey(at.kind, at.tier, at.model), { queued: (c.wait ?? 0) + (c.prioritized ?? 0) + (c.delayed ?? 0), running: c.active ?? 0 }] as const;
+        const key = countKey(at.kind, at.tier, at.model);
+        const sum = counts.get(key) ?? { queued: 0, running: 0 };
+        sum.queued += (c.wait ?? 0) + (c.prioritized ?? 0) + (c.delayed ?? 0);
+        sum.running += c.active ?? 0;
+        counts.set(key, sum);
       }),
     );
-    return new Map(entries);
+    return counts;
   }
 }
 

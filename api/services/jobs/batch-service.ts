@@ -10,7 +10,6 @@ import { isTerminal, RUN_STATUSES, type NewRun, type RunRecord } from '../../../
 import { compile, fieldErrors } from '../../../models/validation.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
-import { runQueueName } from '../../../queues/queue-names.js';
 import { runsOnReplicas } from '../../../queues/queue-durability.js';
 import { submitJobBody } from '../../contract/schemas.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
@@ -53,7 +52,7 @@ export interface BatchCancel {
 export interface BatchServiceOptions {
   runs: RunStore;
   idempotency: IdempotencyStore;
-  queues: Pick<JobQueues, 'addMany'>;
+  queues: Pick<JobQueues, 'addMany' | 'queueOf'>;
   confirmer: EnqueueConfirmer;
   /** Each kind's price (PRICES): fixed, or per unit (models/pricing.ts). */
   prices: Record<string, KindPrice>;
@@ -222,14 +221,14 @@ export class BatchService {
     try {
       await this.opts.queues.addMany(runs);
       const replicas = this.opts.replicas;
-      const written = await runsOnReplicas(runs, replicas && ((q) => replicas.queueWrites(q)));
+      const written = await runsOnReplicas(runs, (run) => this.opts.queues.queueOf(run), replicas && ((q) => replicas.queueWrites(q)));
       for (const run of runs) if (written.has(run.run_id)) this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, count: runs.length }, 'the queue write of a batch failed; the enqueue reconciler will retry it');
       return;
     }
     // Best effort, once per queue: a missed announcement only waits for the dispatchers' sweep.
-    for (const queue of new Set(runs.map(runQueueName))) {
+    for (const queue of new Set(runs.map((run) => this.opts.queues.queueOf(run)))) {
       this.opts.dispatch?.announce(queue).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
     }
   }

@@ -9,7 +9,7 @@ import type { CreateAndEnqueue } from '../../../queues/create-and-enqueue.js';
 import type { EnqueueConfirmer } from '../../../queues/enqueue-confirmer.js';
 import type { RunDurability } from '../../../models/run-durability.js';
 import type { JobQueues } from '../../../queues/job-queues.js';
-import { routedModel, runQueueName } from '../../../queues/queue-names.js';
+import { routedModel } from '../../../queues/queue-names.js';
 import { fileFields, findKind, KINDS, KIND_NAMES, type JobClass, type KindSpec, type Tier } from '../../../models/kinds.js';
 import type { SsrfGuard } from '../outbound/ssrf-guard.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
@@ -93,12 +93,6 @@ export interface JobServiceOptions {
   fleet?: Pick<FleetCounters, 'read'>;
   /** REDIS_WAIT_REPLICAS: a run is answered accepted (or canceled) once its writes are on the replicas. */
   replicas?: RunDurability;
-  /**
-   * The request gate's keys live apart from the runs' (a Redis Cluster: each API key's limiter
-   * has a slot of its own, models/redis/keys.ts), so the gate runs as its own script before the
-   * create, never fused into the create's.
-   */
-  gateApart?: boolean;
 }
 
 /**
@@ -161,7 +155,7 @@ export class JobService {
     // A submission with nothing to do between its checks and its create (no claim, no URL to
     // check, no model to look up, no file to stage) has its gate run inside the create's own
     // script; any other is gated first, as every other route is, before any of that work.
-    const fused = gate && this.opts.runs.createGated && !this.opts.gateApart && idempotencyKey === undefined && body.webhook === undefined && isPlain(spec, body.input) ? gate : undefined;
+    const fused = gate && this.opts.runs.createGated && idempotencyKey === undefined && body.webhook === undefined && isPlain(spec, body.input) ? gate : undefined;
     if (gate && !fused) await gate.admit();
     if (body.webhook !== undefined) await this.checkWebhook(body.webhook);
 
@@ -320,7 +314,7 @@ export class JobService {
     if (written) this.opts.confirmer.confirm(run.run_id);
     else await this.write(run);
     // Best effort: a missed announcement only waits for the dispatchers' safety sweep.
-    this.opts.dispatch?.announce(runQueueName(run)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
+    this.opts.dispatch?.announce(this.opts.queues.queueOf(run)).catch((err) => this.opts.log.warn({ err }, 'could not announce a queued job'));
   }
 
   private async write(run: RunRecord): Promise<void> {
@@ -328,7 +322,7 @@ export class JobService {
       await this.opts.queues.add(run);
       // A job's add on another primary than its run (a cluster's spread queues) must reach the
       // replicas too; short of them the run stays unconfirmed, and the reconciler adds it again.
-      if (this.opts.replicas && !(await this.opts.replicas.queueWrites(runQueueName(run)))) return;
+      if (this.opts.replicas && !(await this.opts.replicas.queueWrites(this.opts.queues.queueOf(run)))) return;
       this.opts.confirmer.confirm(run.run_id);
     } catch (err) {
       this.opts.log.warn({ err, runId: run.run_id }, 'queue write failed; the enqueue reconciler will retry it');

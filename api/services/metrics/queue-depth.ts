@@ -46,16 +46,24 @@ export class QueueDepth {
     return this.cached.value;
   }
 
+  /** One row per kind, tier and model: a queue split in partitions (QUEUE_PARTITIONS) is counted as the sum of them. */
   private async count(): Promise<QueueDepthRow[]> {
-    const rows = await Promise.all(
+    const rows = new Map<string, QueueDepthRow>();
+    await Promise.all(
       (await this.opts.queues.known()).map(async (queue) => {
         const at = parseQueueName(queue.name);
-        if (!at) return null;
+        if (!at) return;
         const c = await queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
-        return { ...at, waiting: c.wait ?? 0, prioritized: c.prioritized ?? 0, delayed: c.delayed ?? 0, active: c.active ?? 0 };
+        const key = `${at.kind}|${at.tier}|${at.model ?? ''}`;
+        const row = rows.get(key) ?? { ...at, waiting: 0, prioritized: 0, delayed: 0, active: 0 };
+        row.waiting += c.wait ?? 0;
+        row.prioritized += c.prioritized ?? 0;
+        row.delayed += c.delayed ?? 0;
+        row.active += c.active ?? 0;
+        rows.set(key, row);
       }),
     );
-    return rows.filter((r) => r !== null);
+    return [...rows.values()];
   }
 
   /** A scrape must not hang on a Redis that does not answer (ioredis retries for a long while). */
