@@ -2,15 +2,14 @@ import { pubsub } from '../models/redis-pubsub.js';
 import { leaseUploadUrl } from '../sdk/protocol/index.js';
 import { leaseInputFiles } from './lease-input-files.js';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { RedisClient } from '../models/redis-connection.js';
 import type { Logger } from 'pino';
-import { isDatastoreUnavailable } from '../models/errors.js';
 import type { PriorRunFields, RunStore } from '../models/stores.js';
 import { inputFileHashes, isTerminal, type RunRecord } from '../models/types.js';
 import { maxAttemptsOf, type QueuedJobData } from '../queues/job-queues.js';
 import { workerAliases } from './worker-alias.js';
+import { whileUnavailable } from './while-unavailable.js';
 import { parseQueueName, queueTier } from '../queues/queue-names.js';
 import { inputDigest } from '../sdk/attestation/index.js';
 import { EMPTY, isLockLost, moreUrgent, type BullWorkers } from './bull-workers.js';
@@ -29,12 +28,10 @@ export interface LeaseProgress {
   sent: boolean;
 }
 
-/**
- * A private job is fetched only for a worker whose evidence stays valid at least this much
- * longer, so that it is still valid when the lease frame goes out a few milliseconds later
- * (which is checked again, strictly, right before sending).
- */
+/** A private job is fetched only for a worker whose evidence stays valid this much longer (checked again, strictly, before sending). */
 const PRIVATE_LEASE_MARGIN_MS = 1_000;
+/** `leaseFrom`: a split queue's job was parked at a concurrency limit. */
+const PARKED = Symbol('parked');
 
 /** A tier with more queues than this is probed for work in one round trip before fetching. */
 const PROBE_ABOVE = 2;
@@ -213,13 +210,23 @@ export class LeaseScheduler {
    * empty fetch is a BullMQ script, a look three cheap reads. The queue it leased from, or null.
    */
   private async leaseOne(worker: ConnectedWorker, announced?: string): Promise<string | null> {
+    for (;;) {
+      const leased = await this.walk(worker, announced);
+      // A split queue's job parked at a limit: the next is the most urgent of all its partitions, looked at again.
+      if (leased !== PARKED) return leased;
+      announced = undefined;
+    }
+  }
+
+  private async walk(worker: ConnectedWorker, announced?: string): Promise<string | typeof PARKED | null> {
     for (const [t, queues] of worker.queues.entries()) {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
       const groups = worker.partitionsOf?.[t];
       const first = t === 0 && announced !== undefined ? queues.indexOf(announced) : -1;
-      if (first >= 0 && (await this.leaseFrom(worker, queues, first, groups))) return queues[first];
+      const got = first >= 0 ? await this.leaseFrom(worker, queues, first, groups) : false;
+      if (got) return got === PARKED ? PARKED : queues[first];
       // With many queues, or when there may be no work, one round trip says which hold work and how urgent.
       const heads = announced === undefined || n > PROBE_ABOVE ? await this.opts.bull.heads(queues) : null;
       for (let i = 0; i < n && offersLeases(worker); i++) {
@@ -227,15 +234,16 @@ export class LeaseScheduler {
         if (heads ? heads[k].urgency === EMPTY : k === first) continue;
         // A split queue's turn goes to its most urgent partition: priorities and fair shares hold across them.
         if (heads && groups) for (const j of groups[k]) if (moreUrgent(heads[j], heads[k])) k = j;
-        if (await this.leaseFrom(worker, queues, k, groups)) return queues[k];
+        const leased = await this.leaseFrom(worker, queues, k, groups);
+        if (leased) return leased === PARKED ? PARKED : queues[k];
         if (heads) heads[k] = { urgency: EMPTY };
       }
     }
     return null;
   }
 
-  /** Leases the worker a job of `queues[k]` if it may take one now; true when it did, the cursor then past its partitions. */
-  private async leaseFrom(worker: ConnectedWorker, queues: string[], k: number, groups?: number[][]): Promise<boolean> {
+  /** Leases the worker a job of `queues[k]` if it may take one now; true when it did (the cursor then past its partitions), `PARKED` when a split queue's job was parked. */
+  private async leaseFrom(worker: ConnectedWorker, queues: string[], k: number, groups?: number[][]): Promise<boolean | typeof PARKED> {
     const queue = queues[k];
     while (offersLeases(worker)) {
       if (coolingOff(worker, queue, Date.now()) || this.atModelLimit(worker, queue)) return false;
@@ -245,6 +253,7 @@ export class LeaseScheduler {
       const fetchedAt = performance.now();
       worker.cursor = ((groups?.[k]?.at(-1) ?? k) + 1) % queues.length;
       if (await this.startLease(worker, queue, job, token, fetchedAt)) return true;
+      if ((groups?.[k]?.length ?? 1) > 1) return PARKED;
       // Parked at a concurrency limit: the queue's next job (another account's) is fetched instead.
     }
     return false;
@@ -284,25 +293,12 @@ export class LeaseScheduler {
         // A queued run has no timeout_at: requeues clear it.
         const undo = { worker_id: prior.worker_id, attempts: prior.attempts, fence: prior.fence, started_at: prior.started_at, progress: prior.progress, timeout_at: null };
         // Its attempt never happened: its entry goes from the history too.
-        await this.whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo, attempt: { attempt: fence, drop: true } }));
+        await whileUnavailable(() => this.opts.runs.transition(run, { from: ['running'], fence, to: prior.status, set: undo, attempt: { attempt: fence, drop: true } }), this.opts.leaseTtlMs, this.ctx.stopping);
       }
       await this.opts.bull.handBack(queue, job, token);
-      await this.whileUnavailable(() => this.announce(queue));
+      await whileUnavailable(() => this.announce(queue), this.opts.leaseTtlMs, this.ctx.stopping);
     } catch (err) {
       this.opts.log.warn({ err, runId: job.data.run_id }, 'could not hand the job back; its lock will lapse and the stalled checker requeues it');
-    }
-  }
-
-  /** Runs `fn` again while the datastore is unavailable, for at most a lease TTL (then locks lapse anyway). */
-  private async whileUnavailable<T>(fn: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.opts.leaseTtlMs;
-    for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!isDatastoreUnavailable(err) || this.ctx.stopping() || Date.now() + delay > deadline) throw err;
-        await sleep(delay);
-      }
     }
   }
 
