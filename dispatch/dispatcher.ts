@@ -251,9 +251,10 @@ export class Dispatcher {
       else if (channel === this.channels.workers) this.identities.heard(message);
     });
     // After a subscriber reconnect, announcements may have been missed: look at every queue.
-    // A gateway queueing under a partition count new to this one: its workers take those partitions too.
-    const repartition = async () => void ((await this.opts.partitions?.refresh()) && this.pool.reroute());
-    const sweepQueues = () => void repartition().then(() => this.scheduler.sweep()).catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
+    // A gateway queueing under a partition count new to this one: its workers take those partitions
+    // too. A read that fails (its slot failing over) must not hold back the sweep of the queues.
+    const repartition = () => this.opts.partitions?.refresh().then((changed) => changed && this.pool.reroute(), (err: unknown) => this.opts.log.warn({ err }, 'could not read the partition counts; the next sweep does'));
+    const sweepQueues = () => void Promise.resolve(repartition()).then(() => this.scheduler.sweep()).catch((err: unknown) => this.opts.log.warn({ err }, 'could not sweep the queues; the next sweep does'));
     pubsub.onResubscribed(subscriber, sweepQueues);
     const sweep = setInterval(() => (sweepQueues(), this.pipelines.wakeAll(), this.gate?.sweep()), Math.max(1000, this.leaseTtlMs / 3));
     // Several refreshes per TTL: a dead instance's workers leave the counts within one TTL of its last one.

@@ -44,7 +44,13 @@ describe('gateway on a Redis Cluster: its primary fails over', function () {
       assert.ok(res.status === 202 || res.status === 503, `${res.status} ${JSON.stringify(res.body)}`);
       return res.status === 202 && (res.body.run_id as string);
     }, 30_000);
-    await until(`${what} to succeed`, async () => (await call('GET', `/v1/jobs/${runId}`, key)).body?.status === 'succeeded', 30_000);
+    try {
+      await until(`${what} to succeed`, async () => (await call('GET', `/v1/jobs/${runId}`, key)).body?.status === 'succeeded', 30_000);
+    } catch (err) {
+      // What the gateway warned of meanwhile says where the run stopped.
+      const warned = gw!.lines.filter((l) => (l.level ?? 0) >= 40).map((l) => `${l.msg} ${l.err?.message ?? ''}`);
+      throw new Error(`${(err as Error).message}; the gateway warned: ${warned.slice(-15).join(' | ')}`);
+    }
     return runId;
   }
 
