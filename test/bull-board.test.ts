@@ -54,7 +54,7 @@ describe('Bull Board at /admin/queues', function () {
       // The page is a client-side app: its queue names arrive through the board's API.
       await page.getByText('inference.image.generate.open', { exact: true }).first().waitFor({ timeout: 20_000 });
       await page.getByText(WEBHOOK_QUEUE, { exact: true }).first().waitFor({ timeout: 20_000 });
-      // The job is in its partition when the queue is split (QUEUE_PARTITIONS; 3 by default on a cluster).
+      // The job is in its partition when the queue is split (QUEUE_PARTITIONS).
       const queue = gw.queues.queueOf({ run_id: runId, kind: 'inference:image:generate', confidentiality: 'open', input: {} });
       await page.goto(`${gw.url}/admin/queues/queue/${encodeURIComponent(queue)}?status=prioritized`);
       await page.getByText(runId).first().waitFor({ timeout: 20_000 });
@@ -95,7 +95,7 @@ describe('Bull Board at /admin/queues', function () {
     const res = await gw.request('GET', '/admin/queues/api/queues', { headers: BEARER });
     assert.equal(res.status, 200, res.text);
     const names = (res.body.queues as { name: string }[]).map((q) => q.name).sort();
-    // Each split queue's partitions too (QUEUE_PARTITIONS; 3 by default on a cluster), and the unsplit queue.
+    // Each split queue's partitions too (QUEUE_PARTITIONS), and the unsplit queue.
     const partitions = gw.gateway.core.partitions.all;
     const expected = [...KINDS.flatMap(({ kind }) => TIERS.flatMap((tier) => partitionNames(queueName(kind, tier), partitions))), WEBHOOK_QUEUE].sort();
     assert.deepEqual(names, expected);

@@ -431,7 +431,7 @@ describe('dispatch to remote workers', function () {
     // Heartbeats (every 300 ms here), the registry refresh and the safety sweep: a few dozen, not
     // thousands. The sweep reads each queue the workers serve (three reads) and each queue's
     // stalled checker runs every 1.5 s: the gateway's queues, not its workers, set that count
-    // (a split queue's partitions each count: QUEUE_PARTITIONS, 3 by default on a cluster).
+    // (a split queue's partitions each count: QUEUE_PARTITIONS).
     const served = new Set(gw.dispatcher.localWorkers().flatMap((w) => gw.dispatcher.workersOf(w.owner).flatMap((c) => c.queues.flat()))).size;
     assert.ok(commands > 0, "the counter sees the heartbeat traffic");
     assert.ok(commands < 150 + 8 * served, `${commands} Redis commands in 1.5 s of idling, ${served} queues served`);

@@ -186,7 +186,7 @@ describe('graceful shutdown: leases handed over to another instance', function (
       assert.equal(completed.length, accepted.length + 1);
       assert.equal(new Set(completed).size, completed.length, 'no run completed twice');
       // Each queue under its own tag on a cluster, as the gateway places them (models/redis/keys.ts).
-      // Every partition of each (QUEUE_PARTITIONS; 3 by default on a cluster), and the unsplit queue.
+      // Every partition of each (QUEUE_PARTITIONS), and the unsplit queue.
       const keys = new RedisKeys(prefix);
       const counted = [1, ...(await redis.smembers(keys.queuePartitionCounts())).map(Number)];
       const open = (kind: string) => partitionNames(queueName(kind, 'open'), counted).map((name) => new Queue(name, { connection: redis, prefix: keys.queuePrefixOf(name) }));

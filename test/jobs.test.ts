@@ -133,7 +133,7 @@ describe('jobs API', () => {
     });
 
     it('reports queue positions in dispatch order', async () => {
-      // Exact in an unsplit queue; a split one (QUEUE_PARTITIONS, 3 by default on a cluster)
+      // Exact in an unsplit queue; a split one (QUEUE_PARTITIONS above 1)
       // estimates them (test/queue-partitions-dispatch.test.ts).
       const unsplit = await new TestGateway(prefix, { QUEUE_PARTITIONS: '1' }).start();
       try {

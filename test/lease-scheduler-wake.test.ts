@@ -103,8 +103,11 @@ describe('LeaseScheduler: waking workers for announced jobs', function () {
     assert.equal(sweeps, 0);
     await idle();
     assert.equal(fetches.filter((f) => f.got).length, 3);
-    // Announcements heard while it filled ask for a fill to the end: at most one fetch finds nothing.
-    assert.ok(fetches.filter((f) => !f.got).length <= 1, JSON.stringify(fetches));
+    // Announcements heard while it filled ask for a fill to the end: at most one fetch finds nothing,
+    // per partition the jobs were announced in (QUEUE_PARTITIONS): a
+    // woken fill fetches its announced partition first, which an earlier fill may have emptied.
+    const partitions = new Set(fetches.map((f) => f.queue)).size;
+    assert.ok(fetches.filter((f) => !f.got).length <= partitions, JSON.stringify(fetches));
   });
 
   it('looks before it fetches when a lease ends: an empty queue costs no fetch, a waiting job is fetched', async () => {

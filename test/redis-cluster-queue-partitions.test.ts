@@ -8,7 +8,7 @@ const JOBS = 150;
 
 /**
  * A hot kind on a real Redis Cluster of 3 primaries (docs/architecture.md, "Queue partitions"):
- * its queue is split in 3 partitions by default there, placed a third of the slot space apart,
+ * its queue split in 3 partitions (QUEUE_PARTITIONS=3), placed a third of the slot space apart,
  * so its jobs, and the BullMQ scripts that add and lease them, spread over every primary instead
  * of loading the one that held the kind's only queue.
  */
@@ -23,7 +23,7 @@ describe('Queue partitions on a Redis Cluster', function () {
     const nodes = await clusterNodes(this);
     target = redisTarget(REDIS_URL, nodes);
     redis = testRedis('test-qparts', target);
-    gw = await new TestGateway(prefix, { REDIS_CLUSTER_NODES: nodes }).start();
+    gw = await new TestGateway(prefix, { REDIS_CLUSTER_NODES: nodes, QUEUE_PARTITIONS: '3' }).start();
   });
   after(async () => {
     await gw?.stop();
@@ -31,7 +31,7 @@ describe('Queue partitions on a Redis Cluster', function () {
     if (target) await cleanupPrefix(prefix, target);
   });
 
-  it("splits a kind's queue in 3 by default, a partition on each primary: none holds more than 45% of its jobs", async () => {
+  it("splits a kind's queue in 3 (QUEUE_PARTITIONS=3), a partition on each primary: none holds more than 45% of its jobs", async () => {
     assert.equal(gw!.config.queuePartitions, 3);
     const { key } = await gw!.account(10_000);
     for (let i = 0; i < JOBS; i += 25) {

@@ -167,7 +167,7 @@ describe('REDIS_WAIT_REPLICAS=1: a job add the failover of its queue took is mad
   const d = new WaitDeployment();
 
   before(async function () {
-    // One partition a queue (3 by default on a cluster), so the kind's one queue is on the primary whose replica is cut below.
+    // One partition a queue, so the kind's one queue is on the primary whose replica is cut below.
     await d.start(this, { QUEUE_PARTITIONS: '1' });
   });
   after(() => d.stop());

@@ -149,13 +149,13 @@ describe('worker identity: a worker registering again is counted once', function
       const token = await survivor.workerToken();
       const { key } = await survivor.account(1000);
       for (let i = 0; i < 3; i++) {
-        const w = new SwitchyardWorker({ gateway: proxy.url, token, kinds: [KIND], slots: 2, handler: createDemoEngine({ delayMs: 300 }), logger: silentLogger, reconnect: { initialDelayMs: 20, maxDelayMs: 200 } });
+        const w = new SwitchyardWorker({ gateway: proxy.url, token, kinds: [KIND], slots: 2, handler: createDemoEngine({ delayMs: 2_000 }), logger: silentLogger, reconnect: { initialDelayMs: 20, maxDelayMs: 200 } });
         workers.push(w);
         await w.start();
       }
       const capacity = async () => (await survivor.request('GET', '/v1/network/capacity')).body;
       await until('the three workers counted', async () => (await capacity()).workers.total === 3);
-      // Under load: every worker holds leases when the instance dies.
+      // Under load: every worker holds leases when the instance dies (jobs of 2 s: all six run at once, however slowly a loaded machine submits them).
       for (let i = 0; i < 6; i++) await survivor.submit(key);
       await until('every slot busy', async () => (await capacity()).slots.busy === 6);
 

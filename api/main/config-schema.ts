@@ -157,9 +157,9 @@ export const settings = {
     read: (v: string, { env }) => (clusterGiven(env) && !HASH_TAG.test(v) ? `{${v}}` : v),
   }),
   queuePartitions: setting({
-    env: 'QUEUE_PARTITIONS', schema: { type: 'integer', minimum: 1, maximum: MAX_PARTITIONS }, docDefault: '1; 3 on a Redis Cluster',
-    doc: 'partitions each job queue is split in, a run in the one its id hashes to; dispatchers take the most urgent job of them all, as from one queue. On a Redis Cluster they are placed a partition-th of the slot space apart, so a busy kind spreads over that many primaries: make it a multiple of the primaries. Changing it is safe: every count ever used stays drained (docs/architecture.md, "Queue partitions")',
-    read: (v: number | undefined, { env }) => v ?? (clusterGiven(env) ? 3 : 1),
+    env: 'QUEUE_PARTITIONS', schema: { type: 'integer', minimum: 1, maximum: MAX_PARTITIONS }, default: 1,
+    doc: 'partitions each job queue is split in, a run in the one its id hashes to; dispatchers take the most urgent job of them all, as from one queue. On a Redis Cluster they are placed a partition-th of the slot space apart, so a busy kind spreads over that many primaries: set it to the number of primaries, or a multiple. Changing it is safe: every count ever used stays drained (docs/architecture.md, "Queue partitions")',
+    read: (v: number) => v,
   }),
   redisWaitReplicas: integer('REDIS_WAIT_REPLICAS', { minimum: 0, maximum: 16 }, 0, "replicas that must hold a run's accept and settle writes (Redis `WAIT`) before the caller or worker is answered; 0 answers at once, and a primary lost right after can forget what it answered (docs/deploy.md, \"Durability across failover\")"),
   redisWaitTimeoutMs: integer('REDIS_WAIT_TIMEOUT_MS', { minimum: 1, maximum: 60_000 }, 1000, 'how long an answer waits for `REDIS_WAIT_REPLICAS`; past it, the answer goes out if the store still has the write (a shortfall, counted in `switchyard_redis_replica_shortfalls_total`), else it is a 503'),

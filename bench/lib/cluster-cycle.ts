@@ -91,7 +91,7 @@ export async function clusterCycle(o: ClusterCycleOptions, log: (msg: string) =>
     // Each under a prefix of its own: a gateway drains every partition count recorded under its prefix.
     log('target 2/3: a Redis Cluster, 3 primaries and 3 replicas, queues unsplit (QUEUE_PARTITIONS=1)');
     runs.push(await runTarget('cluster, unsplit', o, url, { REDIS_CLUSTER_NODES: cluster.setting, QUEUE_PARTITIONS: '1' }, nodes, log, 'bench-cycle-1'));
-    log('target 3/3: the same cluster, queues in 3 partitions (the default there)');
+    log('target 3/3: the same cluster, queues in 3 partitions (QUEUE_PARTITIONS=3)');
     runs.push(await runTarget('cluster', o, url, { REDIS_CLUSTER_NODES: cluster.setting, QUEUE_PARTITIONS: '3' }, nodes, log, 'bench-cycle-3'));
   } finally {
     await cluster.stop();

@@ -28,7 +28,7 @@ export const CLUSTER_FILES = [
   // Events, webhooks, files, rate limits, bots, logs, a gateway killed mid-run.
   'events-sse', 'run-status-events', 'webhooks', 'webhook-stream-events', 'files', 'rate-limit', 'auth-and-account', 'bots', 'logs',
   'crash-recovery',
-  // Queue partitions (3 by default on a cluster), their placement on the primaries.
+  // Queue partitions (QUEUE_PARTITIONS=3), their placement on the primaries.
   'queue-partitions-dispatch', 'redis-cluster-queue-partitions',
   // The rest of the end-to-end surface: callers' sockets and clients, the OpenAI surface, tools
   // and agents, artifacts, workers and models, ranked pipelines.

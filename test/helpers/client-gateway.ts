@@ -27,7 +27,7 @@ export class ClientTestGateway {
   }
 
   async start(): Promise<this> {
-    // One partition a queue, on a cluster too (where the default is 3): the suites check a
+    // One partition a queue, whatever the run sets: the suites check a
     // listing's exact queue positions, which are estimates across partitions (docs/architecture.md;
     // the gateway's own tests, jobs-listing and queue-partitions, cover those).
     const env = { FILE_MAX_BYTES: `${CLIENT_FILE_MAX_BYTES}b`, FILE_QUOTA_BYTES: `${CLIENT_FILE_QUOTA_BYTES}b`, QUEUE_PARTITIONS: '1' };

@@ -160,7 +160,7 @@ export class TestGateway {
   }
   /**
    * Every queue a kind's jobs of a tier (and model) may be in: its partitions under each count in
-   * use (QUEUE_PARTITIONS, 3 by default on a cluster) and the unsplit queue.
+   * use (QUEUE_PARTITIONS) and the unsplit queue.
    */
   kindQueues(kind: string, tier: Tier = 'open', model?: string): Queue<QueuedJobData>[] {
     return partitionNames(queueName(kind, tier, model), this.gateway.core.partitions.all).map((name) => this.queues.named(name));
