@@ -219,11 +219,13 @@ export class LeaseScheduler {
   }
 
   private async walk(worker: ConnectedWorker, announced?: string): Promise<string | typeof PARKED | null> {
-    for (const [t, queues] of worker.queues.entries()) {
+    // Read together once: a reroute while this walk awaits replaces both, and their indexes must match.
+    const { queues: lists, partitionsOf } = worker;
+    for (const [t, queues] of lists.entries()) {
       // Private work only while the worker's evidence is valid: checked now, at every lease.
       if (worker.tiers?.[t] === 'private' && !attestedAt(worker, Date.now() + PRIVATE_LEASE_MARGIN_MS)) continue;
       const n = queues.length;
-      const groups = worker.partitionsOf?.[t];
+      const groups = partitionsOf?.[t];
       const first = t === 0 && announced !== undefined ? queues.indexOf(announced) : -1;
       const got = first >= 0 ? await this.leaseFrom(worker, queues, first, groups) : false;
       if (got) return got === PARKED ? PARKED : queues[first];
